@@ -1,0 +1,33 @@
+"""Where the built-in scenarios live: inside the installed package, or beside it in a checkout."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def scenarios_dir() -> Path:
+    """The folder of built-in scenario files.
+
+    A wheel carries them as attnwalk/scenarios (hatchling force-include); an editable install or a
+    plain checkout reads the top-level scenarios/ folder beside the package.
+    """
+    for candidate in (_PACKAGE / "scenarios", _PACKAGE.parent / "scenarios"):
+        if candidate.is_dir():
+            return candidate
+    return _PACKAGE / "scenarios"
+
+
+def builtin_names() -> list[str]:
+    """Names of the built-in scenarios, sorted."""
+    folder = scenarios_dir()
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def builtin_path(name: str) -> Path | None:
+    """The file of built-in scenario `name`, or None when there is no such built-in."""
+    path = scenarios_dir() / f"{name}.yaml"
+    return path if name and "/" not in name and "\\" not in name and path.is_file() else None

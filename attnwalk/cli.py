@@ -1,0 +1,140 @@
+"""The command line. The only place that turns errors into messages and exit codes.
+
+Heavy modules (numpy, yaml, the renderers) are imported inside the commands, so `attnwalk --help`
+costs only typer and rich.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Callable, Optional
+
+import typer
+
+from .errors import AttnwalkError
+
+app = typer.Typer(
+    name="attnwalk",
+    help="Walk through one self-attention layer, stage by stage, with real numbers.\n\n"
+    "Examples:\n\n"
+    "  attnwalk run river_bank              walk a built-in lesson\n\n"
+    "  attnwalk step --scenario my.yaml     walk your own scenario file\n\n"
+    "  attnwalk compare girl_bangs          scaled vs unscaled vs uniform\n\n"
+    "  attnwalk explain girl_bangs A 撩 刘海  one cell's arithmetic\n\n"
+    "  attnwalk export girl_bangs --format json\n\n"
+    "  attnwalk list                        the built-in lessons",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+)
+
+_state = {"debug": False}
+
+
+class Mode(str, Enum):
+    scaled = "scaled"
+    unscaled = "unscaled"
+    uniform = "uniform"
+
+
+class ExportFormat(str, Enum):
+    json = "json"
+
+
+def handles_errors(func: Callable) -> Callable:
+    """Run a command: a user's mistake becomes one line on stderr and exit 2; Ctrl-C exits 130."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except AttnwalkError as exc:
+            if _state["debug"]:
+                raise
+            print(f"attnwalk: {exc}", file=sys.stderr)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            raise typer.Exit(130) from None
+        except BrokenPipeError:  # `attnwalk run x | head`: the reader left, nothing is wrong
+            _silence_stdout()
+            raise typer.Exit(0) from None
+
+    return wrapper
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+@app.callback()
+def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False) -> None:
+    _state["debug"] = debug
+
+
+ScenarioArg = Annotated[str, typer.Argument(help="A built-in name (see `attnwalk list`) or a path to a .yaml file.")]
+ModeOpt = Annotated[Mode, typer.Option("--mode", "-m", help="How scores become weights.")]
+
+
+@app.command("export")
+@handles_errors
+def export_cmd(
+    scenario: ScenarioArg,
+    format: Annotated[ExportFormat, typer.Option("--format", "-f", help="Output format.")] = ExportFormat.json,
+    mode: ModeOpt = Mode.scaled,
+) -> None:
+    """Print every stage's matrix as JSON.  e.g. attnwalk export girl_bangs --format json"""
+    from .export import to_json, walk_data
+    from .pipeline import compute
+    from .scenario import load_scenario
+
+    walk = compute(load_scenario(scenario), mode.value)
+    sys.stdout.write(to_json(walk_data(walk)) + "\n")
+
+
+@app.command("list")
+@handles_errors
+def list_cmd() -> None:
+    """List the built-in scenarios.  e.g. attnwalk list"""
+    from .lessons import lesson_table
+
+    _console().print(lesson_table())
+
+
+@app.command("init")
+@handles_errors
+def init_cmd(
+    path: Annotated[Path, typer.Argument(help="The new scenario file to write.")],
+    from_: Annotated[Optional[str], typer.Option("--from", help="Start from this built-in scenario.")] = None,
+) -> None:
+    """Write a commented scenario file to edit.  e.g. attnwalk init my.yaml --from girl_bangs"""
+    from .scaffold import scenario_text, write_new_file
+
+    if from_ is not None:
+        from .builtins import builtin_names, builtin_path
+
+        if builtin_path(from_) is None:
+            raise AttnwalkError(f"--from: no built-in scenario '{from_}'; built-ins: {', '.join(builtin_names())}")
+    write_new_file(path, scenario_text(from_))
+    print(f"wrote {path}; edit it, then: attnwalk step --scenario {path}")
+
+
+def _console():
+    from .terminal import make_console
+
+    return make_console()
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app()

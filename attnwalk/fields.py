@@ -1,0 +1,190 @@
+"""Reading one field of a scenario: a Node in, a checked Python or numpy value out.
+
+Every check raises ScenarioError naming the field path (`W_Q[1][0]`) and the line of the value.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Any
+
+import numpy as np
+
+from .errors import ScenarioError
+from .yamltree import Node
+
+
+class Fields:
+    """The checkers for one file, so every error names it."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def error(self, field: str, node: Node | None, message: str) -> ScenarioError:
+        return ScenarioError(message, file=self.file, field=field,
+                             line=node.line if node is not None else None)
+
+    # -- mappings -------------------------------------------------------------------------------
+
+    def mapping(self, node: Node, field: str, known: tuple[str, ...],
+                required: tuple[str, ...] = ()) -> dict[str, Node]:
+        """A mapping whose keys are all known and include the required ones."""
+        if not isinstance(node.value, dict):
+            what = "a scenario" if not field else field
+            raise self.error(field or "(top level)", node,
+                             f"{what} must be a mapping of keys (tokens:, embeddings:, ...), "
+                             f"got {kind(node.value)}")
+        for key in node.value:
+            if key not in known:
+                line = node.keys.get(key)
+                path = f"{field}.{key}" if field else key
+                raise ScenarioError(f"unknown key '{key}'{suggest(key, known)}",
+                                    file=self.file, field=path, line=line)
+        for key in required:
+            if key not in node.value:
+                path = f"{field}.{key}" if field else key
+                raise self.error(path, node, f"missing required key '{key}'")
+        return node.value
+
+    # -- scalars --------------------------------------------------------------------------------
+
+    def text(self, node: Node, field: str) -> str:
+        if isinstance(node.value, (list, dict)) or node.value is None:
+            raise self.error(field, node, f"expected text, got {kind(node.value)}")
+        return str(node.value) if not isinstance(node.value, float) else repr(node.value)
+
+    def localized(self, node: Node, field: str) -> str | dict[str, str]:
+        """A string, or a mapping of language to string ({en: ..., zh: ...})."""
+        if isinstance(node.value, dict):
+            out = {lang: self.text(sub, f"{field}.{lang}") for lang, sub in node.value.items()}
+            if not out:
+                raise self.error(field, node, "expected text or {en: ..., zh: ...}, got an empty mapping")
+            return out
+        return self.text(node, field)
+
+    def integer(self, node: Node, field: str, minimum: int | None = None) -> int:
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+                value = int(value)
+            else:
+                raise self.error(field, node, f"expected a whole number, got {kind(node.value)}")
+        if minimum is not None and value < minimum:
+            raise self.error(field, node, f"must be at least {minimum}, got {value}")
+        return value
+
+    def number(self, node: Node, field: str) -> float:
+        value = node.value
+        if isinstance(value, bool):
+            raise self.error(field, node, f"expected a number, got the boolean {str(node.value).lower()}"
+                             " (YAML reads yes/no/on/off/true/false as booleans)")
+        if not isinstance(value, (int, float)):
+            raise self.error(field, node, f"expected a number, got {kind(value)}")
+        value = float(value)
+        if math.isnan(value):
+            raise self.error(field, node, "expected a number, got NaN")
+        if math.isinf(value):
+            raise self.error(field, node, "expected a finite number, got infinity")
+        return value
+
+    def boolean(self, node: Node, field: str) -> bool:
+        value = node.value
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise self.error(field, node, f"expected true or false, got {kind(value)}")
+
+    def choice(self, node: Node, field: str, choices: tuple[str, ...]) -> str:
+        value = node.value
+        if isinstance(value, str) and value.lower() in choices:
+            return value.lower()
+        if value is None and "none" in choices:
+            return "none"
+        shown = " | ".join(choices)
+        got = f"'{value}'" if isinstance(value, str) else kind(value)
+        raise self.error(field, node, f"expected one of {shown}, got {got}{suggest(str(value), choices)}")
+
+    # -- lists and matrices ---------------------------------------------------------------------
+
+    def items(self, node: Node, field: str, what: str = "a list") -> list[Node]:
+        if not isinstance(node.value, list):
+            raise self.error(field, node, f"expected {what}, got {kind(node.value)}")
+        return node.value
+
+    def strings(self, node: Node, field: str) -> tuple[str, ...]:
+        items = self.items(node, field, "a list of token strings")
+        if not items:
+            raise self.error(field, node, "needs at least one token")
+        return tuple(self.text(item, f"{field}[{i}]") for i, item in enumerate(items))
+
+    def vector(self, node: Node, field: str) -> np.ndarray:
+        items = self.items(node, field, "a list of numbers")
+        if not items:
+            raise self.error(field, node, "expected a list of numbers, got an empty list")
+        return np.array([self.number(item, f"{field}[{i}]") for i, item in enumerate(items)],
+                        dtype=np.float64)
+
+    def matrix(self, node: Node, field: str) -> np.ndarray:
+        """A rectangular list of rows of numbers, as float64 (rows × columns)."""
+        if isinstance(node.value, dict) and "file" in node.value:
+            from .matrixfile import load_matrix_file  # only scenarios that refer to files pay for it
+            return load_matrix_file(self, node, field)
+        rows = self.items(node, field, "a matrix: a list of rows, each a list of numbers")
+        if not rows:
+            raise self.error(field, node, "expected a matrix with at least one row, got an empty list")
+        width = None
+        out = []
+        for i, row in enumerate(rows):
+            cells = self.items(row, f"{field}[{i}]", "a row: a list of numbers")
+            if width is None:
+                width = len(cells)
+                if width == 0:
+                    raise self.error(f"{field}[{i}]", row, "a row needs at least one number")
+            elif len(cells) != width:
+                raise self.error(f"{field}[{i}]", row,
+                                 f"row {i} has {len(cells)} numbers, but row 0 has {width}; "
+                                 "every row needs the same length")
+            out.append([self.number(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
+        return np.array(out, dtype=np.float64)
+
+    def bool_matrix(self, node: Node, field: str) -> np.ndarray:
+        rows = self.items(node, field, "a matrix of true/false")
+        out = []
+        for i, row in enumerate(rows):
+            cells = self.items(row, f"{field}[{i}]", "a row of true/false")
+            out.append([self.boolean(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
+        widths = {len(r) for r in out}
+        if len(widths) > 1:
+            raise self.error(field, node, "every mask row needs the same length")
+        return np.array(out, dtype=bool).reshape(len(out), widths.pop() if widths else 0)
+
+
+def kind(value: Any) -> str:
+    """How a value reads to a person: 'a list', 'the text 'abc'', 'nothing (null)'."""
+    if value is None:
+        return "nothing (an empty value)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the text '{value[:40]}'"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    """' (did you mean 'W_Q'?)' for a near miss, else ''."""
+    lowered = {c.lower(): c for c in choices}
+    if word.lower() in lowered:
+        return f" (did you mean '{lowered[word.lower()]}'? names are case-sensitive)"
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+        close = [lowered[c] for c in close]
+    return f" (did you mean '{close[0]}'?)" if close else ""

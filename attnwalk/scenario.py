@@ -1,0 +1,258 @@
+"""A scenario: the tokens, their embeddings and the layer's weights, validated and frozen.
+
+`load_scenario` is the only way in: it reads a built-in name or a file, checks every field and every
+shape against the others, and returns a Scenario whose arrays are float64 and read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .builtins import builtin_names, builtin_path
+from .errors import ScenarioError
+from .fields import Fields
+from .source import read_text
+from .yamltree import Node, parse
+
+KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
+        "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale")
+SOURCE_KEYS = ("tokens", "ids", "embeddings", "positional")
+REQUIRED = ("tokens", "embeddings", "W_Q", "W_K", "W_V")
+POSITIONAL = ("none", "sinusoidal")
+MASKS = ("none", "causal")
+SCORES = ("dot", "additive")
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """A run of tokens and their embeddings: the main sequence, or a cross-attention source."""
+
+    tokens: tuple[str, ...]
+    E: np.ndarray  # (n, d_model)
+    positional: str  # "none" | "sinusoidal" | "explicit"
+    P_given: np.ndarray | None = None  # (n, d_model) when positional is explicit
+    ids: tuple[int, ...] | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def d_model(self) -> int:
+        return self.E.shape[1]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    main: Sequence
+    W_Q: np.ndarray  # (d_model, h·d_k)
+    W_K: np.ndarray  # (d_model, h·d_k)
+    W_V: np.ndarray  # (d_model, h·d_v)
+    mask_kind: str  # "none" | "causal" | "explicit"
+    allowed: np.ndarray  # (n, m) bool: may query i attend to key j
+    title: str | dict[str, str] = ""  # one text, or language -> text ({en: ..., zh: ...})
+    description: str | dict[str, str] = ""
+    path: str | None = None  # the file it came from
+    builtin: bool = False
+    heads: int = 1
+    W_O: np.ndarray | None = None  # (h·d_v, d_model)
+    source: Sequence | None = None  # keys and values come from here (cross-attention)
+    score: str = "dot"  # "dot" | "additive"
+    w_a: np.ndarray | None = None  # (d_k,) for additive scores
+    qk_norm: bool = False
+    qk_scale: float = 1.0
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.main.tokens
+
+    @property
+    def key_tokens(self) -> tuple[str, ...]:
+        """The tokens the keys and values belong to: the source's, or the sequence's own."""
+        return (self.source or self.main).tokens
+
+    @property
+    def n(self) -> int:
+        return self.main.n
+
+    @property
+    def m(self) -> int:
+        return (self.source or self.main).n
+
+    @property
+    def d_model(self) -> int:
+        return self.main.d_model
+
+    @property
+    def d_k(self) -> int:
+        """Width of one head's queries and keys."""
+        return self.W_Q.shape[1] // self.heads
+
+    @property
+    def d_v(self) -> int:
+        return self.W_V.shape[1] // self.heads
+
+    @property
+    def masked(self) -> bool:
+        return self.mask_kind != "none"
+
+
+def load_scenario(ref: str | Path) -> Scenario:
+    """Load a built-in scenario by name, or a scenario file by path."""
+    ref_text = str(ref)
+    path = Path(ref)
+    builtin = builtin_path(ref_text) if not path.exists() else None
+    if builtin is not None:
+        path = builtin
+    elif not path.exists() and path.suffix == "" and "/" not in ref_text:
+        names = ", ".join(builtin_names())
+        raise ScenarioError(f"no built-in scenario or file named '{ref_text}'; "
+                            f"built-ins: {names} (or give a path to a .yaml file)", file=ref_text)
+    text = read_text(path)
+    return scenario_from_text(text, str(ref) if builtin is None else f"{ref_text} (built-in)",
+                              default_name=path.stem, path=str(path), builtin=builtin is not None)
+
+
+def scenario_from_text(text: str, file: str, default_name: str = "scenario",
+                       path: str | None = None, builtin: bool = False) -> Scenario:
+    """Validate a scenario given as YAML text; `file` is how errors name it."""
+    f = Fields(file)
+    root = parse(text, file)
+    top = f.mapping(root, "", KEYS, REQUIRED)
+
+    name = f.text(top["name"], "name") if "name" in top else default_name
+    title = f.localized(top["title"], "title") if "title" in top else ""
+    description = f.localized(top["description"], "description") if "description" in top else ""
+
+    main = _sequence(f, top, "")
+    source = None
+    if "source" in top:
+        src = f.mapping(top["source"], "source", SOURCE_KEYS, ("tokens", "embeddings"))
+        source = _sequence(f, src, "source.")
+        if source.d_model != main.d_model:
+            raise f.error("source.embeddings", src["embeddings"],
+                          f"source embeddings have {source.d_model} columns, but the main "
+                          f"sequence's d_model is {main.d_model}; both must share d_model")
+
+    heads = f.integer(top["heads"], "heads", minimum=1) if "heads" in top else 1
+    W_Q = _weights(f, top, "W_Q", main.d_model)
+    W_K = _weights(f, top, "W_K", main.d_model)
+    W_V = _weights(f, top, "W_V", main.d_model)
+    if W_K.shape[1] != W_Q.shape[1]:
+        raise f.error("W_K", top["W_K"], f"W_K has {W_K.shape[1]} columns, but W_Q has "
+                      f"{W_Q.shape[1]}; queries and keys need the same width d_k to be compared")
+    for key, W in (("W_Q", W_Q), ("W_V", W_V)):
+        if W.shape[1] % heads:
+            raise f.error(key, top[key], f"{key} has {W.shape[1]} columns, which {heads} heads "
+                          f"cannot split evenly; its width must be heads × per-head width")
+    W_O = None
+    if "W_O" in top:
+        W_O = f.matrix(top["W_O"], "W_O")
+        if W_O.shape != (W_V.shape[1], main.d_model):
+            raise f.error("W_O", top["W_O"], f"W_O is {_shape(W_O)}, but it must be "
+                          f"(h·d_v) × d_model = {W_V.shape[1]} × {main.d_model}")
+
+    score = f.choice(top["score"], "score", SCORES) if "score" in top else "dot"
+    w_a = None
+    if score == "additive":
+        if "w_a" not in top:
+            raise f.error("w_a", top["score"], "score: additive needs w_a, a list of d_k numbers")
+        w_a = f.vector(top["w_a"], "w_a")
+        d_k = W_Q.shape[1] // heads
+        if w_a.shape[0] != d_k:
+            raise f.error("w_a", top["w_a"], f"w_a has {w_a.shape[0]} numbers, but d_k "
+                          f"(per head) is {d_k}")
+    elif "w_a" in top:
+        raise f.error("w_a", top["w_a"], "w_a is only used with score: additive")
+    qk_norm = f.boolean(top["qk_norm"], "qk_norm") if "qk_norm" in top else False
+    qk_scale = 1.0
+    if "qk_scale" in top:
+        if not qk_norm:
+            raise f.error("qk_scale", top["qk_scale"], "qk_scale is only used with qk_norm: true")
+        qk_scale = f.number(top["qk_scale"], "qk_scale")
+
+    m = source.n if source else main.n
+    mask_kind, allowed = _mask(f, top, main, m, source is not None)
+
+    scenario = Scenario(
+        name=name, main=main, W_Q=W_Q, W_K=W_K, W_V=W_V, mask_kind=mask_kind, allowed=allowed,
+        title=title, description=description, path=path, builtin=builtin, heads=heads, W_O=W_O,
+        source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale)
+    for value in (W_Q, W_K, W_V, W_O, w_a, allowed, main.E, main.P_given):
+        if value is not None:
+            value.flags.writeable = False
+    return scenario
+
+
+def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
+    tokens = f.strings(top["tokens"], f"{prefix}tokens")
+    n = len(tokens)
+    E = f.matrix(top["embeddings"], f"{prefix}embeddings")
+    if E.shape[0] != n:
+        raise f.error(f"{prefix}embeddings", top["embeddings"], f"embeddings have {E.shape[0]} "
+                      f"rows, but there are {n} tokens; give one row per token")
+    ids = None
+    if "ids" in top:
+        items = f.items(top["ids"], f"{prefix}ids", "a list of whole numbers")
+        ids = tuple(f.integer(node, f"{prefix}ids[{i}]") for i, node in enumerate(items))
+        if len(ids) != n:
+            raise f.error(f"{prefix}ids", top["ids"], f"there are {len(ids)} ids but {n} tokens; "
+                          "give one id per token")
+    positional, P = "none", None
+    node = top.get("positional")
+    if node is not None:
+        if isinstance(node.value, list):
+            positional, P = "explicit", f.matrix(node, f"{prefix}positional")
+            if P.shape != E.shape:
+                raise f.error(f"{prefix}positional", node, f"positional is {_shape(P)}, but it "
+                              f"must match the embeddings: n × d_model = {_shape(E)}")
+        else:
+            positional = f.choice(node, f"{prefix}positional", POSITIONAL + ("explicit matrix",))
+            if positional not in POSITIONAL:
+                raise f.error(f"{prefix}positional", node, "give the matrix itself as a list of rows")
+    return Sequence(tokens=tokens, E=E, positional=positional, P_given=P, ids=ids)
+
+
+def _weights(f: Fields, top: dict[str, Node], key: str, d_model: int) -> np.ndarray:
+    W = f.matrix(top[key], key)
+    if W.shape[0] != d_model:
+        raise f.error(key, top[key], f"{key} has {W.shape[0]} rows, but d_model is {d_model} "
+                      f"(embeddings have {d_model} columns)")
+    return W
+
+
+def _mask(f: Fields, top: dict[str, Node], main: Sequence, m: int,
+          cross: bool) -> tuple[str, np.ndarray]:
+    n = main.n
+    node = top.get("mask")
+    if node is None:
+        return "none", np.ones((n, m), dtype=bool)
+    if isinstance(node.value, list):
+        allowed = f.bool_matrix(node, "mask")
+        if allowed.shape != (n, m):
+            want = "n × m (queries × source keys)" if cross else "n × n"
+            raise f.error("mask", node, f"mask is {_shape(allowed)}, but it must be {want} = {n} × {m}")
+        kind = "explicit"
+    else:
+        kind = f.choice(node, "mask", MASKS)
+        if kind == "none":
+            return "none", np.ones((n, m), dtype=bool)
+        if cross:
+            raise f.error("mask", node, "mask: causal needs keys from the same sequence; with a "
+                          "source the keys are another sequence with no 'future' to hide "
+                          "(give an explicit n × m mask instead)")
+        allowed = np.tril(np.ones((n, n), dtype=bool))
+    for i, row in enumerate(allowed):
+        if not row.any():
+            raise f.error(f"mask[{i}]", node.value[i] if kind == "explicit" else node,
+                          f"row {i} ('{main.tokens[i]}') allows no key: every query must be "
+                          "allowed to attend to at least one key")
+    return kind, allowed
+
+
+def _shape(a: np.ndarray) -> str:
+    return " × ".join(str(s) for s in a.shape)

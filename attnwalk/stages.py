@@ -1,0 +1,74 @@
+"""The one definition of attnwalk's stages.
+
+Every other module (compute, render, explain, export, lesson text) reads this list; adding a stage
+means adding one entry here and its text in attnwalk/text/*.toml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What a stage's matrix holds, which decides its colours and how a cell is explained.
+SIGNED = "signed"  # any real numbers: diverging colours
+WEIGHTS = "weights"  # rows of a distribution: sequential colours
+MASKED = "masked"  # scores with -inf where the mask forbids: grey cells
+TOKENS = "tokens"  # the token list itself, no matrix
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str  # the name in exports, in `explain` and in the text files: "QK^T"
+    symbol: str  # how it is printed: "QKᵀ"
+    title: str  # English title; translations live in attnwalk/text/
+    formula: str
+    rows: str  # named dimension of the rows: "n"
+    cols: str  # named dimension of the columns: "d_model", "d_k", "d_v", "m" (keys)
+    kind: str = SIGNED
+    per_head: bool = False  # computed once per head in multi-head scenarios
+
+    @property
+    def square(self) -> bool:
+        """True when both axes are tokens (query × key), so columns are labelled by token."""
+        return self.cols == "m"
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("tokens", "tokens", "Tokens and ids", "text → tokens → ids", "n", "-", TOKENS),
+    Stage("E", "E", "Token embeddings", "E = EmbeddingTable[ids]", "n", "d_model"),
+    Stage("P", "P", "Positional encoding", "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)", "n", "d_model"),
+    Stage("X", "X", "Input to the layer", "X = E + P", "n", "d_model"),
+    Stage("Q", "Q", "Queries", "Q = X · W_Q", "n", "d_k"),
+    Stage("K", "K", "Keys", "K = X · W_K", "m", "d_k"),
+    Stage("V", "V", "Values", "V = X · W_V", "m", "d_v"),
+    Stage("QK^T", "QKᵀ", "Raw scores", "QKᵀ[i, j] = q_i · k_j", "n", "m", SIGNED, True),
+    Stage("S", "S", "Scaled scores", "S = QKᵀ / √d_k", "n", "m", SIGNED, True),
+    Stage("S+M", "S + M", "Masked scores", "S + M,  M[i, j] = 0 or −∞", "n", "m", MASKED, True),
+    Stage("A", "A", "Attention weights", "A = softmax(S + M), row by row", "n", "m", WEIGHTS, True),
+    Stage("Z", "Z", "Output", "Z = A · V", "n", "d_v", SIGNED, True),
+    Stage("concat", "concat", "Heads concatenated", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v"),
+    Stage("O", "O", "Output projection", "O = concat · W_O", "n", "d_model"),
+)
+
+BY_KEY: dict[str, Stage] = {s.key: s for s in STAGES}
+
+# Keys a user may type for a stage (`attnwalk explain girl_bangs QKT 1 2`), folded to lower case.
+_ALIASES = {
+    "qkt": "QK^T", "qk^t": "QK^T", "qkᵀ": "QK^T", "qk": "QK^T", "raw": "QK^T",
+    "s+m": "S+M", "masked": "S+M", "sm": "S+M",
+}
+
+
+def stage_by_name(name: str) -> Stage | None:
+    """The stage a user means by `name` (key, symbol or a common spelling), or None."""
+    if name in BY_KEY:
+        return BY_KEY[name]
+    folded = name.strip().lower().replace(" ", "")
+    for stage in STAGES:
+        if folded in (stage.key.lower(), stage.symbol.lower().replace(" ", "")):
+            return stage
+    key = _ALIASES.get(folded)
+    return BY_KEY[key] if key else None
+
+
+MODES: tuple[str, ...] = ("scaled", "unscaled", "uniform")
+EXTRA_MODES: tuple[str, ...] = ("hard",)  # only when asked for (compare)
