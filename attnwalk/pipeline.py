@@ -116,6 +116,18 @@ class Walk:
             out.append(stage)
         return out
 
+    @property
+    def steps(self) -> list[tuple[Stage, int]]:
+        """The screens of the walk in order: (stage, head). Per-head stages repeat for each head
+        (all stages of head 0, then of head 1, ...); other stages carry head 0."""
+        shared_before = [s for s in self.stages if not s.per_head and s.key not in ("concat", "O")]
+        per_head = [s for s in self.stages if s.per_head]
+        after = [s for s in self.stages if s.key in ("concat", "O")]
+        out = [(s, 0) for s in shared_before]
+        for h in range(self.scenario.heads):
+            out += [(s, h) for s in per_head]
+        return out + [(s, 0) for s in after]
+
     def matrix(self, key: str, head: int = 0) -> np.ndarray:
         """The matrix of stage `key` (for per-head stages, of head `head`)."""
         if BY_KEY[key].per_head:

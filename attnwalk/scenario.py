@@ -18,7 +18,7 @@ from .source import read_text
 from .yamltree import Node, parse
 
 KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
-        "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale")
+        "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale", "focus")
 SOURCE_KEYS = ("tokens", "ids", "embeddings", "positional")
 REQUIRED = ("tokens", "embeddings", "W_Q", "W_K", "W_V")
 POSITIONAL = ("none", "sinusoidal")
@@ -65,6 +65,7 @@ class Scenario:
     w_a: np.ndarray | None = None  # (d_k,) for additive scores
     qk_norm: bool = False
     qk_scale: float = 1.0
+    focus: int | None = None  # the query row whose cells the walk works through (0-based)
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -175,13 +176,15 @@ def scenario_from_text(text: str, file: str, default_name: str = "scenario",
             raise f.error("qk_scale", top["qk_scale"], "qk_scale is only used with qk_norm: true")
         qk_scale = f.number(top["qk_scale"], "qk_scale")
 
+    focus = _focus(f, top["focus"], main.tokens) if "focus" in top else None
     m = source.n if source else main.n
     mask_kind, allowed = _mask(f, top, main, m, source is not None)
 
     scenario = Scenario(
         name=name, main=main, W_Q=W_Q, W_K=W_K, W_V=W_V, mask_kind=mask_kind, allowed=allowed,
         title=title, description=description, path=path, builtin=builtin, heads=heads, W_O=W_O,
-        source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale)
+        source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale,
+        focus=focus)
     for value in (W_Q, W_K, W_V, W_O, w_a, allowed, main.E, main.P_given):
         if value is not None:
             value.flags.writeable = False
@@ -215,6 +218,20 @@ def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
             if positional not in POSITIONAL:
                 raise f.error(f"{prefix}positional", node, "give the matrix itself as a list of rows")
     return Sequence(tokens=tokens, E=E, positional=positional, P_given=P, ids=ids)
+
+
+def _focus(f: Fields, node: Node, tokens: tuple[str, ...]) -> int:
+    """`focus: bank` or `focus: 4` (1-based): the query row whose arithmetic the walk shows."""
+    value = node.value
+    if isinstance(value, str) or node.quoted:
+        if str(value) in tokens:
+            return tokens.index(str(value))
+        raise f.error("focus", node, f"'{value}' is not one of the tokens: {', '.join(tokens)}")
+    index = f.integer(node, "focus", minimum=1)
+    if index > len(tokens):
+        raise f.error("focus", node, f"focus is {index}, but there are only {len(tokens)} tokens "
+                      "(count from 1)")
+    return index - 1
 
 
 def _weights(f: Fields, top: dict[str, Node], key: str, d_model: int) -> np.ndarray:
