@@ -1,0 +1,19 @@
+"""How a walk is drawn: chosen once on the command line, passed to every renderer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    precision: int = 4  # decimals printed in every cell
+    ascii: bool = False  # plain ASCII boxes and markers instead of Unicode
+    lang: str = "en"  # "en" | "zh": the language of titles, explanations, prompts
+    width: int = 100  # the console's width: tables wider than this are split, never squeezed
+    max_rows: int = 16  # beyond this, show head and tail rows with a visible count of the rest
+    max_cols: int = 12  # beyond this, show head and tail columns the same way
+    bar_rows: int = 8  # A's bar lines: all queries up to this many, else the first and last few
+
+    def with_(self, **changes) -> "ViewOptions":
+        return replace(self, **changes)
