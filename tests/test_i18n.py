@@ -1,0 +1,208 @@
+"""The text files agree with each other and with the stages; the language is chosen in the right order."""
+
+from __future__ import annotations
+
+import string
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from attnwalk import i18n
+from attnwalk.errors import UsageError
+from attnwalk.i18n import LANGS, detect_lang, pick, text
+from attnwalk.stages import EXTRA_MODES, MODES, STAGES
+
+TEXT_DIR = Path(__file__).resolve().parents[1] / "attnwalk" / "text"
+
+
+def load(lang: str) -> dict:
+    return tomllib.loads((TEXT_DIR / f"{lang}.toml").read_text(encoding="utf-8"))
+
+
+def flatten(table: dict, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], object]:
+    """Every leaf of a nested table, keyed by its path."""
+    leaves = {}
+    for name, value in table.items():
+        if isinstance(value, dict):
+            leaves.update(flatten(value, prefix + (name,)))
+        else:
+            leaves[prefix + (name,)] = value
+    return leaves
+
+
+def placeholders(template: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field is not None}
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict[str, dict[tuple[str, ...], object]]:
+    return {lang: flatten(load(lang)) for lang in LANGS}
+
+
+def test_both_languages_have_the_same_keys(tables):
+    en, zh = tables["en"], tables["zh"]
+    assert sorted(set(en) - set(zh)) == []
+    assert sorted(set(zh) - set(en)) == []
+
+
+def test_every_value_is_a_non_empty_string(tables):
+    for lang, leaves in tables.items():
+        for path, value in leaves.items():
+            assert isinstance(value, str) and value.strip(), f"{lang}: {'.'.join(path)}"
+
+
+def test_each_key_has_the_same_placeholders_in_both_languages(tables):
+    for path, template in tables["en"].items():
+        assert placeholders(template) == placeholders(tables["zh"][path]), ".".join(path)
+
+
+def test_placeholders_are_named(tables):
+    # str.format with keyword values only: "{}" or "{0}" could never be filled.
+    for lang, leaves in tables.items():
+        for path, template in leaves.items():
+            for field in placeholders(template):
+                assert field.isidentifier(), f"{lang}: {'.'.join(path)} has {{{field}}}"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_stage_has_its_text_and_no_other_stage_does(lang):
+    stages = load(lang)["stage"]
+    assert set(stages) == {stage.key for stage in STAGES}
+    for stage in STAGES:
+        for field in ("title", "what", "why", "mistake"):
+            assert stages[stage.key].get(field, "").strip(), f"{lang}: stage.{stage.key}.{field}"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_mode_has_a_name_and_an_explanation(lang):
+    modes = load(lang)["mode"]
+    for mode in MODES + EXTRA_MODES:
+        assert modes[mode]["name"] and modes[mode]["explain"]
+
+
+def test_titles_leave_the_symbol_out():
+    # The renderer prints the symbol beside the title; "QKᵀ" in the title would show it twice.
+    for lang in LANGS:
+        for stage in STAGES:
+            if len(stage.symbol) > 1 and not stage.symbol.islower():  # not a word like "concat"
+                assert stage.symbol not in load(lang)["stage"][stage.key]["title"]
+
+
+def test_english_titles_match_the_stage_definitions():
+    assert {s.key: s.title for s in STAGES} == {k: v["title"] for k, v in load("en")["stage"].items()}
+
+
+# --- Text ------------------------------------------------------------------------------------
+
+
+def test_t_reads_dotted_keys_and_fills_placeholders():
+    en = text("en")
+    assert en.t("ui.stage_header", index=3, count=14) == "Stage 3 / 14"
+    assert en.t("quiz.score", score=2, total=5) == "Score: 2 / 5"
+    assert en.t("stage.QK^T.title") == "Raw scores"
+    assert text("zh").t("lang.name") == "中文"
+
+
+def test_stage_helper_reads_keys_with_symbols():
+    assert text("en").stage("S+M", "title") == "Masked scores"
+    assert text("en").stage("QK^T", "title") == text("en").t("stage.QK^T.title")
+    assert text("zh").stage("A", "title") == "注意力权重"
+
+
+def test_missing_key_falls_back_to_english_then_to_the_key(monkeypatch):
+    tables = {"en": {"ui": {"only_en": "English {n}"}, "stage": {"S+M": {"title": "Masked"}}},
+              "zh": {"ui": {}}}
+    monkeypatch.setattr(i18n, "_table", tables.__getitem__)
+    zh = i18n.Text("zh")
+    assert zh.t("ui.only_en", n=1) == "English 1"
+    assert zh.stage("S+M", "title") == "Masked"
+    assert zh.t("ui.nowhere") == "ui.nowhere"
+    assert zh.stage("S+M", "nowhere") == "stage.S+M.nowhere"
+    assert zh.has("ui.only_en") and not zh.has("ui.nowhere")
+
+
+def test_optional_stage_fields_are_detectable():
+    assert text("en").has("stage.P.none")
+    assert not text("en").has("stage.Q.none")
+
+
+def test_text_is_loaded_once_per_language():
+    assert text("zh") is text("zh")
+    with pytest.raises(ValueError):
+        i18n.Text("fr")
+
+
+def test_import_is_light():
+    # `attnwalk --help` should not pay for numpy or rich.
+    code = "import sys, attnwalk.i18n; print(sorted({'numpy', 'rich', 'yaml'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[]"
+
+
+# --- detect_lang -----------------------------------------------------------------------------
+
+EVERYTHING = {"ATTNWALK_LANG": "zh", "LANGUAGE": "en_GB:zh", "LC_ALL": "zh_CN.UTF-8",
+              "LC_MESSAGES": "C", "LANG": "zh_TW.UTF-8"}
+
+
+@pytest.mark.parametrize(("cli", "drop", "expected"), [
+    ("en", (), "en"),  # --lang beats ATTNWALK_LANG
+    (None, (), "zh"),  # ATTNWALK_LANG beats LANGUAGE
+    (None, ("ATTNWALK_LANG",), "en"),  # LANGUAGE's first entry beats LC_ALL
+    (None, ("ATTNWALK_LANG", "LANGUAGE"), "zh"),  # LC_ALL beats LC_MESSAGES
+    (None, ("ATTNWALK_LANG", "LANGUAGE", "LC_ALL"), "en"),  # LC_MESSAGES beats LANG
+    (None, ("ATTNWALK_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES"), "zh"),  # LANG last
+    (None, tuple(EVERYTHING), "en"),  # nothing set
+])
+def test_detect_lang_precedence(cli, drop, expected):
+    environ = {name: value for name, value in EVERYTHING.items() if name not in drop}
+    assert detect_lang(cli, environ) == expected
+
+
+@pytest.mark.parametrize(("locale", "expected"), [
+    ("zh_CN.UTF-8", "zh"), ("zh_TW", "zh"), ("zh", "zh"), ("zh_CN.GB18030@stroke", "zh"),
+    ("en_US.UTF-8", "en"), ("C", "en"), ("C.UTF-8", "en"), ("POSIX", "en"), ("fr_FR.UTF-8", "en"),
+])
+def test_detect_lang_reads_locales(locale, expected):
+    assert detect_lang(None, {"LANG": locale}) == expected
+
+
+def test_empty_locale_variables_are_skipped():
+    assert detect_lang(None, {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": "zh_CN.UTF-8", "LANG": "C"}) == "zh"
+    assert detect_lang(None, {"LANGUAGE": ":zh:en", "LANG": "C"}) == "zh"
+
+
+def test_invalid_attnwalk_lang_falls_through_to_the_locale():
+    assert detect_lang(None, {"ATTNWALK_LANG": "fr", "LANG": "zh_CN.UTF-8"}) == "zh"
+    assert detect_lang(None, {"ATTNWALK_LANG": " ZH "}) == "zh"
+
+
+def test_invalid_cli_lang_is_a_usage_error():
+    with pytest.raises(UsageError, match=r"^unknown language 'xx'; choose en or zh$"):
+        detect_lang("xx", {"ATTNWALK_LANG": "zh"})
+    assert detect_lang("ZH", {}) == "zh"
+
+
+def test_detect_lang_reads_os_environ_by_default(monkeypatch):
+    for name in ("ATTNWALK_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert detect_lang() == "zh"
+
+
+# --- pick ------------------------------------------------------------------------------------
+
+
+def test_pick():
+    both = {"en": "The girl", "zh": "女生"}
+    assert pick(both, "zh") == "女生"
+    assert pick(both, "en") == "The girl"
+    assert pick({"en": "Only English"}, "zh") == "Only English"
+    assert pick({"fr": "Seulement"}, "zh") == "Seulement"
+    assert pick("Plain", "zh") == "Plain"
+    assert pick({}, "en") == ""
+    assert pick(None, "en") == ""
