@@ -1,0 +1,172 @@
+"""`attnwalk init`: a commented scenario file for a learner to edit, written without overwriting."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from .builtins import builtin_path
+from .errors import UsageError
+
+TEMPLATE = """\
+# An attnwalk scenario: everything one self-attention layer needs, written out by hand.
+# 一个 attnwalk 场景：一个自注意力层需要的全部输入，全部手写。
+#
+# The layer computes / 计算流程:
+#   X = E + P;   Q = X·W_Q;   K = X·W_K;   V = X·W_V
+#   S = Q·Kᵀ / √d_k;   masked cells → −∞;   A = softmax(S), row by row;   Z = A·V
+# Shapes / 形状: n tokens; d_model numbers per token; d_k per query and key; d_v per value.
+# Write a matrix as a list of rows, one row per line: "  - [1, 0.5]".
+# No YAML anchors (&), aliases (*) or tags (!).
+# Try it: attnwalk step --scenario THIS_FILE
+
+# name: a short name (optional; the default is the file name without .yaml).
+# name：场景名（可省略，默认取文件名）。
+name: my_scenario
+
+# title, description: one text, or one per language as {en: ..., zh: ...}.
+# title、description：一段文字，或按语言分别写 en 和 zh。
+title:
+  en: "A cat chases a ball"
+  zh: "猫追球"
+description:
+  en: "Three tokens in two dimensions. Change one number and watch A and Z move."
+  zh: "三个 token，两维向量。改一个数字，看 A 和 Z 怎么变。"
+
+# tokens: the n tokens of the sentence, in order (positions 0, 1, 2, ...).
+# tokens：句子切出的 n 个 token，按顺序（位置 0, 1, 2, ...）。
+tokens: [猫, 追, 球]
+
+# ids: optional, one whole number per token, its row in the vocabulary (shown, not computed with).
+# ids：可省略，每个 token 在词表里的编号（只显示，不参与计算）。
+ids: [101, 202, 303]
+
+# embeddings: E, n rows × d_model columns; row i is token i's vector.
+# d_model is the number of columns, and every matrix below must agree with it.
+# embeddings：词嵌入矩阵 E，n 行 × d_model 列，第 i 行是第 i 个 token 的向量。
+embeddings:
+  - [1, 0]      # 猫
+  - [0.5, 0.5]  # 追
+  - [0, 1]      # 球
+
+# positional: P, added to E (X = E + P). One of three forms:
+#   none         no positions, P = 0 (the default)
+#   sinusoidal   P[pos, 2i] = sin(pos / 10000^(2i/d_model)), P[pos, 2i+1] = cos(same), pos from 0
+#   a matrix     your own P, n × d_model like the embeddings, for example
+#                  positional:
+#                    - [0, 0.1]
+#                    - [0, 0.2]
+#                    - [0, 0.3]
+# positional：位置编码 P。none = 不加；sinusoidal = 正弦余弦公式；或直接写一个 n × d_model 矩阵。
+positional: none
+
+# W_Q, W_K: d_model rows × d_k columns, the same d_k for both. Q = X·W_Q, K = X·W_K.
+# W_Q、W_K：d_model 行 × d_k 列，两者的 d_k 必须相同。
+W_Q:
+  - [1, 0]
+  - [0, 1]
+W_K:
+  - [1, 0.5]
+  - [0, 1]
+
+# W_V: d_model rows × d_v columns (d_v may differ from d_k). V = X·W_V; Z has d_v columns.
+# W_V：d_model 行 × d_v 列（d_v 可以不等于 d_k）。
+W_V:
+  - [1, 0]
+  - [0, 2]
+
+# mask: which keys each query may attend to. One of three forms:
+#   none       every token sees every token (the default)
+#   causal     token i sees tokens 0..i only, as in a decoder: no looking ahead
+#   a matrix   n × n of true/false; row = query, column = key, true = may attend;
+#              every row needs at least one true. For example
+#                mask:
+#                  - [true, false, false]
+#                  - [true, true, false]
+#                  - [true, true, true]
+# mask：每个 query 能看哪些 key。none = 全部可见；causal = 只看自己和前面；或写 n × n 的 true/false 矩阵。
+mask: none
+"""
+
+_KEYS_HELP = """\
+# Keys: tokens; ids (optional); embeddings: n × d_model;
+#       positional: none | sinusoidal | an n × d_model matrix;
+#       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;
+#       mask: none | causal | an n × n matrix of true/false (true = may attend).
+"""
+
+
+def scenario_text(from_name: str | None) -> str:
+    """The text of a new scenario file: TEMPLATE, or a copy of built-in `from_name` under a header."""
+    if from_name is None:
+        return TEMPLATE
+    path = builtin_path(from_name)
+    if path is None:
+        raise UsageError(f"--from: no built-in scenario '{from_name}' (see: attnwalk list)")
+    header = (f"# Copied from the built-in scenario {from_name}; edit freely.\n"
+              f"# 复制自内置场景 {from_name}，可随意修改。\n"
+              f"{_KEYS_HELP}"
+              f"# A blank template with every key explained: attnwalk init NEW_FILE.yaml\n\n")
+    return header + path.read_text(encoding="utf-8")
+
+
+def _new_file_mode() -> int:
+    """rw for everyone the umask allows, as open() would give (mkstemp alone gives 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_new_file(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all, and never over an existing file.
+
+    The text goes to a temporary file beside `path` first; os.link then gives it its name, which
+    fails instead of replacing when `path` appeared in the meantime. Where hard links are not
+    supported, an O_EXCL create does the same job.
+    """
+    path = Path(path)
+    exists = UsageError(f"{path} already exists; choose another name or delete it first")
+    if path.exists() or path.is_symlink():
+        raise exists
+    folder = path.parent
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
+    data = text.encode("utf-8")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, _new_file_mode())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise exists from None
+        except (OSError, NotImplementedError):  # no hard links here (some network or FAT drives)
+            _write_exclusive(path, data, exists)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _write_exclusive(path: Path, data: bytes, exists: UsageError) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except FileExistsError:
+        raise exists from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # ours: O_EXCL created it, so no one else's file is removed
+        raise

@@ -1,0 +1,44 @@
+"""An independent float64 attention layer, written apart from attnwalk.pipeline, to test it against.
+
+Plain loops and one-line formulas in the lessons' own notation: softmax(QKᵀ/√d_k + M)V.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def sinusoidal_positions(n: int, d: int) -> np.ndarray:
+    P = np.zeros((n, d))
+    for pos in range(n):
+        for j in range(d):
+            angle = pos / (10000 ** (2 * (j // 2) / d))
+            P[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return P
+
+
+def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None):
+    """Every matrix of one (multi-head) layer; `allowed` is the n × m boolean mask."""
+    Q, K, V = X @ W_Q, X_kv @ W_K, X_kv @ W_V
+    d_k, d_v = W_Q.shape[1] // heads, W_V.shape[1] // heads
+    M = np.where(allowed, 0.0, -np.inf)
+    per_head = []
+    for h in range(heads):
+        q, k, v = Q[:, h * d_k:(h + 1) * d_k], K[:, h * d_k:(h + 1) * d_k], V[:, h * d_v:(h + 1) * d_v]
+        raw = q @ k.T
+        S = raw if mode == "unscaled" else raw / math.sqrt(d_k)  # uniform shows scaled S, ignores it
+        if mode == "uniform":
+            A = allowed / allowed.sum(axis=1, keepdims=True)
+        else:
+            L = S + M
+            A = np.exp(L - L.max(axis=1, keepdims=True))
+            A = A / A.sum(axis=1, keepdims=True)
+        per_head.append({"Q": q, "K": k, "V": v, "QK^T": raw, "S": S, "A": A, "Z": A @ v})
+    out = {"Q": Q, "K": K, "V": V, "heads": per_head}
+    concat = np.concatenate([hd["Z"] for hd in per_head], axis=1)
+    out["concat"] = concat
+    if W_O is not None:
+        out["O"] = concat @ W_O
+    return out
