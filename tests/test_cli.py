@@ -1,0 +1,69 @@
+"""The command line as a user meets it: help, python -m, export's contract, built-in lookup."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from attnwalk.cli import app
+
+runner = CliRunner()
+
+
+def _run(*args, cwd=None):
+    env = dict(os.environ, NO_COLOR="1", COLUMNS="120")
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=60)
+
+
+def test_help_lists_commands_with_examples_and_imports_no_numpy_or_yaml():
+    code = ("import sys; sys.argv = ['attnwalk', '--help']\n"
+            "from attnwalk.cli import run\n"
+            "try:\n    run()\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('numpy', 'yaml') if m in sys.modules]\n"
+            "print('HEAVY', heavy)")
+    out = _run("-c", code)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+    for command in ("run", "step", "compare", "export", "explain", "list", "init"):
+        assert f"attnwalk {command}" in out.stdout or command in out.stdout
+    assert "attnwalk run river_bank" in out.stdout
+
+
+def test_python_dash_m_exports_from_another_directory(tmp_path):
+    out = _run("-m", "attnwalk", "export", "girl_bangs", "--format", "json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["name"] == "girl_bangs"
+    assert data["tokens"] == ["女生", "撩", "刘海"]
+    assert set(data["stages"]) >= {"E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z"}
+    assert data["mask"] == [[True] * 3] * 3
+
+
+def test_export_keeps_full_precision_and_scores_before_masking():
+    data = json.loads(runner.invoke(app, ["export", "causal_mask", "--format", "json"]).stdout)
+    # S holds the scores before masking: the upper triangle is 1/√2 and 0, not −∞
+    assert abs(data["stages"]["S"][0][2] - 2 ** -0.5) < 1e-15
+    assert data["stages"]["A"][0] == [1.0, 0.0, 0.0]
+
+
+def test_unknown_builtin_lists_the_builtins():
+    result = runner.invoke(app, ["export", "river_bnak", "--format", "json"])
+    assert result.exit_code == 2
+    assert "river_bnak" in result.stderr and "river_bank" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_missing_file_is_one_line_exit_2(tmp_path):
+    result = runner.invoke(app, ["export", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "nope.yaml" in result.stderr and "no such file" in result.stderr
+
+
+def test_mode_choices_are_checked():
+    result = runner.invoke(app, ["export", "girl_bangs", "--mode", "sharp"])
+    assert result.exit_code == 2
