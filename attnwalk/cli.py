@@ -19,13 +19,13 @@ from .errors import AttnwalkError
 app = typer.Typer(
     name="attnwalk",
     help="Walk through one self-attention layer, stage by stage, with real numbers.\n\n"
-    "Examples:\n\n"
-    "  attnwalk run river_bank              walk a built-in lesson\n\n"
-    "  attnwalk step --scenario my.yaml     walk your own scenario file\n\n"
-    "  attnwalk compare girl_bangs          scaled vs unscaled vs uniform\n\n"
-    "  attnwalk explain girl_bangs A 撩 刘海  one cell's arithmetic\n\n"
-    "  attnwalk export girl_bangs --format json\n\n"
-    "  attnwalk list                        the built-in lessons",
+    "\b\nExamples:\n"
+    "  attnwalk run river_bank                  walk a built-in lesson\n"
+    "  attnwalk step --scenario my.yaml         walk your own scenario file\n"
+    "  attnwalk compare girl_bangs              scaled vs unscaled vs uniform\n"
+    "  attnwalk explain girl_bangs A 撩 刘海    one cell's arithmetic\n"
+    "  attnwalk export girl_bangs --format json every matrix, for scripts\n"
+    "  attnwalk list                            the built-in lessons",
     no_args_is_help=True,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -104,11 +104,14 @@ def export_cmd(
 
 @app.command("list")
 @handles_errors
-def list_cmd() -> None:
+def list_cmd(
+    lang: Annotated[Optional[str], typer.Option("--lang", help="en or zh (default: ATTNWALK_LANG, then the locale).")] = None,
+) -> None:
     """List the built-in scenarios.  e.g. attnwalk list"""
+    from .i18n import detect_lang
     from .lessons import lesson_table
 
-    _console().print(lesson_table())
+    _console().print(lesson_table(detect_lang(lang)))
 
 
 @app.command("init")
