@@ -18,8 +18,9 @@ from .yamltree import Node
 class Fields:
     """The checkers for one file, so every error names it."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, base_dir: str | None = None) -> None:
         self.file = file
+        self.base_dir = base_dir  # where `{file: ...}` matrices are looked for; None: the cwd
 
     def error(self, field: str, node: Node | None, message: str) -> ScenarioError:
         return ScenarioError(message, file=self.file, field=field,
@@ -128,7 +129,7 @@ class Fields:
 
     def matrix(self, node: Node, field: str) -> np.ndarray:
         """A rectangular list of rows of numbers, as float64 (rows × columns)."""
-        if isinstance(node.value, dict) and "file" in node.value:
+        if isinstance(node.value, dict):  # {file: wq.npy}; a misspelt key is reported there
             from .matrixfile import load_matrix_file  # only scenarios that refer to files pay for it
             return load_matrix_file(self, node, field)
         rows = self.items(node, field, "a matrix: a list of rows, each a list of numbers")
@@ -150,6 +151,9 @@ class Fields:
         return np.array(out, dtype=np.float64)
 
     def bool_matrix(self, node: Node, field: str) -> np.ndarray:
+        if isinstance(node.value, dict):  # {file: mask.npy}
+            from .matrixfile import load_matrix_file
+            return load_matrix_file(self, node, field, boolean=True)
         rows = self.items(node, field, "a matrix of true/false")
         out = []
         for i, row in enumerate(rows):

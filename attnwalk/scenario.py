@@ -121,7 +121,7 @@ def load_scenario(ref: str | Path) -> Scenario:
 def scenario_from_text(text: str, file: str, default_name: str = "scenario",
                        path: str | None = None, builtin: bool = False) -> Scenario:
     """Validate a scenario given as YAML text; `file` is how errors name it."""
-    f = Fields(file)
+    f = Fields(file, str(Path(path).parent) if path else None)
     root = parse(text, file)
     top = f.mapping(root, "", KEYS, REQUIRED)
 
@@ -208,7 +208,7 @@ def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
     positional, P = "none", None
     node = top.get("positional")
     if node is not None:
-        if isinstance(node.value, list):
+        if isinstance(node.value, (list, dict)):  # rows, or {file: p.npy}
             positional, P = "explicit", f.matrix(node, f"{prefix}positional")
             if P.shape != E.shape:
                 raise f.error(f"{prefix}positional", node, f"positional is {_shape(P)}, but it "
@@ -248,7 +248,7 @@ def _mask(f: Fields, top: dict[str, Node], main: Sequence, m: int,
     node = top.get("mask")
     if node is None:
         return "none", np.ones((n, m), dtype=bool)
-    if isinstance(node.value, list):
+    if isinstance(node.value, (list, dict)):  # rows, or {file: mask.npy}
         allowed = f.bool_matrix(node, "mask")
         if allowed.shape != (n, m):
             want = "n × m (queries × source keys)" if cross else "n × n"
@@ -265,7 +265,7 @@ def _mask(f: Fields, top: dict[str, Node], main: Sequence, m: int,
         allowed = np.tril(np.ones((n, n), dtype=bool))
     for i, row in enumerate(allowed):
         if not row.any():
-            raise f.error(f"mask[{i}]", node.value[i] if kind == "explicit" else node,
+            raise f.error(f"mask[{i}]", node.value[i] if isinstance(node.value, list) else node,
                           f"row {i} ('{main.tokens[i]}') allows no key: every query must be "
                           "allowed to attend to at least one key")
     return kind, allowed

@@ -1,0 +1,220 @@
+"""Matrices given as files: `W_Q: {file: wq.npy}` instead of a list of rows written out.
+
+Real models' weights (d_model 768, 12 heads) are too big to type into YAML, so any matrix of a
+scenario may name a `.npy`, `.npz` (with `key:`) or `.csv` file, relative to the scenario file's
+folder (absolute paths work too). Nothing is ever unpickled: numpy loads with allow_pickle=False,
+so a file holding Python objects is refused before any of its objects is built.
+
+A `.csv` is rows of numbers separated by commas. A first line in which no cell is a number is taken
+for a header and skipped; any other cell that is not a number is an error naming its line and column.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ScenarioError
+from .fields import Fields, kind
+from .yamltree import Node
+
+KEYS = ("file", "key")
+SUFFIXES = (".npy", ".npz", ".csv")
+NUMERIC = "biuf"  # numpy dtype kinds that hold plain numbers: bool, int, uint, float
+PICKLED = ("contains Python objects; attnwalk never unpickles — save it with numpy.save of a "
+           "float array")
+
+
+def load_matrix_file(fields: Fields, node: Node, field: str, *, boolean: bool = False) -> np.ndarray:
+    """The matrix that `{file: ..., key: ...}` at `node` refers to: 2-D, finite float64 (or bool)."""
+    spec = fields.mapping(node, field, KEYS, ("file",))
+    file_node = spec["file"]
+    if not isinstance(file_node.value, str) or not file_node.value:
+        raise fields.error(f"{field}.file", file_node, "expected a path to a .npy, .npz or .csv "
+                           f"file, got {kind(file_node.value)}")
+    name = file_node.value
+    path = _resolve(fields, name)
+    suffix = path.suffix.lower()
+    where = f"{field}.file"
+    if suffix not in SUFFIXES:
+        raise fields.error(where, file_node, f"'{name}' has an unknown extension "
+                           f"'{path.suffix}'; give a .npy, .npz or .csv file")
+    if "key" in spec and suffix != ".npz":
+        raise fields.error(f"{field}.key", spec["key"], f"key: is only for .npz archives, "
+                           f"but '{name}' is a {suffix} file holding one array; remove key:")
+    if path.is_dir():
+        raise fields.error(where, file_node, f"'{name}' is a directory, not a {suffix} file")
+    if not path.exists():
+        raise fields.error(where, file_node, f"no such file '{name}' (looked for {path}; "
+                           "relative paths start at the scenario file's folder)")
+    try:
+        if suffix == ".csv":
+            array = _read_csv(fields, file_node, where, name, path)
+        elif suffix == ".npz":
+            array = _read_npz(fields, spec, field, name, path)
+        else:
+            array = _read_npy(fields, file_node, where, name, path)
+    except PermissionError:
+        raise fields.error(where, file_node, f"'{name}' cannot be read: permission denied") from None
+    except OSError as exc:
+        raise fields.error(where, file_node,
+                           f"'{name}' cannot be read: {exc.strerror or exc}") from None
+    return _checked(fields, node, field, name, array, boolean)
+
+
+def _resolve(fields: Fields, name: str) -> Path:
+    path = Path(name).expanduser()
+    if path.is_absolute():
+        return path
+    base = getattr(fields, "base_dir", None)
+    return (Path(base) if base is not None else Path.cwd()) / path
+
+
+def _read_npy(fields: Fields, file_node: Node, where: str, name: str, path: Path) -> np.ndarray:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise fields.error(where, file_node, _load_problem(name, exc)) from None
+    except EOFError:
+        raise fields.error(where, file_node, f"'{name}' is empty or cut short; save it again "
+                           "with numpy.save") from None
+    if not isinstance(loaded, np.ndarray):  # np.load opened a zip archive: an .npz by another name
+        loaded.close()
+        raise fields.error(where, file_node, f"'{name}' is an .npz archive, not a .npy file; "
+                           "rename it to .npz and give key: to pick an array")
+    return loaded
+
+
+def _read_npz(fields: Fields, spec: dict[str, Node], field: str, name: str,
+              path: Path) -> np.ndarray:
+    file_node, where = spec["file"], f"{field}.file"
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (ValueError, zipfile.BadZipFile) as exc:
+        raise fields.error(where, file_node, _load_problem(name, exc)) from None
+    except EOFError:
+        raise fields.error(where, file_node, f"'{name}' is empty or cut short; save it again "
+                           "with numpy.savez") from None
+    if isinstance(loaded, np.ndarray):
+        raise fields.error(where, file_node, f"'{name}' holds a single .npy array, not an .npz "
+                           "archive; rename it to .npy (and drop key:)")
+    with loaded:
+        keys = list(loaded.files)
+        shown = ", ".join(keys) if keys else "none"
+        if "key" in spec:
+            key_node = spec["key"]
+            if not isinstance(key_node.value, str) or key_node.value not in keys:
+                got = f"'{key_node.value}'" if isinstance(key_node.value, str) else kind(key_node.value)
+                raise fields.error(f"{field}.key", key_node,
+                                   f"'{name}' has no array {got}; its arrays: {shown}")
+            key = key_node.value
+        elif len(keys) == 1:
+            key = keys[0]
+        else:
+            raise fields.error(field, spec["file"], f"'{name}' holds {len(keys)} arrays; say "
+                               f"which with key: (its arrays: {shown})")
+        try:
+            return loaded[key]
+        except (ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise fields.error(where, file_node, _load_problem(f"{name}[{key}]", exc)) from None
+
+
+def _load_problem(name: str, exc: Exception) -> str:
+    text = str(exc)
+    if "pickle" in text.lower() or "object arrays" in text.lower():
+        return f"'{name}' {PICKLED}"
+    if isinstance(exc, zipfile.BadZipFile):
+        return f"'{name}' is not a valid .npz archive ({text}); save it again with numpy.savez"
+    return f"'{name}' is not a valid numpy file ({text}); save it again with numpy.save"
+
+
+def _read_csv(fields: Fields, file_node: Node, where: str, name: str, path: Path) -> np.ndarray:
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise fields.error(where, file_node, f"'{name}' is not UTF-8 text; save the .csv as "
+                           "UTF-8") from None
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise fields.error(where, file_node, f"'{name}' has no rows of numbers")
+    skip = first + 1 if not any(_is_number(c) for c in lines[first].split(",")) else 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an empty file is reported below, not warned about
+            return np.loadtxt(io.StringIO(text), delimiter=",", ndmin=2, dtype=np.float64,
+                              skiprows=skip, comments=None)
+    except ValueError:
+        raise fields.error(where, file_node, _csv_problem(name, lines, skip)) from None
+
+
+def _csv_problem(name: str, lines: list[str], skip: int) -> str:
+    """The first bad line of a CSV numpy refused, found by reading it again slowly."""
+    width = None
+    for number, line in enumerate(lines[skip:], start=skip + 1):
+        if not line.strip():
+            continue
+        cells = line.split(",")
+        for column, cell in enumerate(cells, start=1):
+            if not _is_number(cell):
+                return (f"'{name}' line {number}, column {column}: '{cell.strip()[:20]}' is not "
+                        "a number")
+        if width is None:
+            width = len(cells)
+        elif len(cells) != width:
+            return (f"'{name}' line {number} has {len(cells)} numbers, but the first row has "
+                    f"{width}; every row needs the same length")
+    return f"'{name}' is not a table of numbers separated by commas"
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _checked(fields: Fields, node: Node, field: str, name: str, array: np.ndarray,
+             boolean: bool) -> np.ndarray:
+    dtype_kind = array.dtype.kind
+    if dtype_kind == "O":
+        raise fields.error(field, node, f"'{name}' {PICKLED}")
+    if dtype_kind not in NUMERIC:
+        what = {"c": "complex numbers", "U": "text", "S": "bytes", "V": "records (a structured "
+                "array)", "M": "dates", "m": "time spans"}.get(dtype_kind, f"dtype {array.dtype}")
+        raise fields.error(field, node, f"'{name}' holds {what} (dtype {array.dtype}); "
+                           "attnwalk needs real numbers: save a float array")
+    if array.ndim != 2:
+        shape = "a single number" if array.ndim == 0 else f"{array.ndim}-D, shape {array.shape}"
+        raise fields.error(field, node, f"'{name}' is {shape}; {field} must be a 2-D matrix "
+                           "(rows × columns): reshape it before saving")
+    if array.size == 0:
+        raise fields.error(field, node, f"'{name}' is empty (shape {array.shape}); "
+                           f"{field} needs at least one row and one column")
+    if boolean:
+        return _mask_values(fields, node, field, name, array)
+    values = np.asarray(array, dtype=np.float64)
+    finite = np.isfinite(values)
+    if not finite.all():
+        i, j = np.argwhere(~finite)[0]
+        raise fields.error(field, node, f"'{name}' has {values[i, j]} at row {i}, column {j} "
+                           f"({field}[{i}][{j}], counting from 0); every entry must be a "
+                           "finite number")
+    return values
+
+
+def _mask_values(fields: Fields, node: Node, field: str, name: str, array: np.ndarray) -> np.ndarray:
+    if array.dtype.kind == "b":
+        return np.array(array, dtype=bool)
+    bad = (array != 0) & (array != 1)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise fields.error(field, node, f"'{name}' has {array[i, j]} at row {i}, column {j}; "
+                           "a mask holds only true/false (or 1/0)")
+    return array == 1
