@@ -1,0 +1,240 @@
+"""The interactive walk: one (stage, head) screen at a time, moved by keys.
+
+The stepper is given its console and its key source, so tests drive it with ScriptedKeys and a
+fixed-width console, and the CLI with TerminalKeys and the real terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.text import Text
+
+from . import keys as K
+from .i18n import text
+from .keys import KeySource
+from .pipeline import Walk, compute
+from .render.options import ViewOptions
+from .scenario import Scenario
+from .stages import MODES, TOKENS, Stage, stage_by_name
+
+# stage_screen(walk, stage, head, opts, *, index, count, cell) -> renderable; see render/screens.py
+ScreenFn = Callable[..., RenderableType]
+
+# English for the few strings the text files do not have yet.
+_FALLBACK = {
+    "ui.shared_stage": "{stage} is shared by every head; h works on the per-head stages ({stages}).",
+    "ui.valid_rows": "choose 1–{count} or a token: {tokens}",
+    "ui.valid_cols": "choose 1–{count}",
+    "ui.valid_keys": "choose 1–{count} or a key token: {tokens}",
+    "ui.jump_choices": "choose 1–{count} or a stage name such as {example}",
+}
+
+
+def _default_screen() -> ScreenFn:
+    from .render.screens import stage_screen
+
+    return stage_screen
+
+
+class Stepper:
+    """Walk `scenario` screen by screen; `run()` returns the exit code (0 when the learner quits)."""
+
+    def __init__(self, scenario: Scenario, console: Console, keys: KeySource, opts: ViewOptions,
+                 *, mode: str = "scaled", amplify: float = 1.0, screen: ScreenFn | None = None) -> None:
+        self.scenario = scenario
+        self.console = console
+        self.keys = keys
+        self.opts = opts
+        self.amplify = amplify
+        self.screen = screen or _default_screen()
+        self.walk: Walk = compute(scenario, mode, amplify)
+        self.index = 0  # into walk.steps
+        self.cell: tuple[int, int] | None = None  # (row, col), 0-based, shown below the stage
+        self.message = ""
+        self._text = text(opts.lang)
+
+    # -- what is on screen -------------------------------------------------------------------
+
+    @property
+    def steps(self) -> list[tuple[Stage, int]]:
+        return self.walk.steps
+
+    @property
+    def step(self) -> tuple[Stage, int]:
+        return self.steps[self.index]
+
+    def t(self, key: str, **values: object) -> str:
+        if not self._text.has(key) and key in _FALLBACK:
+            return _FALLBACK[key].format(**values)
+        return self._text.t(key, **values)
+
+    def view_options(self) -> ViewOptions:
+        """The options for this screen: its width is the terminal's now, so resizing re-renders."""
+        return self.opts.with_(width=self.console.size.width)
+
+    def current_screen(self) -> RenderableType:
+        stage, head = self.step
+        return self.screen(self.walk, stage, head, self.view_options(), index=self.index + 1,
+                           count=len(self.steps), cell=self.cell)
+
+    def footer(self) -> Text:
+        footer = self.t("ui.footer")
+        if self.opts.ascii:
+            for wide, plain in (("→", "Right"), ("←", "Left"), ("·", "|")):
+                footer = footer.replace(wide, plain)
+        return Text(footer, style="dim", no_wrap=False)
+
+    def draw(self, body: RenderableType | None = None) -> None:
+        """Clear the terminal and show `body` (the current stage by default), the footer and any
+        message. Clearing does nothing when the console is not a terminal."""
+        self.console.clear()
+        parts: list[RenderableType] = [self.current_screen() if body is None else body, self.footer()]
+        if self.message:
+            parts.append(Text(self.message, style="bold yellow"))
+        self.console.print(Group(*parts))
+        self.message = ""
+
+    def help_panel(self) -> Panel:
+        return Panel(Text(self.t("ui.help").strip("\n")), title=self.t("ui.help_title"),
+                     subtitle=self.t("ui.help_close"), expand=False)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        pressed: Iterator[str] = iter(self.keys)
+        self.draw()
+        for key in pressed:
+            if key == K.QUIT:
+                return 0
+            if key == K.HELP:
+                self.draw(self.help_panel())
+                if next(pressed, K.QUIT) == K.QUIT:
+                    return 0
+            elif key == K.NEXT:
+                if self.index == len(self.steps) - 1:
+                    self.console.print(Text(self.t("ui.end"), style="bold"))
+                    return 0
+                self.go(self.index + 1)
+            elif key == K.BACK:
+                if self.index == 0:
+                    self.message = self.t("ui.first_stage")
+                else:
+                    self.go(self.index - 1)
+            elif key == K.JUMP:
+                self.jump()
+            elif key == K.CELL:
+                self.choose_cell()
+            elif key == K.MODE:
+                self.next_mode()
+            elif key == K.HEAD:
+                self.next_head()
+            elif key != K.RESIZE:
+                continue  # a key with no meaning: leave the screen as it is
+            self.draw()
+        return 0  # input ended (Ctrl-D, EOF): leave quietly
+
+    # -- the actions -------------------------------------------------------------------------
+
+    def go(self, index: int) -> None:
+        """Move to step `index`; a chosen cell belongs to its stage, so it is dropped."""
+        if index != self.index:
+            self.cell = None
+        self.index = index
+
+    def jump(self) -> None:
+        count = len(self.steps)
+        answer = self.keys.read_line(self.t("ui.jump_prompt", count=count))
+        if answer is None or not answer.strip():
+            return
+        target = self._find_step(answer.strip())
+        if target is None:
+            example = self.steps[-1][0].symbol
+            self.message = (f"{self.t('ui.no_stage', value=answer.strip())}; "
+                            f"{self.t('ui.jump_choices', count=count, example=example)}")
+        else:
+            self.go(target)
+
+    def _find_step(self, answer: str) -> int | None:
+        """A 1-based step number, or a stage's name (in the current head when it is per head)."""
+        if answer.isdecimal():
+            number = int(answer)
+            return number - 1 if 1 <= number <= len(self.steps) else None
+        stage = stage_by_name(answer)
+        if stage is None:
+            return None
+        head = self.step[1]
+        matches = [i for i, (s, h) in enumerate(self.steps) if s.key == stage.key]
+        same_head = [i for i in matches if self.steps[i][1] == head]
+        return (same_head or matches or [None])[0]
+
+    def choose_cell(self) -> None:
+        stage, head = self.step
+        if stage.kind == TOKENS:
+            self.message = self.t("ui.no_cells")
+            return
+        n_rows, n_cols = self.walk.matrix(stage.key, head).shape
+        rows = self.scenario.tokens
+        cols = self.scenario.key_tokens if stage.square else None
+        answer = self.keys.read_line(self.t("ui.row_prompt"))
+        if answer is None or not answer.strip():
+            return
+        row = _pick(answer, n_rows, rows)
+        if row is None:
+            self.message = (f"{self.t('ui.no_row', value=answer.strip())}; "
+                            f"{self.t('ui.valid_rows', count=n_rows, tokens=', '.join(rows))}")
+            return
+        answer = self.keys.read_line(self.t("ui.col_prompt"))
+        if answer is None or not answer.strip():
+            return
+        col = _pick(answer, n_cols, cols)
+        if col is None:
+            hint = (self.t("ui.valid_keys", count=n_cols, tokens=", ".join(cols)) if cols
+                    else self.t("ui.valid_cols", count=n_cols))
+            self.message = f"{self.t('ui.no_col', value=answer.strip())}; {hint}"
+            return
+        self.cell = (row, col)
+
+    def next_mode(self) -> None:
+        """scaled → unscaled → uniform → scaled: recompute the walk, stay on the same screen."""
+        modes = list(MODES)
+        mode = modes[(modes.index(self.walk.mode) + 1) % len(modes)] if self.walk.mode in modes else modes[0]
+        self.walk = compute(self.scenario, mode, self.amplify)
+        self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode}.name"))
+
+    def next_head(self) -> None:
+        """The same stage in the next head (multi-head scenarios, per-head stages)."""
+        heads = self.scenario.heads
+        stage, head = self.step
+        if heads == 1:
+            self.message = self.t("ui.one_head")
+            return
+        if not stage.per_head:
+            per_head = ", ".join(dict.fromkeys(s.symbol for s, _ in self.steps if s.per_head))
+            self.message = self.t("ui.shared_stage", stage=stage.symbol, stages=per_head)
+            return
+        target = (head + 1) % heads
+        index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)
+        cell = self.cell
+        self.go(index)
+        self.cell = cell  # the same cell of the same stage: its shape is the same in every head
+        self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
+
+
+def _pick(answer: str, count: int, tokens: tuple[str, ...] | None) -> int | None:
+    """A 0-based index from a 1-based number or (when the axis is tokens) a token's text."""
+    answer = answer.strip()
+    if answer.isdecimal():
+        number = int(answer)
+        return number - 1 if 1 <= number <= count else None
+    if tokens:
+        for i, token in enumerate(tokens[:count]):
+            if answer == token:
+                return i
+        folded = answer.casefold()
+        for i, token in enumerate(tokens[:count]):
+            if folded == token.casefold():
+                return i
+    return None
