@@ -132,6 +132,43 @@ def init_cmd(
     print(f"wrote {path}; edit it, then: attnwalk step --scenario {path}")
 
 
+ScenarioFileOpt = Annotated[Optional[Path], typer.Option("--scenario", "-s", help="Walk this scenario file (YAML).")]
+NoPauseOpt = Annotated[bool, typer.Option("--no-pause", help="Print every stage at once without waiting for keys.")]
+PrecisionOpt = Annotated[int, typer.Option("--precision", "-p", min=0, max=12, help="Decimals in every cell (0-12).")]
+AsciiOpt = Annotated[bool, typer.Option("--ascii", help="Draw with plain ASCII boxes.")]
+SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Also record the whole walk to FILE: .svg, .html/.htm or .txt.")]
+LangOpt = Annotated[Optional[str], typer.Option("--lang", help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")]
+
+
+@app.command("run")
+@handles_errors
+def run_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (see `attnwalk list`).")] = None,
+    scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
+) -> None:
+    """Walk a built-in lesson stage by stage; keys: n next, b back, g jump, c cell, ? help, q quit.
+    e.g. attnwalk run girl_bangs"""
+    from .walkcmd import walk_command
+
+    raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
+                                  precision=precision, ascii=ascii, save=save, lang=lang))
+
+
+@app.command("step")
+@handles_errors
+def step_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="A built-in name, if not --scenario.")] = None,
+    scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
+) -> None:
+    """Step through your own scenario file, stage by stage.  e.g. attnwalk step --scenario my.yaml"""
+    from .walkcmd import walk_command
+
+    raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
+                                  precision=precision, ascii=ascii, save=save, lang=lang))
+
+
 def _console():
     from .terminal import make_console
 

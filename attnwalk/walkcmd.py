@@ -1,0 +1,115 @@
+"""The body of `attnwalk run` and `attnwalk step`: step through a walk in a terminal, or print it
+whole when input or output is not a terminal, and record it with --save.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.rule import Rule
+
+from .errors import UsageError
+from .pipeline import Walk
+from .render.options import ViewOptions
+
+SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
+
+
+def save_format(path: Path) -> str:
+    """The format --save writes for `path` (by its extension), checked before any walking, so a
+    bad path fails at once rather than after the learner has stepped through every stage."""
+    fmt = SAVE_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        allowed = ", ".join(SAVE_FORMATS)
+        got = f"'{path.suffix}'" if path.suffix else "no extension"
+        raise UsageError(f"--save {path}: {got} is not a format attnwalk writes; use one of {allowed}")
+    folder = path.parent
+    if not folder.is_dir():
+        raise UsageError(f"--save {path}: the folder {folder} does not exist; create it first")
+    if path.is_dir():
+        raise UsageError(f"--save {path}: that is a folder; give a file name such as walk{path.suffix}")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--save {path}: cannot write in {folder} (permission denied)")
+    return fmt
+
+
+def scenario_arg(name: str | None, scenario_file: Path | None) -> str:
+    """The one scenario asked for: a NAME argument or --scenario FILE, not both, not neither."""
+    if name is not None and scenario_file is not None:
+        raise UsageError(f"give either a scenario NAME or --scenario FILE, not both (got '{name}' and {scenario_file})")
+    if name is None and scenario_file is None:
+        raise UsageError("which scenario? give a built-in NAME (see `attnwalk list`) or --scenario FILE")
+    return str(scenario_file) if scenario_file is not None else name  # type: ignore[return-value]
+
+
+def print_walk(console: Console, walk: Walk, opts: ViewOptions) -> None:
+    """Every screen of the walk once, in order, separated by rules: no waiting, no clearing."""
+    from .render.screens import stage_screen
+
+    steps = walk.steps
+    for i, (stage, head) in enumerate(steps):
+        if i:
+            console.print(Rule(characters="-" if opts.ascii else "─", style="dim"))
+        console.print(stage_screen(walk, stage, head, opts, index=i + 1, count=len(steps)))
+
+
+def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str) -> str:
+    """The whole walk as the learner sees it, drawn on a recording console of opts.width columns
+    and exported as SVG, HTML or plain text."""
+    recorder = Console(record=True, file=io.StringIO(), width=opts.width, color_system="truecolor",
+                       highlight=False, soft_wrap=False, emoji=False)
+    print_walk(recorder, walk, opts)
+    if fmt == "svg":
+        return recorder.export_svg(title=f"attnwalk: {walk.scenario.name} ({walk.mode})")
+    if fmt == "html":
+        return recorder.export_html()
+    return recorder.export_text()
+
+
+def write_atomically(path: Path, content: str) -> None:
+    """Write `content` to `path` through a temporary file in the same folder, so a failure leaves
+    neither a partial file nor a damaged old one."""
+    tmp_name = None
+    try:
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
+                                         suffix=".tmp", delete=False) as tmp:
+            tmp_name = tmp.name
+            tmp.write(content)
+        os.replace(tmp_name, path)
+    except OSError as exc:
+        if tmp_name is not None and os.path.exists(tmp_name):
+            os.unlink(tmp_name)
+        raise UsageError(f"--save {path}: cannot write it ({exc.strerror or exc})") from None
+
+
+def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
+                 precision: int, ascii: bool, save: Path | None, lang: str | None) -> int:
+    """Run or step through one scenario; returns the exit code."""
+    from .i18n import detect_lang, text
+    from .pipeline import compute
+    from .scenario import load_scenario
+    from .terminal import interactive, make_console
+
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
+    fmt = save_format(save) if save is not None else None
+    scenario = load_scenario(scenario_arg(name, scenario_file))
+    walk = compute(scenario, mode)
+    console = make_console()
+    opts = opts.with_(width=console.size.width)
+    if save is not None:
+        write_atomically(save, recorded_walk(walk, opts, fmt))
+    if not no_pause and interactive():
+        from .keys import TerminalKeys
+        from .stepper import Stepper
+
+        with TerminalKeys() as keys:
+            return Stepper(scenario, console, keys, opts, mode=mode).run()
+    if not no_pause and sys.stdout.isatty():  # output is a terminal, but keys cannot be read
+        print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
+    print_walk(console, walk, opts)
+    return 0
