@@ -49,7 +49,7 @@ def load_matrix_file(fields: Fields, node: Node, field: str, *, boolean: bool = 
     if path.is_dir():
         raise fields.error(where, file_node, f"'{name}' is a directory, not a {suffix} file")
     if not path.exists():
-        raise fields.error(where, file_node, f"no such file '{name}' (looked for {path}; "
+        raise fields.error(where, file_node, f"no such file '{name}' (looked for {path.absolute()}; "
                            "relative paths start at the scenario file's folder)")
     try:
         if suffix == ".csv":
@@ -203,7 +203,8 @@ def _checked(fields: Fields, node: Node, field: str, name: str, array: np.ndarra
     finite = np.isfinite(values)
     if not finite.all():
         i, j = np.argwhere(~finite)[0]
-        raise fields.error(field, node, f"'{name}' has {values[i, j]} at row {i}, column {j} "
+        bad = "NaN" if np.isnan(values[i, j]) else ("-" if values[i, j] < 0 else "") + "infinity"
+        raise fields.error(field, node, f"'{name}' has {bad} at row {i}, column {j} "
                            f"({field}[{i}][{j}], counting from 0); every entry must be a "
                            "finite number")
     return values
