@@ -164,7 +164,7 @@ def test_unknown_key_is_suggested(tmp_path):
 
 
 def test_missing_file_key(tmp_path):
-    refused(scenario(tmp_path, "{key: W_Q}"), "W_Q", W_Q_LINE, "missing required key 'file'")
+    refused(scenario(tmp_path, "{key: W_Q}"), "W_Q", W_Q_LINE, "'file'", "missing")
 
 
 def test_file_must_be_text(tmp_path):
