@@ -14,6 +14,18 @@ import numpy as np
 from .errors import ScenarioError
 from .yamltree import Node
 
+_NOT_FINITE = {"nan", "inf", "infinity"}  # plain words numpy would take for numbers; YAML does not
+
+# What a missing required key should hold, for the message that asks for it.
+REQUIRED_HINTS = {
+    "tokens": " (the list of tokens, e.g. tokens: [the, cat, sat])",
+    "embeddings": " (one row of d_model numbers per token)",
+    "W_Q": " (the query weights: d_model rows × heads·d_k columns)",
+    "W_K": " (the key weights: d_model rows × heads·d_k columns)",
+    "W_V": " (the value weights: d_model rows × heads·d_v columns)",
+    "file": " (the path of a .npy, .npz or .csv file)",
+}
+
 
 class Fields:
     """The checkers for one file, so every error names it."""
@@ -35,25 +47,33 @@ class Fields:
             what = "a scenario" if not field else field
             raise self.error(field or "(top level)", node,
                              f"{what} must be a mapping of keys (tokens:, embeddings:, ...), "
-                             f"got {kind(node.value)}")
+                             f"got {kind(node.value, node)}")
         for key in node.value:
             if key not in known:
-                line = node.keys.get(key)
-                path = f"{field}.{key}" if field else key
-                raise ScenarioError(f"unknown key '{key}'{suggest(key, known)}",
+                line = (node.keys or {}).get(key)
+                path = f"{field}.{shown(key)}" if field else shown(key)
+                near = suggest(key, known)
+                expected = near or f"; the keys {'here' if field else 'of a scenario'} are " \
+                    + ", ".join(known)
+                raise ScenarioError(f"unknown key {quoted(key)}{expected}",
                                     file=self.file, field=path, line=line)
         for key in required:
             if key not in node.value:
                 path = f"{field}.{key}" if field else key
-                raise self.error(path, node, f"missing required key '{key}'")
+                raise self.error(path, node, f"required key '{key}' is missing"
+                                 f"{REQUIRED_HINTS.get(key, '')}")
         return node.value
 
     # -- scalars --------------------------------------------------------------------------------
 
     def text(self, node: Node, field: str) -> str:
-        if isinstance(node.value, (list, dict)) or node.value is None:
+        """Text as written: `1e-3` stays `1e-3` and `yes` stays `yes`."""
+        if isinstance(node.value, (list, dict)):
             raise self.error(field, node, f"expected text, got {kind(node.value)}")
-        return str(node.value) if not isinstance(node.value, float) else repr(node.value)
+        if node.value is None:
+            raise self.error(field, node, "expected text, got nothing (an empty value); "
+                             "quote it if you mean the word: 'null'")
+        return node.raw if node.raw is not None else str(node.value)
 
     def localized(self, node: Node, field: str) -> str | dict[str, str]:
         """A string, or a mapping of language to string ({en: ..., zh: ...})."""
@@ -70,7 +90,7 @@ class Fields:
             if isinstance(value, float) and value.is_integer() and math.isfinite(value):
                 value = int(value)
             else:
-                raise self.error(field, node, f"expected a whole number, got {kind(node.value)}")
+                raise self.error(field, node, f"expected a whole number, got {kind(node.value, node)}")
         if minimum is not None and value < minimum:
             raise self.error(field, node, f"must be at least {minimum}, got {value}")
         return value
@@ -78,14 +98,23 @@ class Fields:
     def number(self, node: Node, field: str) -> float:
         value = node.value
         if isinstance(value, bool):
-            raise self.error(field, node, f"expected a number, got the boolean {str(node.value).lower()}"
-                             " (YAML reads yes/no/on/off/true/false as booleans)")
+            raise self.error(field, node, f"expected a number, got the boolean "
+                             f"{node.raw or str(value).lower()} (YAML reads yes/no/on/off/true/false "
+                             "as booleans)")
+        if isinstance(value, str) and value.strip().lower().lstrip("+-") in _NOT_FINITE:
+            value = float(value.strip())  # `nan`, `inf`, `-Infinity`: say why they are refused
         if not isinstance(value, (int, float)):
-            raise self.error(field, node, f"expected a number, got {kind(value)}")
-        value = float(value)
+            raise self.error(field, node, f"expected a number, got {kind(value, node)}")
+        try:
+            value = float(value)
+        except OverflowError:  # a whole number with hundreds of digits
+            value = math.inf
         if math.isnan(value):
-            raise self.error(field, node, "expected a number, got NaN")
+            raise self.error(field, node, "expected a number, got NaN (not a number)")
         if math.isinf(value):
+            if node.raw is not None and node.raw.lower().lstrip("+-") not in _NOT_FINITE | {".inf"}:
+                raise self.error(field, node, f"the number {shown(node.raw, 24)} is too large: "
+                                 "float64 holds at most about ±1.8e308")
             raise self.error(field, node, "expected a finite number, got infinity")
         return value
 
@@ -95,7 +124,7 @@ class Fields:
             return value
         if isinstance(value, int) and value in (0, 1):
             return bool(value)
-        raise self.error(field, node, f"expected true or false, got {kind(value)}")
+        raise self.error(field, node, f"expected true or false, got {kind(value, node)}")
 
     def choice(self, node: Node, field: str, choices: tuple[str, ...]) -> str:
         value = node.value
@@ -103,9 +132,10 @@ class Fields:
             return value.lower()
         if value is None and "none" in choices:
             return "none"
-        shown = " | ".join(choices)
-        got = f"'{value}'" if isinstance(value, str) else kind(value)
-        raise self.error(field, node, f"expected one of {shown}, got {got}{suggest(str(value), choices)}")
+        listed = " | ".join(choices)
+        got = quoted(value) if isinstance(value, str) else kind(value, node)
+        near = suggest(value, choices) if isinstance(value, str) else ""
+        raise self.error(field, node, f"expected one of {listed}, got {got}{near}")
 
     # -- lists and matrices ---------------------------------------------------------------------
 
@@ -154,27 +184,31 @@ class Fields:
         if isinstance(node.value, dict):  # {file: mask.npy}
             from .matrixfile import load_matrix_file
             return load_matrix_file(self, node, field, boolean=True)
-        rows = self.items(node, field, "a matrix of true/false")
+        rows = self.items(node, field, "a matrix of true/false: a list of rows")
+        if not rows:
+            raise self.error(field, node, "expected a matrix of true/false with one row per "
+                             "query, got an empty list")
         out = []
         for i, row in enumerate(rows):
             cells = self.items(row, f"{field}[{i}]", "a row of true/false")
+            if out and len(cells) != len(out[0]):
+                raise self.error(f"{field}[{i}]", row, f"row {i} has {len(cells)} entries, but "
+                                 f"row 0 has {len(out[0])}; every row needs the same length")
             out.append([self.boolean(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
-        widths = {len(r) for r in out}
-        if len(widths) > 1:
-            raise self.error(field, node, "every mask row needs the same length")
-        return np.array(out, dtype=bool).reshape(len(out), widths.pop() if widths else 0)
+        return np.array(out, dtype=bool).reshape(len(out), len(out[0]))
 
 
-def kind(value: Any) -> str:
+def kind(value: Any, node: Node | None = None) -> str:
     """How a value reads to a person: 'a list', 'the text 'abc'', 'nothing (null)'."""
+    raw = node.raw if node is not None else None
     if value is None:
         return "nothing (an empty value)"
     if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
+        return f"the boolean {raw or str(value).lower()}"
     if isinstance(value, (int, float)):
-        return f"the number {value}"
+        return f"the number {shown(raw or repr(value), 24)}"
     if isinstance(value, str):
-        return f"the text '{value[:40]}'"
+        return f"the text {quoted(value)}"
     if isinstance(value, list):
         return f"a list of {len(value)}"
     if isinstance(value, dict):
@@ -182,8 +216,20 @@ def kind(value: Any) -> str:
     return type(value).__name__
 
 
+def shown(text: str, limit: int = 40) -> str:
+    """Text fit for a one-line message: cut to `limit` characters, control characters escaped."""
+    text = text if len(text) <= limit else text[:limit] + "…"
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def quoted(text: str, limit: int = 40) -> str:
+    return f"'{shown(text, limit)}'"
+
+
 def suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
     """' (did you mean 'W_Q'?)' for a near miss, else ''."""
+    if len(word) > 64:  # nobody misspells a name that long
+        return ""
     lowered = {c.lower(): c for c in choices}
     if word.lower() in lowered:
         return f" (did you mean '{lowered[word.lower()]}'? names are case-sensitive)"

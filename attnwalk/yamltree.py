@@ -3,13 +3,14 @@
 PyYAML's own loaders expand aliases (an alias bomb), accept `!!python/...` tags and silently keep
 the last of two duplicate keys, and lose the line of every value. Here the parser's event stream is
 turned into a small tree of `Node`s instead, refusing anchors, aliases, explicit tags and duplicate
-keys as they arrive, so nothing is ever expanded and every value knows its line.
+keys as they arrive, so nothing is ever expanded and every value knows its line. The tree is capped
+in depth and in size, so no input can make it recurse or grow without bound.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -17,6 +18,7 @@ import yaml
 from .errors import ScenarioError
 
 MAX_DEPTH = 32  # a scenario is at most a mapping of lists of lists; deeper is a mistake
+MAX_VALUES = 500_000  # about a 700 × 700 matrix; bigger weights belong in .npy files
 
 try:  # libyaml's parser is several times faster on real-size matrices
     from yaml import CSafeLoader as _Loader
@@ -24,7 +26,7 @@ except ImportError:  # pragma: no cover - pure-Python PyYAML
     from yaml import SafeLoader as _Loader
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """A YAML value and the line (1-based) where it starts."""
 
@@ -32,7 +34,8 @@ class Node:
     line: int
     column: int = 1
     quoted: bool = False
-    keys: dict[str, int] = field(default_factory=dict)  # mapping: key -> line of the key
+    keys: dict[str, int] | None = None  # mapping: key -> line of the key
+    raw: str | None = None  # a plain scalar as written (`1e-3`, `yes`), for text and messages
 
     def plain(self) -> Any:
         """The value with all Nodes removed (lists and dicts of Python values)."""
@@ -50,117 +53,229 @@ _FLOAT = re.compile(r"^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _SPECIAL = {".inf": float("inf"), "+.inf": float("inf"), "-.inf": float("-inf"), ".nan": float("nan")}
 _BOOL = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 _NULL = {"", "~", "null"}
+_NUMERIC_START = frozenset("0123456789-+.")
 
 
 def _scalar(text: str) -> Any:
+    if text[:1] in _NUMERIC_START:
+        if _INT.match(text):
+            digits = text.replace("_", "")
+            try:
+                return int(digits)
+            except ValueError:  # more digits than Python converts; as a float it is infinite
+                return float(digits)
+        if _FLOAT.match(text):
+            return float(text.replace("_", ""))
     low = text.lower()
     if low in _NULL:
         return None
     if low in _BOOL:
         return _BOOL[low]
-    if _INT.match(text):
-        return int(text.replace("_", ""))
-    if _FLOAT.match(text):
-        return float(text.replace("_", ""))
     if low in _SPECIAL:
         return _SPECIAL[low]
     return text
 
 
-def _describe(mark: Any) -> tuple[int | None, int | None]:
-    return (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+def _tag_as_written(tag: str) -> str:
+    return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
 def parse(text: str, file: str) -> Node:
     """Parse one YAML document into Nodes; every refusal is a ScenarioError with its line."""
+    try:
+        return _parse(text, file)
+    except yaml.MarkedYAMLError as exc:
+        raise syntax_error(exc, text, file) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a control code)
+        char = chr(exc.character) if isinstance(exc.character, int) else str(exc.character)
+        at = text.find(char)
+        line = text.count("\n", 0, at) + 1 if at >= 0 else None
+        raise ScenarioError(f"the file contains the control character {_codepoint(char)}, which "
+                            "YAML does not allow; delete it", file=file, line=line) from None
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise ScenarioError(f"YAML error: {detail}", file=file) from None
+    except UnicodeError:  # lone surrogates cannot be handed to libyaml as UTF-8
+        raise ScenarioError("contains characters that are not valid Unicode text; save the file "
+                            "as UTF-8", file=file) from None
 
+
+def _parse(text: str, file: str) -> Node:
     def fail(message: str, mark: Any) -> ScenarioError:
-        line, _ = _describe(mark)
-        return ScenarioError(message, file=file, line=line)
+        return ScenarioError(message, file=file, line=mark.line + 1 if mark is not None else None)
 
     loader = _Loader(text)
-    stack: list[tuple[Node, str | None]] = []  # open collections, and a mapping's pending key
+    stack: list[list[Any]] = []  # open collections: [node, a mapping's pending key or None]
     root: Node | None = None
     documents = 0
+    values = 0
     try:
         while True:
             event = loader.get_event()
-            if event is None or isinstance(event, yaml.StreamEndEvent):
+            kind = type(event)
+            if event is None or kind is yaml.StreamEndEvent:
                 break
-            if isinstance(event, yaml.DocumentStartEvent):
+            if kind is yaml.ScalarEvent or kind is yaml.SequenceStartEvent \
+                    or kind is yaml.MappingStartEvent:
+                if event.anchor is not None:
+                    raise fail(f"YAML anchors (&{event.anchor}) are not allowed in a scenario; "
+                               "write the values out", event.start_mark)
+                if event.tag is not None:  # any explicit tag: !!python/object, !!str, !custom
+                    raise fail(f"YAML tags ({_tag_as_written(event.tag)}) are not allowed in a "
+                               "scenario; write plain numbers, text and lists", event.start_mark)
+                values += 1
+                if values > MAX_VALUES:
+                    raise fail(f"the file holds more than {MAX_VALUES:,} values; a scenario is "
+                               "written by hand and far smaller (put large matrices in .npy "
+                               "files: W_Q: {file: wq.npy})", event.start_mark)
+                mark = event.start_mark
+                if kind is yaml.ScalarEvent:
+                    if not event.style:  # plain (None or ""): a number, boolean, null or text
+                        node = Node(_scalar(event.value), mark.line + 1, mark.column + 1,
+                                    raw=event.value)
+                    else:  # quoted or a block of text: always text
+                        node = Node(event.value, mark.line + 1, mark.column + 1, quoted=True)
+                    if stack:
+                        _attach(stack, node, file)
+                    else:
+                        root = node
+                    continue
+                if len(stack) >= MAX_DEPTH:
+                    raise fail(f"the file nests deeper than {MAX_DEPTH} levels of lists and "
+                               "mappings; a scenario needs at most 3", mark)
+                if kind is yaml.SequenceStartEvent:
+                    stack.append([Node([], mark.line + 1, mark.column + 1), None])
+                else:
+                    stack.append([Node({}, mark.line + 1, mark.column + 1, keys={}), None])
+                continue
+            if kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+                node = stack.pop()[0]
+                if stack:
+                    _attach(stack, node, file)
+                else:
+                    root = node
+                continue
+            if kind is yaml.AliasEvent:
+                raise fail(f"YAML aliases (*{event.anchor}) are not allowed in a scenario; "
+                           "write the values out", event.start_mark)
+            if kind is yaml.DocumentStartEvent:
                 documents += 1
                 if documents > 1:
                     raise fail("the file holds more than one YAML document (a second '---'); "
                                "put one scenario per file", event.start_mark)
-                continue
-            if isinstance(event, (yaml.StreamStartEvent, yaml.DocumentEndEvent)):
-                continue
-            if isinstance(event, yaml.AliasEvent):
-                raise fail(f"YAML aliases (*{event.anchor}) are not allowed in a scenario; "
-                           "write the values out", event.start_mark)
-            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                node, _ = stack.pop()
-                if stack:
-                    _attach(stack, node, file)
-                else:
-                    root = node
-                continue
-            anchor = getattr(event, "anchor", None)
-            if anchor is not None:
-                raise fail(f"YAML anchors (&{anchor}) are not allowed in a scenario; "
-                           "write the values out", event.start_mark)
-            tag = getattr(event, "tag", None)
-            if tag is not None:  # any explicit tag: !!python/object, !!str, !custom ...
-                raise fail(f"YAML tags ({tag}) are not allowed in a scenario; "
-                           "write plain numbers, strings and lists", event.start_mark)
-            line, column = _describe(event.start_mark)
-            if isinstance(event, yaml.ScalarEvent):
-                quoted = event.style in ("'", '"', "|", ">")
-                value = event.value if quoted else _scalar(event.value)
-                node = Node(value, line, column, quoted=quoted)
-                if stack:
-                    _attach(stack, node, file)
-                else:
-                    root = node
-                continue
-            if len(stack) >= MAX_DEPTH:
-                raise fail(f"the file nests deeper than {MAX_DEPTH} levels; "
-                           "a scenario needs at most 3", event.start_mark)
-            if isinstance(event, yaml.SequenceStartEvent):
-                stack.append((Node([], line, column), None))
-            elif isinstance(event, yaml.MappingStartEvent):
-                stack.append((Node({}, line, column), None))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = _describe(mark)
-        problem = exc.problem or exc.context or "invalid YAML"
-        at = f" (column {column})" if column else ""
-        raise ScenarioError(f"YAML syntax error: {problem}{at}", file=file, line=line) from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"YAML error: {exc}", file=file) from None
+            # StreamStart and DocumentEnd carry nothing
     finally:
         loader.dispose()
-    if root is None:
-        raise ScenarioError("the file is empty; a scenario needs at least tokens, embeddings, "
-                            "W_Q, W_K and W_V", file=file)
+    if root is None or root.value is None:
+        raise ScenarioError("the file has no scenario in it (it is empty, or only comments); a "
+                            "scenario needs at least tokens, embeddings, W_Q, W_K and W_V",
+                            file=file, line=root.line if root is not None and root.raw else None)
     return root
 
 
-def _attach(stack: list[tuple[Node, str | None]], node: Node, file: str) -> None:
-    parent, pending = stack[-1]
-    if isinstance(parent.value, list):
+def _attach(stack: list[list[Any]], node: Node, file: str) -> None:
+    top = stack[-1]
+    parent = top[0]
+    if type(parent.value) is list:
         parent.value.append(node)
         return
+    pending = top[1]
     if pending is None:  # this node is a key
         if isinstance(node.value, (list, dict)):
             raise ScenarioError("a mapping key must be a plain name, not a list or mapping",
                                 file=file, line=node.line)
-        key = str(node.value) if node.value is not None else ""
-        if key in parent.value or key in parent.keys:
-            raise ScenarioError(f"duplicate key '{key}' (first on line {parent.keys[key]}); "
-                                "keep one", file=file, line=node.line)
+        key = node.raw if node.raw is not None else str(node.value)
+        if key in parent.keys:
+            raise ScenarioError(f"duplicate key '{_short(key)}' (first on line "
+                                f"{parent.keys[key]}); keep one", file=file, line=node.line)
         parent.keys[key] = node.line
-        stack[-1] = (parent, key)
+        top[1] = key
     else:
         parent.value[pending] = node
-        stack[-1] = (parent, None)
+        top[1] = None
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = text if len(text) <= limit else text[:limit] + "…"
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _codepoint(char: str) -> str:
+    return f"U+{ord(char):04X}" if len(char) == 1 else repr(char)
+
+
+# -- syntax errors in plain words ---------------------------------------------------------------
+
+TABS = "tabs are not allowed for indentation in YAML; use spaces"
+
+# (a piece of PyYAML's or libyaml's problem text, what it means to someone writing a scenario)
+_PLAIN = (
+    ("tab character", TABS),
+    ("did not find expected ',' or ']'", "a '[' list is not closed here: expected ',' or ']'"),
+    ("expected ',' or ']'", "a '[' list is not closed here: expected ',' or ']'"),
+    ("did not find expected ',' or '}'", "a '{' mapping is not closed here: expected ',' or '}'"),
+    ("expected ',' or '}'", "a '{' mapping is not closed here: expected ',' or '}'"),
+    ("mapping values are not allowed", "unexpected ':' — a 'key: value' cannot start here; check "
+     "the indentation, and quote text that contains ': '"),
+    ("sequence entries are not allowed", "a '- ' list item cannot start here; put the list on the "
+     "lines below its key, indented"),
+    ("did not find expected key", "this line does not line up with the keys above it; check the "
+     "indentation and any brackets or quotes left open or closed twice"),
+    ("expected <block end>", "this line does not line up with the lines above it; check the "
+     "indentation and any brackets or quotes left open or closed twice"),
+    ("did not find expected '-' indicator", "this line does not line up with the '- ' items "
+     "above it; check the indentation"),
+    ("unexpected end of stream", "the file ends inside an open quote or bracket; close it"),
+    ("unknown escape character", "unknown backslash escape in double-quoted text; use single "
+     "quotes, or write \\\\ for a backslash"),
+    ("could not find expected ':'", "expected ':' after a key (each line of a mapping is "
+     "'key: value')"),
+    ("maximum nesting depth", f"the file nests deeper than {MAX_DEPTH} levels of lists and "
+     "mappings; a scenario needs at most 3"),
+    ("tag handle", "YAML tags (!...) are not allowed in a scenario; write plain numbers, text and "
+     "lists"),
+    ("directive", "a line starting with '%' is a YAML directive, which a scenario does not use; "
+     "quote text that starts with %"),
+    ("alphabetic or numeric character", "'&' and '*' start YAML anchors and aliases, which a "
+     "scenario does not use; quote text that starts with them"),
+    ("<document start>", "unexpected text after the scenario; check the indentation of this line"),
+    ("expected a comment or a line break", "unexpected text after a value on this line; check "
+     "the quotes"),
+    ("expected <block mapping key>", "this line does not line up with the keys above it; check "
+     "the indentation"),
+)
+
+
+def syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> ScenarioError:
+    """A parser's error as one line: where, and what is wrong in plain words."""
+    mark = exc.problem_mark or exc.context_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+    problem = exc.problem or exc.context or "invalid YAML"
+    source_line = _line_of(text, line)
+    char = source_line[column - 1] if line and column and 0 < column <= len(source_line) else ""
+    indent = source_line[: len(source_line) - len(source_line.lstrip(" \t"))]
+    if char == "\t" or "\t" in indent:
+        plain = TABS
+    elif "cannot start any token" in problem:
+        shown = f"the character {char!r}" if char else "this character"
+        plain = f"{shown} cannot start a value in YAML; put the text in quotes"
+    else:
+        plain = next((words for piece, words in _PLAIN if piece in problem), " ".join(problem.split()))
+    opened = exc.context_mark
+    if opened is not None and opened is not mark and opened.line + 1 != line and exc.context \
+            and ("quoted" in exc.context or "flow" in exc.context):
+        plain += f" (it was opened on line {opened.line + 1})"
+    at = f" at column {column}" if column else ""
+    return ScenarioError(f"YAML syntax error{at}: {plain}", file=file, line=line)
+
+
+def _line_of(text: str, line: int | None) -> str:
+    if not line:
+        return ""
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    end = text.find("\n", start)
+    return text[start:] if end < 0 else text[start:end]
