@@ -13,7 +13,7 @@ import numpy as np
 
 from .builtins import builtin_names, builtin_path
 from .errors import ScenarioError
-from .fields import Fields
+from .fields import Fields, kind, quoted, shown, suggest
 from .source import read_text
 from .yamltree import Node, parse
 
@@ -105,22 +105,46 @@ class Scenario:
 def load_scenario(ref: str | Path) -> Scenario:
     """Load a built-in scenario by name, or a scenario file by path."""
     ref_text = str(ref)
-    path = Path(ref)
-    builtin = builtin_path(ref_text) if not path.exists() else None
+    file = shown(ref_text, 200)  # how messages name it: one line, however odd the name
+    path = Path(ref_text)
+    try:
+        exists = path.exists()
+        builtin = None if exists else builtin_path(ref_text)
+    except (OSError, ValueError) as exc:  # a name too long for the system, or holding a NUL
+        reason = getattr(exc, "strerror", None) or "it contains a character no path may hold"
+        raise ScenarioError(f"is not a usable path: {reason}", file=file) from None
     if builtin is not None:
         path = builtin
-    elif not path.exists() and path.suffix == "" and "/" not in ref_text:
-        names = ", ".join(builtin_names())
-        raise ScenarioError(f"no built-in scenario or file named '{ref_text}'; "
-                            f"built-ins: {names} (or give a path to a .yaml file)", file=ref_text)
-    text = read_text(path)
-    return scenario_from_text(text, str(ref) if builtin is None else f"{ref_text} (built-in)",
+    elif not exists:
+        names = builtin_names()
+        if path.suffix == "" and "/" not in ref_text and "\\" not in ref_text:
+            raise ScenarioError(f"no built-in scenario or file named {quoted(ref_text)}"
+                                f"{suggest(ref_text, names)}; built-ins: {', '.join(names)} "
+                                "(or give the path to a .yaml file)", file=file)
+        near = f" (did you mean the built-in '{path.stem}'?)" if path.stem in names else ""
+        raise ScenarioError(f"no such file{near}; check the path, or name a built-in: "
+                            f"{', '.join(names)}", file=file)
+    text = read_text(path, file if builtin is None else None)
+    return scenario_from_text(text, file if builtin is None else f"{ref_text} (built-in)",
                               default_name=path.stem, path=str(path), builtin=builtin is not None)
 
 
 def scenario_from_text(text: str, file: str, default_name: str = "scenario",
                        path: str | None = None, builtin: bool = False) -> Scenario:
-    """Validate a scenario given as YAML text; `file` is how errors name it."""
+    """Validate a scenario given as YAML text; `file` is how errors name it.
+
+    Raises only ScenarioError: the parser caps size and depth, so running out of memory or stack
+    here means the file itself is far too big, and is said so.
+    """
+    try:
+        return _validated(text, file, default_name, path, builtin)
+    except (MemoryError, RecursionError):
+        raise ScenarioError("is too large or too deeply nested to load; a scenario file should "
+                            "be small", file=file) from None
+
+
+def _validated(text: str, file: str, default_name: str, path: str | None,
+               builtin: bool) -> Scenario:
     f = Fields(file, str(Path(path).parent) if path else None)
     root = parse(text, file)
     top = f.mapping(root, "", KEYS, REQUIRED)
@@ -201,7 +225,7 @@ def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
     ids = None
     if "ids" in top:
         items = f.items(top["ids"], f"{prefix}ids", "a list of whole numbers")
-        ids = tuple(f.integer(node, f"{prefix}ids[{i}]") for i, node in enumerate(items))
+        ids = tuple(f.integer(node, f"{prefix}ids[{i}]", minimum=0) for i, node in enumerate(items))
         if len(ids) != n:
             raise f.error(f"{prefix}ids", top["ids"], f"there are {len(ids)} ids but {n} tokens; "
                           "give one id per token")
@@ -226,7 +250,12 @@ def _focus(f: Fields, node: Node, tokens: tuple[str, ...]) -> int:
     if isinstance(value, str) or node.quoted:
         if str(value) in tokens:
             return tokens.index(str(value))
-        raise f.error("focus", node, f"'{value}' is not one of the tokens: {', '.join(tokens)}")
+        listed = ", ".join(shown(t, 20) for t in tokens[:12]) + (", …" if len(tokens) > 12 else "")
+        raise f.error("focus", node, f"{quoted(str(value))} is not one of the tokens ({listed}); "
+                      "give a token or its position counting from 1")
+    if isinstance(value, (bool, list, dict)) or value is None:
+        raise f.error("focus", node, f"expected a token or its position counting from 1, got "
+                      f"{kind(value, node)}")
     index = f.integer(node, "focus", minimum=1)
     if index > len(tokens):
         raise f.error("focus", node, f"focus is {index}, but there are only {len(tokens)} tokens "
@@ -266,8 +295,9 @@ def _mask(f: Fields, top: dict[str, Node], main: Sequence, m: int,
     for i, row in enumerate(allowed):
         if not row.any():
             raise f.error(f"mask[{i}]", node.value[i] if isinstance(node.value, list) else node,
-                          f"row {i} ('{main.tokens[i]}') allows no key: every query must be "
-                          "allowed to attend to at least one key")
+                          f"row {i} ({quoted(main.tokens[i], 20)}) allows no key: every query "
+                          "must be allowed to attend to at least one key (set at least one "
+                          "entry of the row to true)")
     return kind, allowed
 
 
