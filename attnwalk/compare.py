@@ -1,0 +1,119 @@
+"""One scenario under several normalizers, side by side: the numbers of `attnwalk compare`.
+
+Pure: it runs pipeline.compute once per mode and reads off, for every query row, how spread its
+weights are (entropy), where they peak, and how much gradient the softmax still passes back
+(signal). No printing, no Rich.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import UsageError
+from .pipeline import compute, entropy_bits, softmax_signal
+from .scenario import Scenario
+from .stages import EXTRA_MODES, MODES
+
+ALL_MODES: tuple[str, ...] = MODES + EXTRA_MODES  # the order modes are always shown in
+BASELINE = "scaled"
+DEFAULT_SCENARIO = "river_bank"
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    """One head of one scenario under one mode, with each query row's summary numbers."""
+
+    mode: str
+    A: np.ndarray  # (n, m) weights
+    Z: np.ndarray  # (n, d_v) outputs
+    entropy: np.ndarray  # (n,) bits
+    peak: np.ndarray  # (n,) each row's largest weight
+    peak_index: np.ndarray  # (n,) the key holding it (the first of ties)
+    ties: np.ndarray  # (n,) how many keys hold exactly that weight
+    signal: np.ndarray  # (n,) largest entry of the row's softmax Jacobian; 0 for uniform and hard
+
+
+@dataclass(frozen=True)
+class Comparison:
+    scenario: Scenario
+    amplify: float
+    head: int  # 0-based
+    results: tuple[ModeResult, ...]  # in ALL_MODES order
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return tuple(r.mode for r in self.results)
+
+
+def modes_to_show(requested: Iterable[str] = ()) -> tuple[str, ...]:
+    """The modes a comparison shows: the three standard ones when none is asked for; a single
+    mode other than scaled is set against scaled, the baseline; always in ALL_MODES order."""
+    asked = set()
+    for mode in requested:
+        if mode not in ALL_MODES:
+            raise UsageError(f"--mode {mode}: unknown mode; choose from {', '.join(ALL_MODES)}")
+        asked.add(mode)
+    if not asked:
+        asked = set(MODES)
+    elif len(asked) == 1:
+        asked.add(BASELINE)
+    return tuple(m for m in ALL_MODES if m in asked)
+
+
+def check_amplify(k: float) -> float:
+    """--amplify must be a finite number above 0 (1 leaves the scores as they are)."""
+    if not (math.isfinite(k) and k > 0):
+        raise UsageError(f"--amplify {k:g}: give a finite number above 0, e.g. --amplify 8 (1 means unchanged)")
+    return float(k)
+
+
+def check_head(scn: Scenario, head: int) -> int:
+    """A 1-based --head as a 0-based index into the scenario's heads."""
+    if not 1 <= head <= scn.heads:
+        count = "1 head" if scn.heads == 1 else f"{scn.heads} heads, numbered 1 to {scn.heads}"
+        raise UsageError(f"--head {head}: {scn.name} has {count}")
+    return head - 1
+
+
+def mode_result(scn: Scenario, mode: str, amplify: float = 1.0, head: int = 0) -> ModeResult:
+    """Head `head` of `scn` under `mode`, with the scores multiplied by `amplify` before softmax."""
+    walk = compute(scn, mode, amplify)
+    A = walk.heads[head].mats["A"]
+    peak = A.max(axis=-1)
+    return ModeResult(
+        mode=mode, A=A, Z=walk.heads[head].mats["Z"], entropy=entropy_bits(A), peak=peak,
+        peak_index=A.argmax(axis=-1), ties=(A == peak[:, None]).sum(axis=-1),
+        signal=softmax_signal(A, mode))
+
+
+def compare(scn: Scenario, modes: Iterable[str] = (), amplify: float = 1.0, head: int = 0) -> Comparison:
+    """`scn` under each of modes_to_show(modes), for one head (0-based)."""
+    amplify = check_amplify(amplify)
+    shown = modes_to_show(modes)
+    return Comparison(scn, amplify, head, tuple(mode_result(scn, m, amplify, head) for m in shown))
+
+
+def comparison_data(cmp: Comparison) -> dict[str, Any]:
+    """The JSON contract: scenario, amplify and per mode A, Z, entropy, peak, peak_key, signal."""
+    keys = cmp.scenario.key_tokens
+    data: dict[str, Any] = {
+        "scenario": cmp.scenario.name,
+        "amplify": cmp.amplify,
+        "tokens": list(cmp.scenario.tokens),
+        "key_tokens": list(keys),
+    }
+    if cmp.scenario.heads > 1:
+        data["head"] = cmp.head + 1
+    data["modes"] = {
+        r.mode: {
+            "A": r.A.tolist(), "Z": r.Z.tolist(), "entropy": r.entropy.tolist(), "peak": r.peak.tolist(),
+            "peak_key": [keys[j] for j in r.peak_index], "signal": r.signal.tolist(),
+        }
+        for r in cmp.results
+    }
+    return data
