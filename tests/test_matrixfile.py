@@ -322,3 +322,20 @@ def test_mask_file_with_values_other_than_0_and_1(tmp_path):
 def test_shape_checks_still_apply(tmp_path):
     np.save(tmp_path / "wq.npy", np.zeros((3, 2)))
     refused(scenario(tmp_path, "{file: wq.npy}"), "W_Q", W_Q_LINE, "3 rows", "d_model is 2")
+
+
+def test_benchmark_scenario_loads_at_a_small_size(tmp_path):
+    """benchmarks/make_large.py's scenario (here 20 tokens, d_model 24, 4 heads) loads and walks."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "make_large.py"
+    spec = importlib.util.spec_from_file_location("make_large", script)
+    make_large = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_large)
+    path = make_large.large_scenario(tmp_path, n=20, d_model=24, heads=4, seed=1)
+    scn = load_scenario(path)
+    assert (scn.n, scn.d_model, scn.heads, scn.d_k, scn.mask_kind) == (20, 24, 4, 6, "causal")
+    assert np.array_equal(scn.main.E, np.load(tmp_path / "E.npy"))
+    assert np.array_equal(scn.W_O, np.load(tmp_path / "W_O.npy"))
+    data = json.loads(export(path).stdout)
+    assert len(data["stages"]["heads"]) == 4 and len(data["stages"]["O"]) == 20
