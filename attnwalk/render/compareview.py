@@ -1,0 +1,213 @@
+"""`attnwalk compare` as Rich renderables: one panel per mode (A, Z and each row's entropy, peak and
+signal), side by side when they fit the width and stacked when they don't, then what each mode shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..compare import Comparison, ModeResult
+from ..i18n import pick
+from ..stages import BY_KEY, SIGNED, WEIGHTS
+from . import style
+from .heatmap import GAP, heat_table, shown_indices, token_labels
+from .options import ViewOptions
+
+PANEL_FRAME = 4  # a panel's border and padding take 2 cells on each side
+PANEL_GAP = 2  # blank cells between panels side by side
+
+
+def compare_view(cmp: Comparison, opts: ViewOptions) -> RenderableType:
+    """The whole comparison: header, the focus row under every mode, the panels, the explanations."""
+    panels = [mode_panel(cmp, r, opts) for r in cmp.results]
+    return Group(header(cmp, opts), Text(), row_summary(cmp, opts), Text(),
+                 SideBySide(panels, gap=PANEL_GAP), Text(), explanations(cmp, opts))
+
+
+def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:
+    scn = cmp.scenario
+    title = pick(scn.title, opts.lang)
+    name = f"{scn.name} · {title}" if title else scn.name
+    heading = Text(name, style=style.SCREEN_TITLE)
+    names = ", ".join(mode_name(m, opts) for m in cmp.modes)
+    facts = [style.say(opts, "compare.modes", "modes: {modes}", modes=names)]
+    if cmp.amplify != 1.0:
+        facts.append(style.say(opts, "compare.amplified", "scores × {k}", k=f"{cmp.amplify:g}"))
+    if scn.heads > 1:
+        facts.append(style.say(opts, "ui.head", "head {head} / {heads}", head=cmp.head + 1, heads=scn.heads))
+    return Group(heading, Text(" · ".join(facts), style=style.NOTE))
+
+
+def row_summary(cmp: Comparison, opts: ViewOptions) -> RenderableType:
+    """One query row (the scenario's focus, else the first) under every mode: its weights beside
+    its entropy, peak and signal (one under the other when the width is short)."""
+    scn = cmp.scenario
+    row = scn.focus if scn.focus is not None else 0
+    rows, keys = token_labels(scn.tokens), token_labels(scn.key_tokens)
+    names = [mode_name(r.mode, opts) for r in cmp.results]
+    body = [[name, small(r.entropy[row], opts), peak_cell(r, row, keys, opts), signal_cell(r, row, opts)]
+            for name, r in zip(names, cmp.results)]
+    mode_heading = style.say(opts, "compare.mode", "mode")
+    title = Text(style.say(opts, "compare.title", "Row {row} ({token}) under each mode",
+                           row=row + 1, token=rows[row]), style=style.SCREEN_TITLE)
+    # Wide enough: one table, weights then stats. Else the weights (split as heat maps are) over the stats.
+    wide = stats_table(mode_heading, body, opts, weights=[r.A[row] for r in cmp.results],
+                       keys=keys, allowed=scn.allowed[row])
+    weights = np.stack([r.A[row] for r in cmp.results])  # (modes, m)
+    narrow = Group(heat_table(weights, names, keys, WEIGHTS, opts,
+                              allowed=np.broadcast_to(scn.allowed[row], weights.shape)),
+                   stats_table(mode_heading, body, opts))
+    return Group(title, FirstThatFits([wide, narrow]))
+
+
+def mode_panel(cmp: Comparison, r: ModeResult, opts: ViewOptions) -> Panel:
+    """A and Z of one mode as heat maps, then a table of each row's entropy, peak and signal."""
+    scn = cmp.scenario
+    inner = opts.with_(width=max(opts.width - PANEL_FRAME, 20))
+    rows, keys = token_labels(scn.tokens), token_labels(scn.key_tokens)
+    # A row whose weights all tie (uniform) has no peak worth marking
+    A = heat_table(r.A, rows, keys, WEIGHTS, inner, allowed=scn.allowed, mark_row_max=bool((r.ties == 1).any()),
+                   title=style.plain(BY_KEY["A"].symbol, opts))
+    dims = [str(j + 1) for j in range(r.Z.shape[1])]
+    Z = heat_table(r.Z, rows, dims, SIGNED, inner, title=style.plain(BY_KEY["Z"].formula, opts))
+    return Panel(Group(A, Z, row_stats(r, rows, keys, inner)),
+                 title=Text(mode_name(r.mode, opts), style=style.SCREEN_TITLE), title_align="left",
+                 box=style.panel_box(opts), border_style=style.PANEL_BORDER, expand=False, padding=(0, 1))
+
+
+def row_stats(r: ModeResult, rows: Sequence[str], keys: Sequence[str], opts: ViewOptions) -> Table:
+    """Per query row: entropy in bits, the peak weight and its key, the softmax's learning signal."""
+    body = [None if i is GAP else
+            [rows[i], small(r.entropy[i], opts), peak_cell(r, i, keys, opts), signal_cell(r, i, opts)]
+            for i in shown_indices(len(rows), opts.max_rows)]
+    return stats_table(style.say(opts, "ui.token", "token"), body, opts)
+
+
+def stats_table(first: str, body: list[list[str] | None], opts: ViewOptions, *,
+                weights: Sequence[np.ndarray] | None = None, keys: Sequence[str] = (),
+                allowed: np.ndarray | None = None) -> Table:
+    """Rows of [label, entropy, peak, signal] (None: the hidden rows' "…") under narrow headings that
+    wrap at their spaces; with `weights`, each row's weights over `keys` come after the label."""
+    headers = [first, style.say(opts, "compare.entropy", "entropy (bits)"),
+               style.say(opts, "compare.peak", "peak"), style.say(opts, "compare.signal", "signal")]
+    table = Table(box=style.table_box(opts), header_style=style.HEADER)
+    mk = style.markers(opts)
+    cols = shown_indices(len(keys), opts.max_cols) if weights is not None else []
+    for j, (heading, justify) in enumerate(zip(headers, ("left", "right", "left", "right"))):
+        table.add_column(heading, justify=justify, style=style.HEADER if j == 0 else "",
+                         width=_narrow_width(heading, [line[j] for line in body if line is not None]))
+        if j == 0:
+            for c in cols:
+                table.add_column(mk.ellipsis if c is GAP else keys[c], justify="right", no_wrap=True)
+    for i, line in enumerate(body):
+        if line is None:
+            table.add_row(Text(mk.ellipsis, style=style.GAP_CELL))
+            continue
+        cells = [Text(mk.ellipsis, style=style.GAP_CELL) if c is GAP else
+                 Text(style.number(weights[i][c], opts),
+                      style=style.MASKED_CELL if not allowed[c] else style.weight_style(weights[i][c]))
+                 for c in cols]
+        table.add_row(line[0], *cells, *line[1:])
+    return table
+
+
+def _narrow_width(heading: str, cells: list[str]) -> int:
+    """A column as wide as its widest cell; a longer heading wraps at its spaces instead of widening
+    it ("entropy (bits)" over two lines), so the panels stay narrow enough to sit side by side."""
+    return max([cell_len(c) for c in cells] + [cell_len(w) for w in heading.split()] + [1])
+
+
+def explanations(cmp: Comparison, opts: ViewOptions) -> RenderableType:
+    """What each shown mode does, then how to read entropy, signal and (when used) --amplify."""
+    lines: list[RenderableType] = [Text(style.say(opts, "compare.explain_heading", "What each mode shows"),
+                                        style=style.LABEL)]
+    for mode in cmp.modes:
+        name = mode_name(mode, opts)
+        line = Text(style.say(opts, "compare.mode_line", "{name}: {explain}", name=name,
+                              explain=style.say(opts, f"mode.{mode}.explain", "")))
+        line.stylize(style.LABEL, 0, len(name))
+        lines.append(line)
+    lines.append(Text())
+    legends = ["entropy_legend", "signal_legend"] + (["amplified_legend"] if cmp.amplify != 1.0 else [])
+    for key in legends:
+        lines.append(Text(style.say(opts, f"compare.{key}", "", k=f"{cmp.amplify:g}"), style=style.NOTE))
+    return Group(*lines)
+
+
+def mode_name(mode: str, opts: ViewOptions) -> str:
+    return style.say(opts, f"mode.{mode}.name", mode)
+
+
+def small(x: float, opts: ViewOptions) -> str:
+    """A number at opts.precision, but one that would print as zero without being zero keeps its
+    size (7.1e-07): a saturated row's signal is tiny, not absent."""
+    if x != 0 and abs(x) < 0.5 * 10.0 ** -opts.precision:
+        return f"{x:.1e}"
+    return style.number(x, opts)
+
+
+def peak_cell(r: ModeResult, row: int, keys: Sequence[str], opts: ViewOptions) -> str:
+    weight = style.number(r.peak[row], opts)
+    if r.ties[row] > 1:
+        return f"{weight} " + style.say(opts, "compare.tie", "{count}-way tie", count=int(r.ties[row]))
+    return f"{weight} {style.markers(opts).arrow} {keys[int(r.peak_index[row])]}"
+
+
+def signal_cell(r: ModeResult, row: int, opts: ViewOptions) -> str:
+    """The signal, or "none" where the weights do not depend on the scores at all."""
+    if r.mode in ("uniform", "hard"):
+        return style.say(opts, "compare.no_gradient", "none")
+    return small(r.signal[row], opts)
+
+
+class SideBySide:
+    """Renderables in one row when their natural widths fit, else one under another: never squeezed."""
+
+    def __init__(self, items: Sequence[RenderableType], gap: int = PANEL_GAP) -> None:
+        self.items, self.gap = list(items), gap
+
+    def _widths(self, console: Console, options: ConsoleOptions) -> list[int]:
+        return [Measurement.get(console, options, item).maximum for item in self.items]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = self._widths(console, options)
+        if sum(widths) + self.gap * (len(widths) - 1) <= options.max_width:
+            grid = Table.grid(padding=(0, self.gap, 0, 0), collapse_padding=False)
+            for w in widths:
+                grid.add_column(width=w, no_wrap=True)
+            grid.add_row(*self.items)
+            yield grid
+            return
+        for item in self.items:
+            yield item
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widths = self._widths(console, options)
+        return Measurement(max(widths, default=0), sum(widths) + self.gap * max(len(widths) - 1, 0))
+
+
+class FirstThatFits:
+    """The first renderable whose natural width fits the space, else the last one."""
+
+    def __init__(self, choices: Sequence[RenderableType]) -> None:
+        self.choices = list(choices)
+
+    def _choice(self, console: Console, options: ConsoleOptions) -> RenderableType:
+        for choice in self.choices[:-1]:
+            if Measurement.get(console, options.update(width=10**6), choice).maximum <= options.max_width:
+                return choice
+        return self.choices[-1]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._choice(console, options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self._choice(console, options))
