@@ -169,6 +169,58 @@ def step_cmd(
                                   precision=precision, ascii=ascii, save=save, lang=lang))
 
 
+class CompareMode(str, Enum):
+    scaled = "scaled"
+    unscaled = "unscaled"
+    uniform = "uniform"
+    hard = "hard"
+
+
+class CompareFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command("compare")
+@handles_errors
+def compare_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (default: river_bank).")] = None,
+    scenario: ScenarioFileOpt = None,
+    mode: Annotated[Optional[list[CompareMode]], typer.Option(
+        "--mode", "-m", metavar="MODE", help="scaled, unscaled, uniform or hard; repeat for several. Default: scaled, unscaled and uniform; "
+        "a single mode is shown beside scaled, the baseline. hard only when asked for.")] = None,
+    amplify: Annotated[float, typer.Option("--amplify", "-k", metavar="K",
+                                           help="Multiply the scores by K before softmax (K > 0) to show saturation.")] = 1.0,
+    format: Annotated[CompareFormat, typer.Option("--format", "-f", help="text for people, json for scripts.")] = CompareFormat.text,
+    head: Annotated[int, typer.Option("--head", help="Which head to show in multi-head scenarios (1-based).")] = 1,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+) -> None:
+    """Scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and gradient signal per row.
+    e.g. attnwalk compare girl_bangs --amplify 8"""
+    from .compare import DEFAULT_SCENARIO, check_amplify, check_head, compare, comparison_data
+    from .i18n import detect_lang
+    from .scenario import load_scenario
+    from .walkcmd import scenario_arg
+
+    check_amplify(amplify)
+    lang = detect_lang(lang)
+    if name is None and scenario is None:
+        name = DEFAULT_SCENARIO
+    scn = load_scenario(scenario_arg(name, scenario))
+    cmp = compare(scn, [m.value for m in mode or []], amplify, check_head(scn, head))
+    if format is CompareFormat.json:
+        from .export import to_json
+
+        sys.stdout.write(to_json(comparison_data(cmp)) + "\n")
+        return
+    from .render.compareview import compare_view
+    from .render.options import ViewOptions
+
+    console = _console()
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width)
+    console.print(compare_view(cmp, opts))
+
+
 def _console():
     from .terminal import make_console
 
