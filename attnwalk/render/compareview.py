@@ -76,7 +76,7 @@ def mode_panel(cmp: Comparison, r: ModeResult, opts: ViewOptions) -> Panel:
     # A row whose weights all tie (uniform) has no peak worth marking
     A = heat_table(r.A, rows, keys, WEIGHTS, inner, allowed=scn.allowed, mark_row_max=bool((r.ties == 1).any()),
                    title=style.plain(BY_KEY["A"].symbol, opts))
-    dims = [str(j + 1) for j in range(r.Z.shape[1])]
+    dims = [str(j) for j in range(r.Z.shape[1])]  # dimensions count from 0, as in the lessons and the walk
     Z = heat_table(r.Z, rows, dims, SIGNED, inner, title=style.plain(BY_KEY["Z"].formula, opts))
     return Panel(Group(A, Z, row_stats(r, rows, keys, inner)),
                  title=Text(mode_name(r.mode, opts), style=style.SCREEN_TITLE), title_align="left",
