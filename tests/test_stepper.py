@@ -1,0 +1,373 @@
+"""The stepper driven by scripts of keys, and `run`/`step` through the CLI (not a terminal).
+
+Golden numbers are typed in from lesson 002 (女生撩刘海), ../shared/seeds/002_*.txt:
+QKᵀ[撩, 刘海] = 0.3274×1.3872 + 1.2872×5.3083 = 0.4542 + 6.8326 = 7.2868,
+A[女生, 刘海] = 0.8078, Z[女生] = [1.5636, 2.5716].
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+from typer.testing import CliRunner
+
+from attnwalk import keys as K
+from attnwalk.cli import app
+from attnwalk.keys import ScriptedKeys, key_name
+from attnwalk.render.options import ViewOptions
+from attnwalk.scenario import load_scenario
+from attnwalk.stepper import Stepper
+
+LESSON_002 = ("7.2868", "0.8078", "1.5636", "2.5716")
+GIRL_BANGS_STAGES = ("tokens", "E", "P", "X", "Q", "K", "V", "QKᵀ", "S", "A", "Z")  # no mask: 11
+
+
+@pytest.fixture(autouse=True)
+def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES", "ATTNWALK_LANG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+
+
+def probe_screen(walk, stage, head, opts, *, index, count, cell=None):
+    """A stand-in for render.screens.stage_screen that shows exactly what the stepper asked for."""
+    line = f"SCREEN {index}/{count} {stage.key} head={head} mode={walk.mode} width={opts.width}"
+    if cell is not None:
+        line += f" CELL={cell[0]},{cell[1]}"
+    return Text(line)
+
+
+def stepper(script: list[str], name: str = "girl_bangs", **kw) -> tuple[Stepper, io.StringIO]:
+    out = io.StringIO()
+    console = Console(width=100, file=out, color_system=None)
+    return Stepper(load_scenario(name), console, ScriptedKeys(script), ViewOptions(), screen=probe_screen,
+                   **kw), out
+
+
+def screens(out: io.StringIO) -> list[str]:
+    """The screens drawn, in order, as 'index stage [CELL=r,c]'."""
+    found = re.findall(r"SCREEN (\d+)/\d+ (\S+) head=(\d) mode=(\w+) width=\d+(?: CELL=(\d+,\d+))?", out.getvalue())
+    return [" ".join(x for x in m if x) for m in found]
+
+
+# -- keys --------------------------------------------------------------------------------------
+
+
+def test_keys_map_to_names() -> None:
+    for raw in ("\r", "\n", " ", "n", "\x1b[C"):
+        assert key_name(raw) == K.NEXT
+    for raw in ("b", "\x1b[D"):
+        assert key_name(raw) == K.BACK
+    assert [key_name(c) for c in "qgc?mh"] == [K.QUIT, K.JUMP, K.CELL, K.HELP, K.MODE, K.HEAD]
+    assert key_name("\x04") == K.QUIT
+    assert key_name("x") == "x"
+    with pytest.raises(KeyboardInterrupt):
+        key_name("\x03")
+
+
+def test_scripted_read_line_handles_backspace_escape_and_end() -> None:
+    keys = ScriptedKeys(["1", "2", "\x7f", "3", "\n", "刘海", "\r", "x", "\x1b", "9"])
+    assert keys.read_line("a: ") == "13"
+    assert keys.read_line("b: ") == "刘海"
+    assert keys.read_line("c: ") is None  # Esc cancels
+    assert keys.read_line("d: ") is None  # the script ran out before Enter
+    assert keys.prompts == ["a: ", "b: ", "c: ", "d: "]
+
+
+# -- moving ------------------------------------------------------------------------------------
+
+
+def test_next_and_back_move_one_stage() -> None:
+    s, out = stepper(["n", " ", "\r", "\x1b[C", "b", "\x1b[D", "q"])
+    assert s.run() == 0
+    assert [x.split()[0] for x in screens(out)] == ["1", "2", "3", "4", "5", "4", "3"]
+
+
+def test_back_at_the_first_stage_stays_and_says_so() -> None:
+    s, out = stepper(["b", "q"])
+    assert s.run() == 0
+    assert [x.split()[0] for x in screens(out)] == ["1", "1"]
+    assert "Already at the first stage" in out.getvalue()
+
+
+def test_walk_has_the_eleven_stages_of_lesson_002_in_order() -> None:
+    s, out = stepper(["n"] * 10 + ["q"])
+    assert s.run() == 0
+    shown = screens(out)
+    assert [x.split()[1] for x in shown] == ["tokens", "E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z"]
+    assert all("/11 " in line for line in out.getvalue().splitlines() if line.startswith("SCREEN"))
+
+
+def test_next_on_the_last_stage_ends_the_walk() -> None:
+    s, out = stepper(["n"] * 11 + ["n", "n"])  # the extra keys are never read
+    assert s.run() == 0
+    assert len(screens(out)) == 11
+    assert "End of the walk" in out.getvalue()
+
+
+def test_quit_returns_zero_and_ends_at_once() -> None:
+    s, out = stepper(["q", "n", "n"])
+    assert s.run() == 0
+    assert len(screens(out)) == 1
+
+
+def test_end_of_input_quits_cleanly() -> None:
+    s, _ = stepper(["n"])
+    assert s.run() == 0
+    assert s.index == 1
+
+
+def test_ctrl_c_propagates_as_keyboard_interrupt() -> None:
+    s, _ = stepper(["n", "\x03"])
+    with pytest.raises(KeyboardInterrupt):
+        s.run()
+
+
+def test_unknown_keys_are_ignored() -> None:
+    s, out = stepper(["x", "Z", "n", "q"])
+    assert s.run() == 0
+    assert [x.split()[0] for x in screens(out)] == ["1", "2"]
+
+
+# -- g: jump -----------------------------------------------------------------------------------
+
+
+def test_jump_by_number() -> None:
+    s, out = stepper(["g", "1", "0", "\n", "q"])
+    assert s.run() == 0
+    assert screens(out)[-1].startswith("10 A")
+    assert s.keys.prompts == ["Jump to stage (1–11): "]
+
+
+def test_jump_by_stage_name() -> None:
+    s, out = stepper(["g", "QKT", "\n", "g", "z", "\n", "q"])
+    assert s.run() == 0
+    assert [x.split()[1] for x in screens(out)] == ["tokens", "QK^T", "Z"]
+
+
+@pytest.mark.parametrize("typed", ["0", "12", "99", "nonsense"])
+def test_jump_out_of_range_says_so_and_stays(typed: str) -> None:
+    s, out = stepper(["n", "g", typed, "\n", "q"])
+    assert s.run() == 0
+    assert [x.split()[0] for x in screens(out)] == ["1", "2", "2"]
+    assert f"No such stage: {typed}" in out.getvalue()
+    assert "1–11" in out.getvalue()
+
+
+def test_jump_cancelled_with_escape_stays() -> None:
+    s, out = stepper(["n", "g", "5", "\x1b", "q"])
+    assert s.run() == 0
+    assert s.index == 1
+
+
+# -- c: a worked cell --------------------------------------------------------------------------
+
+
+def test_cell_by_index_and_by_token() -> None:
+    s, out = stepper(["g", "8", "\n", "c", "2", "\n", "刘海", "\n", "q"])
+    assert s.run() == 0
+    assert screens(out)[-1] == "8 QK^T 0 scaled 1,2"  # 撩 is row 1, 刘海 column 2, 0-based
+    assert s.keys.prompts[1:] == ["Row (index or token): ", "Column (index or token): "]
+
+
+def test_cell_is_dropped_when_moving_to_another_stage() -> None:
+    s, out = stepper(["g", "8", "\n", "c", "女生", "\n", "3", "\n", "n", "q"])
+    assert s.run() == 0
+    assert screens(out)[-2:] == ["8 QK^T 0 scaled 0,2", "9 S 0 scaled"]
+
+
+def test_cell_on_a_d_model_stage_takes_column_numbers_only() -> None:
+    s, out = stepper(["g", "4", "\n", "c", "1", "\n", "刘海", "\n", "c", "1", "\n", "2", "\n", "q"])
+    assert s.run() == 0
+    text = out.getvalue()
+    assert "No such column: 刘海; choose 1–2" in text
+    assert screens(out)[-1] == "4 X 0 scaled 0,1"
+
+
+def test_bad_row_names_the_valid_choices() -> None:
+    s, out = stepper(["g", "10", "\n", "c", "4", "\n", "q"])
+    assert s.run() == 0
+    assert "No such row: 4; choose 1–3 or a token: 女生, 撩, 刘海" in out.getvalue()
+    assert s.cell is None
+
+
+def test_no_cells_on_the_tokens_stage() -> None:
+    s, out = stepper(["c", "q"])
+    assert s.run() == 0
+    assert "This stage has no cells to work out" in out.getvalue()
+    assert s.keys.prompts == []
+
+
+# -- ?: help, m: mode, h: head -----------------------------------------------------------------
+
+
+def test_help_shows_the_keys_and_any_key_returns() -> None:
+    s, out = stepper(["n", "?", "x", "q"])
+    assert s.run() == 0
+    text = out.getvalue()
+    assert "Keys" in text and "jump to a stage by its number" in text and "quit" in text
+    assert [x.split()[0] for x in screens(out)] == ["1", "2", "2"]
+
+
+def test_help_then_end_of_input_quits() -> None:
+    s, _ = stepper(["?"])
+    assert s.run() == 0
+
+
+def test_mode_cycles_scaled_unscaled_uniform_and_stays_on_the_stage() -> None:
+    s, out = stepper(["g", "10", "\n", "m", "m", "m", "q"])
+    assert s.run() == 0
+    assert [(x.split()[0], x.split()[3]) for x in screens(out)][1:] == [
+        ("10", "scaled"), ("10", "unscaled"), ("10", "uniform"), ("10", "scaled")]
+    assert "Mode: unscaled" in out.getvalue()
+
+
+def test_mode_change_recomputes_the_weights() -> None:
+    s, _ = stepper(["m", "m", "q"])
+    s.run()
+    assert s.walk.mode == "uniform"
+    assert abs(s.walk.matrix("A")[0, 2] - 1 / 3) < 1e-12
+
+
+def test_head_key_with_one_head_says_so() -> None:
+    s, out = stepper(["h", "q"])
+    assert s.run() == 0
+    assert "This scenario has only one head" in out.getvalue()
+
+
+def test_head_key_moves_to_the_same_stage_in_the_next_head(tmp_path) -> None:
+    path = tmp_path / "two_heads.yaml"
+    path.write_text(
+        "tokens: [a, b, c]\n"
+        "embeddings: [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]]\n"
+        "heads: 2\n"
+        "W_Q: [[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 1, 0], [0, 1, 0, 1]]\n"
+        "W_K: [[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 1, 0], [0, 1, 0, 1]]\n"
+        "W_V: [[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 1, 0], [0, 1, 0, 1]]\n",
+        encoding="utf-8")
+    s, out = stepper(["g", "A", "\n", "h", "h", "g", "X", "\n", "h", "q"], name=str(path))
+    assert s.run() == 0
+    shown = screens(out)
+    assert [(x.split()[1], x.split()[2]) for x in shown[1:4]] == [("A", "0"), ("A", "1"), ("A", "0")]
+    assert "Head 2 / 2" in out.getvalue()
+    assert "X is shared by every head" in out.getvalue()
+
+
+def test_each_screen_is_drawn_at_the_console_width() -> None:
+    s, out = stepper(["n", "q"])
+    s.console.size = (72, 30)  # as if the terminal were resized before the next key
+    s.run()
+    assert re.findall(r"width=(\d+)", out.getvalue()) == ["72", "72"]
+
+
+def test_footer_lists_the_keys() -> None:
+    s, out = stepper(["q"])
+    s.run()
+    assert "n" in out.getvalue() and "q quit" in out.getvalue() and "? help" in out.getvalue()
+
+
+# -- the real screens: run and step through the CLI (a CliRunner is not a terminal) ------------
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_run_prints_every_stage_without_escape_codes() -> None:
+    result = invoke("run", "girl_bangs")
+    assert result.exit_code == 0, result.output
+    assert "\x1b[" not in result.stdout
+    for number in LESSON_002:
+        assert number in result.stdout
+    for i in range(1, 12):
+        assert re.search(rf"\b{i} / 11\b", result.stdout), f"stage {i} / 11 missing"
+
+
+def test_step_takes_a_scenario_file_and_a_name(tmp_path) -> None:
+    from attnwalk.builtins import builtin_path
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(builtin_path("girl_bangs").read_text(encoding="utf-8"), encoding="utf-8")
+    by_file = invoke("step", "--scenario", str(path))
+    assert by_file.exit_code == 0, by_file.output
+    assert "0.8078" in by_file.stdout
+    by_name = invoke("step", "girl_bangs", "--no-pause")
+    assert by_name.exit_code == 0 and "0.8078" in by_name.stdout
+    by_option = invoke("run", "-s", str(path))
+    assert by_option.exit_code == 0 and "0.8078" in by_option.stdout
+
+
+def test_run_needs_exactly_one_scenario(tmp_path) -> None:
+    neither = invoke("run")
+    assert neither.exit_code == 2 and "--scenario" in neither.stderr
+    both = invoke("run", "girl_bangs", "--scenario", str(tmp_path / "x.yaml"))
+    assert both.exit_code == 2 and "not both" in both.stderr
+
+
+def test_precision_changes_the_decimals_and_is_checked() -> None:
+    result = invoke("run", "girl_bangs", "--precision", "2")
+    assert result.exit_code == 0 and "0.81" in result.stdout and "0.8078" not in result.stdout
+    assert invoke("run", "girl_bangs", "--precision", "13").exit_code == 2
+    assert invoke("run", "girl_bangs", "--precision", "-1").exit_code == 2
+
+
+def test_mode_option_changes_the_weights() -> None:
+    result = invoke("run", "girl_bangs", "--mode", "uniform")
+    assert result.exit_code == 0 and "0.3333" in result.stdout
+
+
+def test_unknown_language_exits_2() -> None:
+    result = invoke("run", "girl_bangs", "--lang", "fr")
+    assert result.exit_code == 2 and "en or zh" in result.stderr
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".html", ".htm", ".txt"])
+def test_save_writes_the_whole_walk(tmp_path, suffix: str) -> None:
+    path = tmp_path / f"walk{suffix}"
+    result = invoke("run", "girl_bangs", "--save", str(path))
+    assert result.exit_code == 0, result.output
+    saved = path.read_text(encoding="utf-8")
+    for number in LESSON_002:
+        assert number in saved
+    if suffix == ".svg":
+        assert saved.lstrip().startswith("<svg")
+    elif suffix in (".html", ".htm"):
+        assert "<html" in saved.lower()
+    else:
+        assert "\x1b[" not in saved and not saved.lstrip().startswith("<")
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
+
+
+def test_save_with_an_unknown_extension_exits_2_before_walking(tmp_path) -> None:
+    path = tmp_path / "walk.pdf"
+    result = invoke("run", "girl_bangs", "--save", str(path))
+    assert result.exit_code == 2
+    assert ".svg, .html, .htm, .txt" in result.stderr
+    assert result.stdout == "" and not path.exists()
+
+
+def test_save_to_a_missing_folder_exits_2_and_writes_nothing(tmp_path) -> None:
+    path = tmp_path / "nonexistent-dir" / "x.svg"
+    result = invoke("run", "girl_bangs", "--save", str(path))
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr and "Traceback" not in result.output
+    assert not path.parent.exists()
+    assert invoke("run", "girl_bangs", "--save", "/nonexistent-dir/x.svg").exit_code == 2
+    assert not __import__("os").path.exists("/nonexistent-dir")
+
+
+def test_save_that_fails_while_writing_leaves_no_partial_file(tmp_path, monkeypatch) -> None:
+    import attnwalk.walkcmd as walkcmd
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(walkcmd.os, "replace", broken_replace)
+    path = tmp_path / "walk.txt"
+    result = invoke("run", "girl_bangs", "--save", str(path))
+    assert result.exit_code == 2 and "No space left on device" in result.stderr
+    assert list(tmp_path.iterdir()) == []
