@@ -1,0 +1,156 @@
+"""A matrix as a coloured table whose numbers are always printed and never squeezed.
+
+Big matrices show their head and tail rows and columns with a visible count of the rest; tables
+wider than the terminal are split into several, each repeating the row labels. Only the shown
+cells are ever formatted, so a 512 × 512 matrix costs what a 16 × 12 one does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from rich.cells import cell_len
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..stages import MASKED, WEIGHTS
+from . import style
+from .options import ViewOptions
+
+GAP = None  # stands for the hidden rows or columns in a list of shown indices
+
+
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    """Row and column labels: the tokens, with the 1-based position added to repeated ones."""
+    seen: dict[str, int] = {}
+    for tok in tokens:
+        seen[tok] = seen.get(tok, 0) + 1
+    return [f"{tok}#{i + 1}" if seen[tok] > 1 else tok for i, tok in enumerate(tokens)]
+
+
+def shown_indices(total: int, limit: int) -> list[int | None]:
+    """All of range(total), or its first and last limit // 2 with GAP between them."""
+    if total <= limit:
+        return list(range(total))
+    head = max(limit // 2, 1)
+    tail = max(limit - head, 1)
+    return [*range(head), GAP, *range(total - tail, total)]
+
+
+def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], kind: str,
+               opts: ViewOptions, *, allowed: np.ndarray | None = None,
+               mark_row_max: bool = False, title: str | None = None) -> RenderableType:
+    """M as one table, or several side by side in reading order when it is wider than opts.width.
+
+    kind (stages.SIGNED / WEIGHTS / MASKED) picks the colours; `allowed` greys forbidden cells;
+    `mark_row_max` puts a marker beside each row's largest value (works without colour).
+    """
+    M = np.asarray(M, dtype=np.float64)
+    n_rows, n_cols = M.shape
+    mk = style.markers(opts)
+    rows = shown_indices(n_rows, opts.max_rows)
+    cols = shown_indices(n_cols, opts.max_cols)
+    ri = [r for r in rows if r is not GAP]
+    ci = [c for c in cols if c is not GAP]
+    shown = M[np.ix_(ri, ci)]  # (shown rows, shown cols): the only cells formatted below
+    finite = M[np.isfinite(M)]
+    top = float(np.max(np.abs(finite))) if finite.size else 0.0
+    row_max: dict[int, int] = {}
+    if mark_row_max:
+        full_rows = np.where(np.isfinite(M[ri]), M[ri], -np.inf)  # (shown rows, n_cols)
+        row_max = dict(zip(ri, np.argmax(full_rows, axis=1).tolist()))
+    pad = " " * (1 + cell_len(mk.row_max)) if mark_row_max else ""
+
+    def cell(r: int, c: int, value: float) -> Text:
+        body = style.number(value, opts)
+        body += f" {mk.row_max}" if row_max.get(r) == c else pad
+        forbidden = allowed is not None and not allowed[r, c]
+        if forbidden or (kind == MASKED and np.isneginf(value)):
+            return Text(body, style=style.MASKED_CELL)
+        if kind == WEIGHTS:
+            return Text(body, style=style.weight_style(value))
+        return Text(body, style=style.signed_style(value, top))
+
+    # One list of cells per shown column (GAP column included), in display order.
+    gap_text = Text(mk.ellipsis, style=style.GAP_CELL)
+    columns: list[tuple[str, list[Text]]] = []
+    position = {c: k for k, c in enumerate(ci)}
+    for c in cols:
+        if c is GAP:
+            columns.append((mk.ellipsis, [gap_text] * len(rows)))
+            continue
+        k = position[c]
+        body, i = [], 0
+        for r in rows:
+            if r is GAP:
+                body.append(gap_text)
+            else:
+                body.append(cell(r, c, float(shown[i, k])))
+                i += 1
+        columns.append((str(col_labels[c]), body))
+    labels = [style.say(opts, "ui.more_rows", "… {count} more rows …", count=n_rows - len(ri))
+              if r is GAP else str(row_labels[r]) for r in rows]
+
+    label_width = max([cell_len(s) for s in labels] + [1])
+    widths = [max([cell_len(h)] + [t.cell_len for t in body]) for h, body in columns]
+    edge = opts.ascii  # ASCII tables get a frame; Unicode ones only a rule under the header
+    pieces = _split(label_width, widths, opts.width, edge)
+    caption = None
+    if n_cols > len(ci):
+        caption = style.say(opts, "ui.more_cols", "… {count} more columns …", count=n_cols - len(ci))
+
+    tables = []
+    for p, piece in enumerate(pieces):
+        piece_title = title
+        if len(pieces) > 1:
+            span = style.say(opts, "ui.columns_range", "columns {range} of {total}",
+                             range=_span([cols[j] for j in piece], opts), total=n_cols)
+            piece_title = f"{title} · {span}" if title else span
+        last = p == len(pieces) - 1
+        table = Table(box=style.table_box(opts), show_edge=edge, expand=False,
+                      title=Text(piece_title) if piece_title else None, title_justify="left",
+                      title_style=style.NOTE, caption=Text(caption) if caption and last else None,
+                      caption_justify="left", caption_style=style.NOTE, header_style=style.HEADER)
+        table.add_column("", style=style.HEADER, no_wrap=True, min_width=label_width)
+        for j in piece:
+            header, _ = columns[j]
+            table.add_column(Text(header), justify="right", no_wrap=True, overflow="ellipsis",
+                             min_width=widths[j])
+        for i, label in enumerate(labels):
+            table.add_row(Text(label, style=style.NOTE if rows[i] is GAP else ""),
+                          *(columns[j][1][i] for j in piece))
+        tables.append(table)
+    return tables[0] if len(tables) == 1 else Group(*tables)
+
+
+def _split(label_width: int, widths: list[int], width: int, edge: bool) -> list[list[int]]:
+    """Group column indices into tables that each fit in `width` (at least one column each).
+
+    A boxed Rich table with padding (0, 1) is Σ (column width + 2) + (columns − 1) cells wide,
+    plus 2 for the frame when it shows its edge.
+    """
+    start = label_width + 2 + (2 if edge else 0)
+    pieces: list[list[int]] = [[]]
+    used = start
+    for j, w in enumerate(widths):
+        if pieces[-1] and used + w + 3 > width:
+            pieces.append([])
+            used = start
+        pieces[-1].append(j)
+        used += w + 3
+    return pieces
+
+
+def _span(indices: list[int | None], opts: ViewOptions) -> str:
+    """Shown column indices as ranges: "0–5", or "3–5 … 294–296" across the hidden ones."""
+    runs: list[list[int]] = [[]]
+    for i in indices:
+        if i is GAP:
+            runs.append([])
+        else:
+            runs[-1].append(i)
+    dash = style.plain("–", opts)
+    parts = [f"{run[0]}{dash}{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs if run]
+    return f" {style.markers(opts).ellipsis} ".join(parts)

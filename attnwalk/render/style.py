@@ -1,0 +1,139 @@
+"""Every colour, box and marker attnwalk draws with, and how a number or a UI string is written.
+
+Colours only ever repeat what the printed numbers already say, so output stays complete under
+NO_COLOR or in a pipe. With --ascii every box is rich.box.ASCII and every marker plain ASCII.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rich import box
+
+from ..i18n import text
+from .options import ViewOptions
+
+# Diverging steps for signed matrices, from small to large |value| (relative to the matrix's
+# largest |value|). Light backgrounds keep black text; the darkest step switches to white.
+NEGATIVE_STEPS = ("on #eef4fb", "black on #c6dbef", "black on #8fbfe0", "white on #3f7fbf")
+POSITIVE_STEPS = ("on #fdf0ec", "black on #fcc5b0", "black on #f59377", "white on #cb4335")
+# Sequential steps for weights in [0, 1].
+WEIGHT_STEPS = ("", "black on #fff3c4", "black on #fed976", "black on #fd9a43", "white on #d9480f")
+MASKED_CELL = "grey50"  # −∞ scores and the zero weights they become
+GAP_CELL = "dim"  # the "…" row and column standing in for hidden ones
+
+HEADER = "bold"  # column and row labels
+SCREEN_TITLE = "bold"
+POSITION = "bold cyan"  # "7 / 11"
+FORMULA = "cyan"
+SHAPE = "magenta"
+NOTE = "dim"  # legends, captions, small print
+RESULT = "bold"  # the value a worked cell arrives at
+PANEL_BORDER = "blue"
+WORKED_BORDER = "green"
+LABEL = "bold"  # "What", "Why", "Common mistake"
+
+BAR = "#d9480f"  # A's bars, as a foreground colour so the block characters show it
+BAR_WIDTH = 20  # characters of a bar at 100 %
+LONG_SUM = 8  # sums with more terms than this show the first and last LONG_SUM_SHOWN // 2
+LONG_SUM_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class Markers:
+    row_max: str
+    bar: str
+    ellipsis: str
+    arrow: str
+    neg_inf: str
+    times: str
+    sqrt: str
+    transpose: str
+    dot: str
+    minus: str  # the operator in "s − max" (numbers keep ASCII "-" so they can be copied)
+
+
+UNICODE = Markers("▲", "█", "…", "→", "−∞", "×", "√", "ᵀ", "·", "−")
+ASCII = Markers("*", "#", "...", "->", "-inf", "x", "sqrt ", "^T", ".", "-")
+
+# How --ascii writes the symbols found in formulas and in attnwalk/text/*.toml.
+_TO_ASCII = str.maketrans({
+    "−": "-", "–": "-", "—": "--", "∞": "inf", "√": "sqrt ", "ᵀ": "^T", "·": ".", "×": "x",
+    "→": "->", "←": "<-", "…": "...", "≥": ">=", "≤": "<=", "≈": "~", "±": "+/-", "²": "^2",
+    "₂": "2", "θ": "theta", "∂": "d", "▲": "*", "█": "#", "Σ": "sum", "⋮": ":",
+    "“": '"', "”": '"', "‘": "'", "’": "'", "ᵢ": "_i", "ⱼ": "_j", "̂": "^",
+})
+
+
+def markers(opts: ViewOptions) -> Markers:
+    return ASCII if opts.ascii else UNICODE
+
+
+def table_box(opts: ViewOptions) -> box.Box:
+    """Matrix tables: a rule under the header only, so coloured cells read as a grid."""
+    return box.ASCII if opts.ascii else box.SIMPLE_HEAD
+
+
+def panel_box(opts: ViewOptions) -> box.Box:
+    return box.ASCII if opts.ascii else box.ROUNDED
+
+
+def plain(s: str, opts: ViewOptions) -> str:
+    """`s` as written under opts: with --ascii, math symbols spelled in ASCII."""
+    return s.translate(_TO_ASCII) if opts.ascii else s
+
+
+def say(opts: ViewOptions, key: str, fallback: str, **values: object) -> str:
+    """The UI string `key` in opts.lang (English `fallback` while the text files lack it).
+
+    Under --ascii the template is transliterated before the values go in, so token text is
+    shown exactly as the scenario spells it.
+    """
+    tx = text(opts.lang)
+    holes = {name: f"\x00{i}\x00" for i, name in enumerate(values)}
+    template = tx.t(key, **holes) if tx.has(key) else fallback.format(**holes)
+    out = plain(template, opts)
+    for name, hole in holes.items():
+        out = out.replace(hole, str(values[name]))
+    return out
+
+
+def number(x: float, opts: ViewOptions) -> str:
+    """A matrix value at opts.precision decimals; −∞ for masked scores; never "-0.0000"."""
+    if math.isinf(x):
+        return markers(opts).neg_inf if x < 0 else "inf"
+    out = f"{x:.{opts.precision}f}"
+    if out.startswith("-") and not out.strip("-0."):
+        out = out[1:]
+    return out
+
+
+def short(x: float, opts: ViewOptions) -> str:
+    """A given number without trailing zeros: 2, 0.02, -0.6 (positions, angles, counts)."""
+    out = number(x, opts)
+    if "." in out:
+        out = out.rstrip("0").rstrip(".")
+    return out or "0"
+
+
+def exp_value(x: float) -> str:
+    """e^x to 4 significant digits, as the lessons write them: 33.12, 485.4, 30.90, 1.000."""
+    out = f"{x:#.4g}"
+    return out[:-1] if out.endswith(".") else out
+
+
+def signed_style(value: float, top: float) -> str:
+    """Background for a signed value, by |value| relative to the matrix's largest |value|."""
+    if top <= 0 or not math.isfinite(value) or value == 0:
+        return ""
+    steps = POSITIVE_STEPS if value > 0 else NEGATIVE_STEPS
+    level = min(int(abs(value) / top * len(steps)), len(steps) - 1)
+    return steps[level]
+
+
+def weight_style(value: float) -> str:
+    """Background for a weight in [0, 1]: darker is more attention."""
+    if not math.isfinite(value) or value <= 0:
+        return ""
+    return WEIGHT_STEPS[min(int(value * len(WEIGHT_STEPS)), len(WEIGHT_STEPS) - 1)]
