@@ -1,0 +1,251 @@
+"""One screen per step of the walk: header, matrix, (bars), explanation, worked cell."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import UsageError
+from ..i18n import text
+from ..pipeline import Walk
+from ..stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
+from . import style
+from .bars import attention_bars
+from .heatmap import GAP, heat_table, shown_indices, token_labels
+from .options import ViewOptions
+from .worked import axes, default_cell, worked_cell
+
+
+def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,
+                 count: int, cell: tuple[int, int] | None = None) -> RenderableType:
+    """Step `index` of `count` (1-based): `stage` for head `head` (0-based), as one Group."""
+    parts: list[RenderableType] = [header(walk, stage, head, opts, index=index, count=count)]
+    if stage.kind == TOKENS:
+        parts.append(token_table(walk, opts))
+    else:
+        parts += matrix_view(walk, stage, head, opts)
+    parts.append(explanation(walk, stage, opts))
+    if stage.kind != TOKENS:
+        row, col = cell if cell is not None else default_cell(walk, stage.key, head)
+        parts.append(worked_cell(walk, stage.key, row, col, head, opts))
+    spaced: list[RenderableType] = []
+    for part in parts:  # one blank line between the sections of a screen
+        spaced += [part, Text("")]
+    return Group(*spaced[:-1])
+
+
+def walk_renderables(walk: Walk, opts: ViewOptions) -> Iterator[RenderableType]:
+    """Every step's screen in order, for printing the whole walk at once."""
+    steps = walk.steps
+    for i, (stage, head) in enumerate(steps, start=1):
+        yield stage_screen(walk, stage, head, opts, index=i, count=len(steps))
+
+
+def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,
+           count: int) -> RenderableType:
+    """Position, symbol and title; formula; shape in named dimensions; mode and head."""
+    tx = text(opts.lang)
+    scn = walk.scenario
+    title = Text()
+    title.append(style.say(opts, "ui.stage_header", "Stage {index} / {count}", index=index,
+                           count=count), style=style.POSITION)
+    title.append("   ")
+    if stage.kind != TOKENS:  # the tokens stage has no symbol of its own
+        title.append(style.plain(stage.symbol, opts) + "  ", style=style.SCREEN_TITLE)
+    title.append(style.plain(tx.stage(stage.key, "title"), opts), style=style.SCREEN_TITLE)
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style=style.NOTE, no_wrap=True)
+    facts.add_column()
+    facts.add_row(Text(style.say(opts, "ui.formula", "formula")),
+                  Text(style.plain(stage.formula, opts), style=style.FORMULA))
+    if stage.kind != TOKENS:
+        shape = Text(shape_text(walk, stage, head, opts), style=style.SHAPE)
+        if scn.heads > 1 and stage.per_head:
+            shape.append("   " + style.say(opts, "ui.head", "head {head} / {heads}",
+                                           head=head + 1, heads=scn.heads), style=style.HEADER)
+            shape.append(" (" + style.say(opts, "ui.per_head", "computed separately in each head")
+                         + ")", style=style.NOTE)
+        facts.add_row(Text(style.say(opts, "ui.shape", "shape")), shape)
+    mode = style.plain(tx.t(f"mode.{walk.mode}.name"), opts)
+    if walk.amplify != 1.0:
+        mode += "   " + style.say(opts, "compare.amplified", "amplified ×{k}",
+                                  k=style.short(walk.amplify, opts))
+    facts.add_row(Text(style.say(opts, "ui.mode", "mode")), Text(mode))
+    return Group(title, facts)
+
+
+def shape_text(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> str:
+    """"3 × 2 = n × d_k": the matrix's shape in numbers and in named dimensions."""
+    scn = walk.scenario
+    rows, cols = walk.matrix(stage.key, head).shape
+    cross = scn.source is not None
+    names = [stage.rows, stage.cols]
+    if not cross:  # in self-attention the keys are the same tokens as the queries
+        names = ["n" if name == "m" else name for name in names]
+    if scn.heads > 1 and stage.key in ("Q", "K", "V"):
+        names[1] = "h·" + names[1]
+    t = style.markers(opts).times
+    return style.plain(f"{rows} {t} {cols} = {names[0]} {t} {names[1]}", opts)
+
+
+def token_table(walk: Walk, opts: ViewOptions) -> RenderableType:
+    """Position (from 0, as the positional encoding counts), token and vocabulary id."""
+    scn = walk.scenario
+    table = Table(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
+    for key, fallback in (("ui.position_col", "pos"), ("ui.token", "token"), ("ui.id", "id")):
+        table.add_column(Text(style.say(opts, key, fallback)), no_wrap=True,
+                         justify="left" if key == "ui.token" else "right")
+    ids = scn.main.ids
+    for i in shown_indices(scn.n, opts.max_rows):
+        if i is GAP:
+            more = style.say(opts, "ui.more_rows", "… {count} more rows …",
+                             count=scn.n - opts.max_rows)
+            table.add_row(Text(style.markers(opts).ellipsis), Text(more, style=style.NOTE), None)
+        else:
+            table.add_row(Text(str(i)), Text(scn.tokens[i]), Text(str(ids[i]) if ids else "-"))
+    return table
+
+
+def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[RenderableType]:
+    """The stage's matrix as a heat table, its legend, and for A the per-query bars."""
+    scn = walk.scenario
+    M = walk.matrix(stage.key, head)
+    rows, cols = axes(walk, stage, head)
+    allowed = scn.allowed if stage.kind in (MASKED, WEIGHTS) and scn.masked else None
+    out: list[RenderableType] = [heat_table(M, rows, cols, stage.kind, opts, allowed=allowed,
+                                            mark_row_max=stage.kind == WEIGHTS)]
+    legend = []
+    if stage.square:
+        legend.append(style.say(opts, "ui.axes_legend", "rows: the token asking · columns: the "
+                                "key it looks at"))
+    if stage.kind == MASKED:
+        legend.append(style.say(opts, "ui.masked_legend", "masked (−∞)"))
+    if stage.kind == WEIGHTS:
+        legend.append(style.say(opts, "ui.rows_sum_legend", "each row sums to 1"))
+        legend.append(style.say(opts, "ui.bars_legend", "the largest weight in each row is "
+                                "marked ▲"))
+    if legend:
+        out.append(Text(f" {style.markers(opts).dot} ".join(legend), style=style.NOTE))
+    if stage.kind == WEIGHTS:
+        out.append(attention_bars(M, rows, token_labels(scn.key_tokens), opts))
+    return out
+
+
+def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
+    """What / why / common mistake, plus what this scenario does differently at this stage."""
+    tx = text(opts.lang)
+    scn = walk.scenario
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style=style.LABEL, no_wrap=True)
+    grid.add_column(overflow="fold")  # Chinese has no spaces to wrap at: break between characters
+    for field, fallback in (("what", "What"), ("why", "Why"), ("mistake", "Common mistake")):
+        grid.add_row(Text(style.say(opts, f"ui.{field}", fallback)),
+                     Text(style.plain(tx.stage(stage.key, field), opts)))
+    for note in _notes(walk, stage):
+        if tx.has(note):
+            grid.add_row(None, Text(style.plain(tx.t(note, **_note_values(walk, note)), opts)))
+    return Panel(grid, box=style.panel_box(opts), border_style=style.PANEL_BORDER,
+                 title=Text(style.plain(tx.stage(stage.key, "title"), opts)), title_align="left")
+
+
+def _notes(walk: Walk, stage: Stage) -> list[str]:
+    """Text keys that apply to this scenario and mode at this stage."""
+    scn = walk.scenario
+    key = stage.key
+    notes = []
+    if key == "P":
+        notes.append(f"stage.P.{scn.main.positional}")
+    if key == "S+M":
+        notes += [f"stage.S+M.{scn.mask_kind}", "stage.S+M.neg_inf"]
+    if key == "Q" and scn.heads > 1:
+        notes.append("heads.split")
+    if key == "QK^T":
+        if scn.source is not None:
+            notes.append("cross.what")
+        if scn.score == "additive":
+            notes.append("score.additive.explain")
+        if scn.qk_norm:
+            notes.append("score.qk_norm.explain")
+    if key in ("S", "A") and walk.mode != "scaled":
+        notes.append(f"mode.{walk.mode}.explain")
+    if key == "concat":
+        notes += ["heads.why", "heads.concat"]
+    if key == "O" and scn.heads > 1:
+        notes.append("heads.w_o")
+    return notes
+
+
+def _note_values(walk: Walk, note: str) -> dict[str, object]:
+    scn = walk.scenario
+    d_head = scn.d_k if note == "heads.split" else scn.d_v
+    return {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v}
+
+
+# -- one cell on its own: `attnwalk explain` ------------------------------------------------------
+
+
+def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
+                 opts: ViewOptions) -> RenderableType:
+    """The worked arithmetic of one cell named as a user types it: stage key or symbol, row and
+    column as 1-based indices or token text (dimension columns by their label 0 … d − 1), head
+    1-based. Raises UsageError naming the valid choices."""
+    stage = pick_stage(walk, stage_name)
+    scn = walk.scenario
+    if not 1 <= head <= scn.heads:
+        raise UsageError(f"--head {head}: this scenario has {scn.heads} head(s); choose 1–{scn.heads}")
+    h = head - 1 if stage.per_head else 0
+    rows, cols = axes(walk, stage, h)
+    tokens = scn.key_tokens if stage.rows == "m" else scn.tokens
+    r = pick_index(row, tokens, rows, "row")
+    c = pick_index(col, scn.key_tokens, cols, "column") if stage.square else pick_dim(col, cols)
+    title = Text()
+    title.append(style.plain(stage.symbol, opts), style=style.SCREEN_TITLE)
+    title.append("  " + style.plain(text(opts.lang).stage(stage.key, "title"), opts),
+                 style=style.SCREEN_TITLE)
+    title.append("   " + style.plain(stage.formula, opts), style=style.FORMULA)
+    facts = Text(shape_text(walk, stage, h, opts), style=style.SHAPE)
+    facts.append("   " + style.say(opts, "ui.mode", "mode") + ": "
+                 + style.plain(text(opts.lang).t(f"mode.{walk.mode}.name"), opts), style=style.NOTE)
+    if scn.heads > 1 and stage.per_head:
+        facts.append("   " + style.say(opts, "ui.head", "head {head} / {heads}", head=head,
+                                       heads=scn.heads), style=style.NOTE)
+    return Group(title, facts, worked_cell(walk, stage.key, r, c, h, opts))
+
+
+def pick_stage(walk: Walk, name: str) -> Stage:
+    """The stage `name` means, if this walk shows it and it has cells."""
+    choices = ", ".join(s.key for s in walk.stages if s.kind != TOKENS)
+    stage = stage_by_name(name)
+    if stage is None:
+        raise UsageError(f"unknown stage '{name}'; choose one of: {choices}")
+    if stage.kind == TOKENS:
+        raise UsageError(f"the tokens stage has no cells to work out; choose one of: {choices}")
+    if stage not in walk.stages:
+        raise UsageError(f"this scenario has no {stage.key} stage; choose one of: {choices}")
+    return stage
+
+
+def pick_index(value: str, tokens: tuple[str, ...], labels: list[str], what: str) -> int:
+    """A 0-based position from a token ("撩", or "the#4" for a repeated one) or a 1-based index."""
+    value = value.strip()
+    if value in labels:  # unique tokens, or a repeated one written as its label "the#4"
+        return labels.index(value)
+    if value in tokens:
+        where = ", ".join(str(i + 1) for i, t in enumerate(tokens) if t == value)
+        raise UsageError(f"{what} '{value}' appears more than once (positions {where}); "
+                         f"give its position instead, e.g. {where.split(', ')[-1]}")
+    if value.isdigit() and 1 <= int(value) <= len(tokens):
+        return int(value) - 1
+    raise UsageError(f"no {what} '{value}': give a position 1–{len(tokens)} or one of the tokens: "
+                     f"{', '.join(labels)}")
+
+
+def pick_dim(value: str, labels: list[str]) -> int:
+    """A dimension column by its label, 0 … d − 1, as the matrix table shows it."""
+    if value.strip() in labels:
+        return labels.index(value.strip())
+    raise UsageError(f"no column '{value}': this stage's columns are dimensions 0–{len(labels) - 1}")
