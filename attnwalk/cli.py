@@ -221,6 +221,32 @@ def compare_cmd(
     console.print(compare_view(cmp, opts))
 
 
+@app.command("explain")
+@handles_errors
+def explain_cmd(
+    scenario: ScenarioArg,
+    stage: Annotated[str, typer.Argument(help="A stage key or symbol: E, P, X, Q, K, V, QK^T (or QKT), S, S+M, A, Z, concat, O.")],
+    row: Annotated[str, typer.Argument(help="The row: a position counted from 1, or a token.")],
+    col: Annotated[str, typer.Argument(help="The column: a position from 1 or a token for query × key stages; "
+                                       "a dimension 0 … d-1, as the table labels it, for the others.")],
+    mode: ModeOpt = Mode.scaled,
+    head: Annotated[int, typer.Option("--head", help="Which head in multi-head scenarios (1-based).")] = 1,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+) -> None:
+    """Work out one cell step by step, without the walk.  e.g. attnwalk explain girl_bangs A 撩 刘海"""
+    from .i18n import detect_lang
+    from .pipeline import compute
+    from .render.options import ViewOptions
+    from .render.screens import explain_view
+    from .scenario import load_scenario
+
+    lang = detect_lang(lang)
+    walk = compute(load_scenario(scenario), mode.value)
+    console = _console()
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width)
+    console.print(explain_view(walk, stage, row, col, head, opts))
+
+
 def _console():
     from .terminal import make_console
 
