@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
 from . import keys as K
-from .i18n import text
 from .keys import KeySource
 from .pipeline import Walk, compute
 from .render.options import ViewOptions
+from .render.style import plain, say
 from .scenario import Scenario
 from .stages import MODES, TOKENS, Stage, stage_by_name
 
@@ -54,7 +55,6 @@ class Stepper:
         self.index = 0  # into walk.steps
         self.cell: tuple[int, int] | None = None  # (row, col), 0-based, shown below the stage
         self.message = ""
-        self._text = text(opts.lang)
 
     # -- what is on screen -------------------------------------------------------------------
 
@@ -67,9 +67,8 @@ class Stepper:
         return self.steps[self.index]
 
     def t(self, key: str, **values: object) -> str:
-        if not self._text.has(key) and key in _FALLBACK:
-            return _FALLBACK[key].format(**values)
-        return self._text.t(key, **values)
+        """A UI string in the learner's language (spelled in ASCII under --ascii)."""
+        return say(self.opts, key, _FALLBACK.get(key, key), **values)
 
     def view_options(self) -> ViewOptions:
         """The options for this screen: its width is the terminal's now, so resizing re-renders."""
@@ -81,17 +80,24 @@ class Stepper:
                            count=len(self.steps), cell=self.cell)
 
     def footer(self) -> Text:
-        footer = self.t("ui.footer")
-        if self.opts.ascii:
-            for wide, plain in (("→", "Right"), ("←", "Left"), ("·", "|")):
-                footer = footer.replace(wide, plain)
-        return Text(footer, style="dim", no_wrap=False)
+        return Text(self.t("ui.footer"), style="dim")
+
+    def status(self) -> Text:
+        """Where the learner is, repeated at the bottom: a tall screen scrolls its header away."""
+        stage, head = self.step
+        where = self.t("ui.stage_header", index=self.index + 1, count=len(self.steps))
+        where += f"  {plain(stage.symbol, self.opts)}" if stage.kind != TOKENS else ""
+        if self.scenario.heads > 1 and stage.per_head:
+            where += "  " + self.t("ui.head", head=head + 1, heads=self.scenario.heads)
+        where += "  " + self.t(f"mode.{self.walk.mode}.name")
+        return Text(where, style="bold")
 
     def draw(self, body: RenderableType | None = None) -> None:
-        """Clear the terminal and show `body` (the current stage by default), the footer and any
-        message. Clearing does nothing when the console is not a terminal."""
+        """Clear the terminal and show `body` (the current stage by default), where the learner is,
+        the footer and any message. Clearing does nothing when the console is not a terminal."""
         self.console.clear()
-        parts: list[RenderableType] = [self.current_screen() if body is None else body, self.footer()]
+        parts: list[RenderableType] = [self.current_screen() if body is None else body, Text(""),
+                                       self.status(), self.footer()]
         if self.message:
             parts.append(Text(self.message, style="bold yellow"))
         self.console.print(Group(*parts))
@@ -99,7 +105,8 @@ class Stepper:
 
     def help_panel(self) -> Panel:
         return Panel(Text(self.t("ui.help").strip("\n")), title=self.t("ui.help_title"),
-                     subtitle=self.t("ui.help_close"), expand=False)
+                     subtitle=self.t("ui.help_close"), expand=False,
+                     box=box.ASCII if self.opts.ascii else box.ROUNDED)
 
     # -- the loop ----------------------------------------------------------------------------
 
