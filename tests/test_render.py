@@ -1,0 +1,379 @@
+"""The stage screens, the heat tables and `attnwalk explain`, rendered to a fixed colourless console.
+
+Golden numbers are typed in from lesson 002 (女生撩刘海), ../shared/seeds/002_*.txt, never taken
+from attnwalk's output. Where the lesson's own arithmetic is off in the last digit, the test says
+so and checks against math.exp / plain multiplication of the lesson's printed inputs instead.
+
+The golden screens in tests/golden/girl_bangs/ were generated once and read number by number
+against the lesson; regenerate with ATTNWALK_UPDATE_GOLDEN=1 and read them again.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+from typer.testing import CliRunner
+
+from attnwalk.cli import app
+from attnwalk.pipeline import compute
+from attnwalk.render import style
+from attnwalk.render.heatmap import heat_table
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.screens import stage_screen, walk_renderables
+from attnwalk.render.worked import default_cell, worked_cell
+from attnwalk.scenario import load_scenario, scenario_from_text
+from attnwalk.stages import BY_KEY, SIGNED
+
+GOLDEN = Path(__file__).parent / "golden" / "girl_bangs"
+
+# Lesson 002's inputs, section by section: 1.1 tokens and ids, 1.2 E, 2.2 sinusoidal P, 3.1 W_Q/K/V.
+LESSON_002 = """\
+name: girl_bangs
+tokens: [女生, 撩, 刘海]
+ids: [1258, 875, 9527]
+embeddings: [[3, 1], [2, 2], [2, 4]]
+positional: sinusoidal
+W_Q: [[-0.6, 0.9], [0.8, -0.5]]
+W_K: [[0.6, 0.1], [-0.1, 1.4]]
+W_V: [[1.0, -0.5], [-0.4, 1.2]]
+focus: 撩
+"""
+
+# What the lesson prints for each stage, typed in from its text.
+LESSON_VALUES = {
+    "tokens": ["女生", "撩", "刘海", "1258", "875", "9527"],
+    "E": ["3.0000", "1.0000", "2.0000", "4.0000"],
+    "P": ["0.0000", "1.0000", "0.8415", "0.5403", "0.9093", "-0.4161"],
+    "X": ["3.0000", "2.0000", "2.8415", "2.5403", "2.9093", "3.5839"],
+    "Q": ["-0.2000", "1.7000", "0.3274", "1.2872", "1.1215", "0.8264"],
+    "K": ["1.6000", "3.1000", "1.4509", "3.8406", "1.3872", "5.3083"],
+    "V": ["2.2000", "0.9000", "1.8254", "1.6276", "1.4758", "2.8460"],
+    "QK^T": ["4.9500", "6.2388", "8.7467", "4.5140", "5.4184", "7.2868", "4.3564", "4.8011",
+             "5.9428"],
+    "S": ["3.5002", "4.4115", "6.1849", "3.1919", "3.8314", "5.1526", "3.0804", "3.3949",
+          "4.2022"],
+    "A": ["0.0551", "0.1371", "0.8078", "0.1000", "0.1896", "0.7104", "0.1838", "0.2518",
+          "0.5644"],
+    "Z": ["1.5636", "2.5716", "1.6145", "2.4204", "1.6969", "2.1815"],
+}
+
+BOX_DRAWING = re.compile("[\u2500-\u259f]")  # box drawing and block elements
+
+
+@pytest.fixture(autouse=True)
+def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES", "ATTNWALK_LANG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+
+
+def render(renderable, width: int = 100) -> str:
+    console = Console(width=width, file=io.StringIO(), color_system=None, force_terminal=False)
+    console.print(renderable)
+    return console.file.getvalue()
+
+
+def golden_name(key: str) -> str:
+    return key.replace("^", "").replace("+", "_") + ".txt"
+
+
+@pytest.fixture(scope="module")
+def walk():
+    return compute(scenario_from_text(LESSON_002, "girl_bangs.yaml"))
+
+
+@pytest.fixture(scope="module")
+def screens(walk) -> dict[str, str]:
+    """Each stage's screen as text, keyed by stage key."""
+    steps = walk.steps
+    opts = ViewOptions()
+    return {stage.key: render(stage_screen(walk, stage, head, opts, index=i, count=len(steps)))
+            for i, (stage, head) in enumerate(steps, start=1)}
+
+
+# -- the lesson, stage by stage ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", list(LESSON_VALUES))
+def test_screen_matches_golden(screens: dict[str, str], key: str) -> None:
+    path = GOLDEN / golden_name(key)
+    got = "\n".join(line.rstrip() for line in screens[key].splitlines()) + "\n"
+    if os.environ.get("ATTNWALK_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(got, encoding="utf-8")
+    assert got == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("key", list(LESSON_VALUES))
+def test_screen_shows_the_lessons_numbers(screens: dict[str, str], key: str) -> None:
+    for value in LESSON_VALUES[key]:
+        assert value in screens[key], f"{key} screen lacks the lesson's {value}"
+
+
+def test_walk_has_the_lessons_eleven_stages(walk) -> None:
+    assert [s.key for s, _ in walk.steps] == list(LESSON_VALUES)
+
+
+def test_screen_header_names_position_title_shape_and_mode(screens: dict[str, str]) -> None:
+    text = screens["QK^T"]
+    assert "Stage 8 / 11" in text
+    assert "QKᵀ" in text and "Raw scores" in text
+    assert "3 × 3 = n × n" in text
+    assert "mode" in text and "scaled" in text
+    assert "3 × 2 = n × d_k" in screens["Q"]
+
+
+def test_screens_explain_what_why_and_mistake(screens: dict[str, str]) -> None:
+    for key in ("E", "QK^T", "A"):
+        for label in ("What", "Why", "Common mistake"):
+            assert label in screens[key]
+
+
+# -- worked cells ----------------------------------------------------------------------------------
+
+
+def cell(walk, key: str, row: int, col: int, **kw) -> str:
+    opts = ViewOptions(**kw)
+    return render(worked_cell(walk, key, row, col, 0, opts), width=opts.width)
+
+
+def lesson_scores() -> np.ndarray:
+    """S computed the way lesson 002's own Python code (section 7.2) does, apart from attnwalk."""
+    E = np.array([[3.0, 1.0], [2.0, 2.0], [2.0, 4.0]])
+    P = np.array([[math.sin(pos), math.cos(pos)] for pos in range(3)])  # d = 2: angle = pos
+    X = E + P
+    Q = X @ np.array([[-0.6, 0.9], [0.8, -0.5]])
+    K = X @ np.array([[0.6, 0.1], [-0.1, 1.4]])
+    return Q @ K.T / math.sqrt(2)
+
+
+def test_default_cell_is_focus_row_and_its_most_attended_key(walk) -> None:
+    assert default_cell(walk, "QK^T") == (1, 2)  # 撩 → 刘海
+    assert default_cell(walk, "Q") == (1, 0)
+
+
+def test_worked_scores_cell_is_the_lessons_example(screens: dict[str, str], walk) -> None:
+    # Lesson 4.1: 0.3274×1.3872 + 1.2872×5.3083 = 0.4542 + 6.8326 = 7.2868. Its middle step is off
+    # in the last digit: 0.3274×1.3872 = 0.45417 and 1.2872×5.3083 = 6.83284, while the unrounded
+    # q and k give 0.4541 + 6.8327. attnwalk prints the products of the unrounded numbers.
+    expected = "0.3274 × 1.3872 + 1.2872 × 5.3083 = 0.4541 + 6.8327 = 7.2868"
+    assert expected in screens["QK^T"]
+    assert expected in cell(walk, "QK^T", 1, 2)
+
+
+def test_worked_projection_uses_x_row_and_w_column(walk) -> None:
+    # Lesson 3.1: Q女生 = [3×(-0.6) + 2×0.8, …] = [-0.2000, …]; K女生[0] = 3×0.6 + 2×(-0.1) = 1.6
+    text = cell(walk, "Q", 0, 0)
+    assert "3.0000 × -0.6000 + 2.0000 × 0.8000" in text and "-0.2000" in text
+    text = cell(walk, "K", 0, 0)
+    assert "3.0000 × 0.6000 + 2.0000 × -0.1000" in text and "1.6000" in text
+
+
+def test_worked_embedding_and_position(walk) -> None:
+    assert "EmbeddingTable[875] = [2.0000, 2.0000]" in cell(walk, "E", 1, 0)
+    # Lesson 2.3: PE(2, 0) = sin(2) = 0.9093, PE(2, 1) = cos(2) = -0.4161
+    assert "sin(2) = 0.9093" in cell(walk, "P", 2, 0)
+    assert "cos(2) = -0.4161" in cell(walk, "P", 2, 1)
+    # Lesson 2.4: 撩 [2, 2] + [0.8415, 0.5403] = [2.8415, 2.5403]
+    assert "[2.0000, 2.0000] + [0.8415, 0.5403] = [2.8415, 2.5403]" in cell(walk, "X", 1, 0)
+
+
+def test_worked_scaling_divides_by_root_dk(walk) -> None:
+    # Lesson 4.2: √2 ≈ 1.4142; S[撩, 刘海] = 5.1526
+    assert "7.2868 / √2 = 7.2868 / 1.4142 = 5.1526" in cell(walk, "S", 1, 2)
+
+
+def test_worked_softmax_row_of_the_lesson(walk) -> None:
+    text = cell(walk, "A", 0, 2)
+    # Lesson 5: e^3.5002 = 33.12 and A[女生, 刘海] = 0.8078. The lesson's other exponentials
+    # (82.42, 485.6, row sum 601.1) are off: e^4.4115 is 82.39 and e^6.1849 is 485.4; attnwalk
+    # exponentiates the unrounded scores, checked here against the lesson's own code.
+    assert "e^3.5002 = 33.12" in text
+    S = lesson_scores()[0]
+    for s in S:
+        assert f"e^{s:.4f} = {math.exp(s):#.4g}" in text
+    assert f"row sum = {math.exp(S[0]):#.4g} + {math.exp(S[1]):#.4g} + {math.exp(S[2]):#.4g}" in text
+    assert "= 0.8078" in text
+    assert "e^(3.5002 − 6.1849)" in text  # the stable form, after subtracting the row max
+
+
+def test_worked_output_is_the_weighted_sum_of_v_rows(walk) -> None:
+    # Lesson 6: Z女生 = 0.0551 × [2.2000, 0.9000] + 0.1371 × [1.8254, 1.6276] + 0.8078 × [1.4758,
+    # 2.8460]; dimension 0 = 1.5636, dimension 1 = 2.5716.
+    text = cell(walk, "Z", 0, 0, width=200)
+    assert "0.0551 × 2.2000 + 0.1371 × 1.8254 + 0.8078 × 1.4758" in text
+    assert "= 1.5636" in text
+    assert ("0.0551 × [2.2000, 0.9000] + 0.1371 × [1.8254, 1.6276] + 0.8078 × [1.4758, 2.8460] "
+            "= [1.5636, 2.5716]") in text
+
+
+def test_worked_cell_in_other_modes() -> None:
+    scn = scenario_from_text(LESSON_002, "girl_bangs.yaml")
+    assert "no division" in cell(compute(scn, "unscaled"), "S", 1, 2)
+    uniform = cell(compute(scn, "uniform"), "A", 1, 2)
+    assert "1 / 3 = 0.3333" in uniform
+    hard = cell(compute(scn, "hard"), "A", 1, 2)
+    assert "A[撩, 刘海] = 1.0000" in hard
+
+
+def test_long_dot_products_are_elided_with_a_count() -> None:
+    d = 64
+    rng = np.random.default_rng(1)
+    rows = lambda r, c: "[" + ", ".join(  # noqa: E731
+        "[" + ", ".join(f"{x:.3f}" for x in row) + "]" for row in rng.normal(size=(r, c))) + "]"
+    scn = scenario_from_text(f"tokens: [a, b]\nembeddings: {rows(2, d)}\nW_Q: {rows(d, d)}\n"
+                             f"W_K: {rows(d, d)}\nW_V: {rows(d, d)}\n", "wide.yaml")
+    text = cell(compute(scn), "QK^T", 1, 1)
+    assert "… (58 more terms) …" in text
+
+
+# -- heat tables -----------------------------------------------------------------------------------
+
+
+def test_wide_matrix_is_split_not_squeezed() -> None:
+    rng = np.random.default_rng(7)
+    M = rng.normal(size=(3, 12)) * 100
+    opts = ViewOptions(width=60)
+    text = render(heat_table(M, ["女生", "撩", "刘海"], [str(j) for j in range(12)], SIGNED, opts),
+                  width=60)
+    assert "columns 0–" in text and "of 12" in text
+    for value in M.ravel():
+        assert f"{value:.4f}" in text
+    assert all(cell_len(line.rstrip()) <= 60 for line in text.splitlines())
+
+
+def test_huge_matrix_shows_head_and_tail_quickly(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    number = style.number
+    monkeypatch.setattr(style, "number", lambda x, o: calls.append(x) or number(x, o))
+    M = np.arange(300 * 300, dtype=float).reshape(300, 300)
+    labels = [f"t{i}" for i in range(300)]
+    start = time.perf_counter()
+    text = render(heat_table(M, labels, [str(j) for j in range(300)], SIGNED, ViewOptions()))
+    assert time.perf_counter() - start < 1.0
+    assert "… 284 more rows …" in text and "… 288 more columns …" in text
+    assert "0.0000" in text and f"{299 * 300 + 299:.4f}" in text  # first and last cells
+    assert "t0" in text and "t299" in text and "t150" not in text
+    assert len(calls) <= 16 * 12  # only the shown cells were formatted
+
+
+def test_chinese_tokens_keep_columns_aligned(screens: dict[str, str]) -> None:
+    rows = {tok: line for line in screens["QK^T"].splitlines()
+            for tok in ("女生", "撩", "刘海") if line.lstrip().startswith(tok + " ")}
+    values = {"女生": ("4.9500", "6.2388", "8.7467"), "撩": ("4.5140", "5.4184", "7.2868"),
+              "刘海": ("4.3564", "4.8011", "5.9428")}
+    edges = {tok: [cell_len(line[:line.index(v) + len(v)]) for v in values[tok]]
+             for tok, line in rows.items()}
+    assert len(edges) == 3 and len({tuple(e) for e in edges.values()}) == 1, edges
+
+
+def test_row_max_is_marked_without_colour(screens: dict[str, str]) -> None:
+    assert "0.8078 ▲" in screens["A"] and "0.7104 ▲" in screens["A"]
+    assert "0.0551 ▲" not in screens["A"]
+
+
+def test_bars_say_where_each_token_looks(screens: dict[str, str]) -> None:
+    # Lesson 5: 女生 gives 80.8 % to 刘海, 撩 71 %, 刘海 56 % to itself.
+    text = screens["A"]
+    assert re.search(r"女生 +→ 刘海 +█+ +81%", text)
+    assert re.search(r"撩 +→ 刘海 +█+ +71%", text)
+    assert re.search(r"刘海 +→ 刘海 +█+ +56%", text)
+
+
+def test_masked_cells_show_minus_infinity() -> None:
+    walk = compute(load_scenario("causal_mask"))
+    texts = [render(r) for r in walk_renderables(walk, ViewOptions())]
+    masked = next(t for t in texts if "Masked scores" in t)
+    assert "−∞" in masked
+    ascii_masked = render(stage_screen(walk, BY_KEY["S+M"], 0, ViewOptions(ascii=True),
+                                       index=1, count=1))
+    assert "-inf" in ascii_masked and "−∞" not in ascii_masked
+
+
+@pytest.mark.parametrize("name", ["girl_bangs", "causal_mask", "river_bank"])
+def test_ascii_mode_draws_only_ascii_besides_tokens(name: str) -> None:
+    walk = compute(load_scenario(name))
+    for renderable in walk_renderables(walk, ViewOptions(ascii=True)):
+        text = render(renderable)
+        assert not BOX_DRAWING.search(text)
+        for tok in walk.scenario.tokens:
+            text = text.replace(tok, "")
+        assert text.isascii(), sorted({c for c in text if not c.isascii()})
+
+
+def test_every_built_in_and_mode_renders() -> None:
+    for name in ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog"):
+        for mode in ("scaled", "unscaled", "uniform", "hard"):
+            walk = compute(load_scenario(name), mode)
+            for renderable in walk_renderables(walk, ViewOptions(lang="zh")):
+                assert render(renderable)
+
+
+def test_multi_head_screens_name_their_head() -> None:
+    scn = scenario_from_text(
+        "tokens: [the, cat, sat, the]\n"
+        "embeddings: [[1, 0, 0.5, 0], [0, 1, 0, 0.5], [0.5, 0, 1, 0], [1, 0, 0.5, 0]]\n"
+        "heads: 2\nmask: causal\n"
+        "W_Q: [[1,0,0,1],[0,1,1,0],[1,1,0,0],[0,0,1,1]]\n"
+        "W_K: [[0,1,0,1],[1,0,1,0],[1,0,0,1],[0,1,1,0]]\n"
+        "W_V: [[1,0,2,0],[0,1,0,2],[1,1,0,0],[0,0,1,1]]\n"
+        "W_O: [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]\n", "heads.yaml")
+    walk = compute(scn)
+    texts = [render(r) for r in walk_renderables(walk, ViewOptions())]
+    assert len(texts) == len(walk.steps)
+    assert any("head 2 / 2" in t for t in texts)
+    assert any("the#4" in t for t in texts)  # the repeated token is told apart
+    assert "concat" in texts[-2] and "O = concat · W_O" in texts[-1]
+
+
+# -- attnwalk explain ------------------------------------------------------------------------------
+
+
+def explain(*args: str):
+    return CliRunner().invoke(app, ["explain", *args])
+
+
+def test_explain_works_out_one_cell() -> None:
+    result = explain("girl_bangs", "A", "撩", "刘海")
+    assert result.exit_code == 0, result.output
+    assert "0.7104" in result.stdout  # lesson 5: A[撩][刘海] = 0.7104
+    result = explain("girl_bangs", "QKT", "2", "3", "--ascii")
+    assert result.exit_code == 0, result.output
+    assert "0.3274 x 1.3872 + 1.2872 x 5.3083" in result.stdout and "7.2868" in result.stdout
+
+
+@pytest.mark.parametrize("args, hint", [
+    (("girl_bangs", "nope", "1", "1"), "choose one of: E, P, X, Q, K, V, QK^T, S, A, Z"),
+    (("girl_bangs", "A", "9", "1"), "1–3"),
+    (("girl_bangs", "A", "撩", "狗"), "女生, 撩, 刘海"),
+    (("girl_bangs", "Q", "1", "7"), "dimensions 0–1"),
+    (("girl_bangs", "S+M", "1", "1"), "no S+M stage"),
+    (("girl_bangs", "tokens", "1", "1"), "no cells"),
+    (("girl_bangs", "A", "1", "1", "--head", "2"), "1 head"),
+])
+def test_explain_rejects_bad_cells_in_one_line(args: tuple[str, ...], hint: str) -> None:
+    result = explain(*args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnwalk: ") and hint in lines[0]
+
+
+def test_explain_asks_for_the_index_of_a_repeated_token(tmp_path: Path) -> None:
+    path = tmp_path / "twice.yaml"
+    path.write_text("tokens: [the, cat, the]\nembeddings: [[1, 0], [0, 1], [1, 1]]\n"
+                    "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n",
+                    encoding="utf-8")
+    result = explain(str(path), "A", "the", "cat")
+    assert result.exit_code == 2 and "positions 1, 3" in result.stderr
+    assert explain(str(path), "A", "3", "cat").exit_code == 0
+    assert explain(str(path), "A", "the#3", "cat").exit_code == 0
