@@ -225,6 +225,16 @@ def test_worked_cell_in_other_modes() -> None:
     assert "A[撩, 刘海] = 1.0000" in hard
 
 
+def test_overflowing_scores_show_only_the_stable_form() -> None:
+    scn = scenario_from_text("tokens: [a, b]\nembeddings: [[30, 0], [29, 1]]\n"
+                             "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n",
+                             "hot.yaml")
+    text = cell(compute(scn, "unscaled"), "A", 0, 1)  # scores 900 and 870: e^900 is inf
+    assert "e^900.0000 would overflow" in text
+    assert f"e^(870.0000 − 900.0000) = {math.exp(-30):#.4g}" in text
+    assert "inf =" not in text and "nan" not in text
+
+
 def test_long_dot_products_are_elided_with_a_count() -> None:
     d = 64
     rng = np.random.default_rng(1)

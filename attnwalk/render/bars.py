@@ -34,7 +34,7 @@ def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequenc
         length = round(peak * style.BAR_WIDTH)
         bar = mk.bar * max(length, 1 if peak > 0 else 0)
         runner_up = ""
-        if m > 1 and A[r, order[1]] > 0:
+        if m > 1 and A[r, order[1]] >= 0.005:  # a runner-up that rounds to 0% says nothing
             second = int(order[1])
             runner_up = style.say(opts, "ui.bars_next", "(next: {token} {percent})",
                                   token=col_labels[second], percent=_percent(A[r, second]))

@@ -307,7 +307,7 @@ def _softmax(c: _Cell) -> list:
     for j in elided(m, also=c.col):
         if isinstance(j, Hidden):
             more = c.say("ui.more_terms", "… ({count} more terms) …", count=j.count)
-            grid.add_row(Text(more), *([None] * (len(heads) - 1)))
+            grid.add_row(Text(c.mk.ellipsis), Text(more), *([None] * (len(heads) - 2)))
             continue
         if not allowed[j]:
             masked = Text(f"e^{c.mk.neg_inf} = 0", style=style.MASKED_CELL)
@@ -320,6 +320,9 @@ def _softmax(c: _Cell) -> list:
                           f"{style.exp_value(stable[j])}"))
         grid.add_row(*cells)
     lines.append(grid)
+    if not naive:
+        lines.append(c.say("ui.overflow_note", "e^{max} would overflow to inf: only the stable "
+                           "form can be computed", max=c.num(top)))
     row_sum = c.say("ui.row_sum", "row sum")
     if naive:
         total = float(e.sum())
