@@ -263,6 +263,15 @@ def test_wide_console_puts_panels_side_by_side(girl):
     assert max(len(line) for line in out.splitlines()) <= 200
 
 
+def test_middle_width_puts_as_many_panels_on_a_line_as_fit(girl):
+    lines = render(compare(girl), width=120).splitlines()
+    tops = [line for line in lines if "╭" in line]
+    assert len(tops) == 2
+    assert "scaled" in tops[0] and "unscaled" in tops[0] and tops[0].count("╭") == 2
+    assert "uniform" in tops[1] and tops[1].count("╭") == 1
+    assert max(len(line.rstrip()) for line in lines) <= 120
+
+
 @pytest.mark.parametrize("width", [60, 80])
 def test_narrow_console_stacks_panels_and_squeezes_nothing(girl, width):
     out = render(compare(girl), width=width)

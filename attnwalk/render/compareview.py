@@ -1,5 +1,5 @@
 """`attnwalk compare` as Rich renderables: one panel per mode (A, Z and each row's entropy, peak and
-signal), side by side when they fit the width and stacked when they don't, then what each mode shows.
+signal), side by side as far as the width allows and stacked beyond it, then what each mode shows.
 """
 
 from __future__ import annotations
@@ -169,7 +169,8 @@ def signal_cell(r: ModeResult, row: int, opts: ViewOptions) -> str:
 
 
 class SideBySide:
-    """Renderables in one row when their natural widths fit, else one under another: never squeezed."""
+    """Renderables left to right, as many to a line as fit at their natural widths, the rest on
+    the next lines (one under another on a narrow terminal): never squeezed."""
 
     def __init__(self, items: Sequence[RenderableType], gap: int = PANEL_GAP) -> None:
         self.items, self.gap = list(items), gap
@@ -177,17 +178,29 @@ class SideBySide:
     def _widths(self, console: Console, options: ConsoleOptions) -> list[int]:
         return [Measurement.get(console, options, item).maximum for item in self.items]
 
+    def _lines(self, widths: list[int], room: int) -> list[list[int]]:
+        lines: list[list[int]] = []
+        used = room + 1  # start a new line at once
+        for i, w in enumerate(widths):
+            if not lines or used + self.gap + w > room:
+                lines.append([i])
+                used = w
+            else:
+                lines[-1].append(i)
+                used += self.gap + w
+        return lines
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         widths = self._widths(console, options)
-        if sum(widths) + self.gap * (len(widths) - 1) <= options.max_width:
-            grid = Table.grid(padding=(0, self.gap, 0, 0), collapse_padding=False)
-            for w in widths:
-                grid.add_column(width=w, no_wrap=True)
-            grid.add_row(*self.items)
+        for line in self._lines(widths, options.max_width):
+            if len(line) == 1:
+                yield self.items[line[0]]
+                continue
+            grid = Table.grid(padding=(0, self.gap, 0, 0))
+            for i in line:
+                grid.add_column(width=widths[i], no_wrap=True)
+            grid.add_row(*(self.items[i] for i in line))
             yield grid
-            return
-        for item in self.items:
-            yield item
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         widths = self._widths(console, options)
