@@ -71,6 +71,12 @@ def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str) -> str:
     return recorder.export_text()
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: Path, content: str) -> None:
     """Write `content` to `path` through a temporary file in the same folder, so a failure leaves
     neither a partial file nor a damaged old one."""
@@ -80,6 +86,7 @@ def write_atomically(path: Path, content: str) -> None:
                                          suffix=".tmp", delete=False) as tmp:
             tmp_name = tmp.name
             tmp.write(content)
+        os.chmod(tmp_name, 0o666 & ~_umask())  # a temporary file is private (0600); a saved walk is not
         os.replace(tmp_name, path)
     except OSError as exc:
         if tmp_name is not None and os.path.exists(tmp_name):

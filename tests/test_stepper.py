@@ -8,6 +8,7 @@ A[女生, 刘海] = 0.8078, Z[女生] = [1.5636, 2.5716].
 from __future__ import annotations
 
 import io
+import os
 import re
 
 import pytest
@@ -340,6 +341,9 @@ def test_save_writes_the_whole_walk(tmp_path, suffix: str) -> None:
     else:
         assert "\x1b[" not in saved and not saved.lstrip().startswith("<")
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # an ordinary file, not a private temp file
 
 
 def test_save_with_an_unknown_extension_exits_2_before_walking(tmp_path) -> None:
@@ -357,7 +361,7 @@ def test_save_to_a_missing_folder_exits_2_and_writes_nothing(tmp_path) -> None:
     assert "does not exist" in result.stderr and "Traceback" not in result.output
     assert not path.parent.exists()
     assert invoke("run", "girl_bangs", "--save", "/nonexistent-dir/x.svg").exit_code == 2
-    assert not __import__("os").path.exists("/nonexistent-dir")
+    assert not os.path.exists("/nonexistent-dir")
 
 
 def test_save_that_fails_while_writing_leaves_no_partial_file(tmp_path, monkeypatch) -> None:
