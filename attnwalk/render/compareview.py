@@ -64,7 +64,7 @@ def row_summary(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     weights = np.stack([r.A[row] for r in cmp.results])  # (modes, m)
     narrow = Group(heat_table(weights, names, keys, WEIGHTS, opts,
                               allowed=np.broadcast_to(scn.allowed[row], weights.shape)),
-                   stats_table(mode_heading, body, opts))
+                   stats_block(mode_heading, body, opts))
     return Group(title, FirstThatFits([wide, narrow]))
 
 
@@ -83,12 +83,12 @@ def mode_panel(cmp: Comparison, r: ModeResult, opts: ViewOptions) -> Panel:
                  box=style.panel_box(opts), border_style=style.PANEL_BORDER, expand=False, padding=(0, 1))
 
 
-def row_stats(r: ModeResult, rows: Sequence[str], keys: Sequence[str], opts: ViewOptions) -> Table:
+def row_stats(r: ModeResult, rows: Sequence[str], keys: Sequence[str], opts: ViewOptions) -> RenderableType:
     """Per query row: entropy in bits, the peak weight and its key, the softmax's learning signal."""
     body = [None if i is GAP else
             [rows[i], small(r.entropy[i], opts), peak_cell(r, i, keys, opts), signal_cell(r, i, opts)]
             for i in shown_indices(len(rows), opts.max_rows)]
-    return stats_table(style.say(opts, "ui.token", "token"), body, opts)
+    return stats_block(style.say(opts, "ui.token", "token"), body, opts)
 
 
 def stats_table(first: str, body: list[list[str] | None], opts: ViewOptions, *,
@@ -117,6 +117,25 @@ def stats_table(first: str, body: list[list[str] | None], opts: ViewOptions, *,
                  for c in cols]
         table.add_row(line[0], *cells, *line[1:])
     return table
+
+
+def stats_block(first: str, body: list[list[str] | None], opts: ViewOptions) -> RenderableType:
+    """The stats as a table, or on a terminal too narrow for it one wrapped line per row
+    ("女生  entropy (bits) 0.8723  peak 0.8078 → 刘海  signal 0.1553"): numbers stay whole."""
+    names = [style.say(opts, "compare.entropy", "entropy (bits)"), style.say(opts, "compare.peak", "peak"),
+             style.say(opts, "compare.signal", "signal")]
+    lines = []
+    for line in body:
+        if line is None:
+            lines.append(Text(style.markers(opts).ellipsis, style=style.GAP_CELL))
+            continue
+        text = Text(line[0], style=style.HEADER)
+        for name, value in zip(names, line[1:]):
+            text.append("  ")
+            text.append(name, style=style.NOTE)
+            text.append(f" {value}")
+        lines.append(text)
+    return FirstThatFits([stats_table(first, body, opts), Group(*lines)])
 
 
 def _narrow_width(heading: str, cells: list[str]) -> int:
