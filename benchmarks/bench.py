@@ -52,28 +52,41 @@ def bench_env() -> dict[str, str]:
     return env
 
 
-def timed(cmd: list[str], env: dict[str, str], capture: bool = False) -> tuple[float, bytes]:
-    """Wall time of one run (seconds), and its stdout when captured; a failed run stops the bench."""
+def timed(cmd: list[str], env: dict[str, str], capture: bool = False) -> tuple[float, float, bytes]:
+    """Wall and CPU (user + system) seconds of one run, and its stdout when captured; a failed
+    run stops the bench. On a machine others are using, wall times swell with their load while
+    CPU times mostly do not, so both are reported."""
+    before = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
                           stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - start
+    cpu = _children_cpu() - before
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr.decode(errors='replace')}")
-    return elapsed, done.stdout or b""
+    return elapsed, cpu, done.stdout or b""
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def alternating(commands: dict[str, list[str]], runs: int, env: dict[str, str],
-                warmup: int = 3) -> dict[str, list[float]]:
-    """Each command run `runs` times, interleaved (a b a b ...), after `warmup` untimed rounds."""
-    times: dict[str, list[float]] = {name: [] for name in commands}
+                warmup: int = 3) -> dict[str, tuple[float, float]]:
+    """Each command run `runs` times, interleaved (a b a b ...), after `warmup` untimed rounds:
+    name -> (median wall seconds, median CPU seconds)."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for round_ in range(warmup + runs):
         for name, cmd in commands.items():
-            elapsed, _ = timed(cmd, env)
+            elapsed, cpu, _ = timed(cmd, env)
             if round_ >= warmup:
-                times[name].append(elapsed)
-    return times
+                times[name].append((elapsed, cpu))
+    return {name: (statistics.median(t[0] for t in runs_),
+                   statistics.median(t[1] for t in runs_)) for name, runs_ in times.items()}
 
 
 def imported_modules(cmd_args: list[str], env: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -148,6 +161,9 @@ def profile_large(path: Path, top: int = 25) -> None:
     print(report.getvalue())
 
 
+Row = tuple[str, str, str]  # what, result, notes
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21, help="startup runs of each command (default 21)")
@@ -161,67 +177,79 @@ def main() -> int:
 
     env = bench_env()
     attnwalk = attnwalk_command()
-    missed = []
-    rows = []
-
-    # -- startup --------------------------------------------------------------------------------
-    commands = {"baseline": [sys.executable, "-c", BASELINE_IMPORTS],
-                "run": attnwalk + ["run", "girl_bangs", "--no-pause"]}
-    times = alternating(commands, args.runs, env)
-    base, run = statistics.median(times["baseline"]), statistics.median(times["run"])
-    ratio = run / base
-    rows.append((f"`python -c \"{BASELINE_IMPORTS}\"`", f"{base * 1000:.0f} ms", "median of "
-                 f"{args.runs}, alternating"))
-    rows.append(("`attnwalk run girl_bangs --no-pause`", f"{run * 1000:.0f} ms",
-                 f"median of {args.runs}, alternating"))
-    ok = ratio <= STARTUP_TARGET
-    missed += [] if ok else ["startup ratio"]
-    rows.append(("startup ratio (run / imports)", f"{ratio:.2f}",
-                 f"target <= {STARTUP_TARGET}: {'met' if ok else 'MISSED'}"))
-    if args.hyperfine and shutil.which("hyperfine"):
-        medians = hyperfine_medians(commands, args.runs, env)
-        rows.append(("startup ratio, hyperfine (blocks)", f"{medians['run'] / medians['baseline']:.2f}",
-                     f"{medians['baseline'] * 1000:.0f} ms vs {medians['run'] * 1000:.0f} ms"))
-
-    # -- help -----------------------------------------------------------------------------------
-    help_imports = imported_modules(["--help"], env)
-    heavy = sorted(m for m in help_imports if m.split(".")[0] in HEAVY)
-    help_time = statistics.median(alternating({"help": attnwalk + ["--help"]}, 7, env)["help"])
-    ok = not heavy
-    missed += [] if ok else ["help imports"]
-    rows.append(("`attnwalk --help`", f"{help_time * 1000:.0f} ms",
-                 "imports neither numpy nor yaml" if ok else f"MISSED: imports {', '.join(heavy[:4])}"))
-
-    # -- large ----------------------------------------------------------------------------------
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.no_large:
-            return report(rows, missed, env)
-        folder = args.large_dir or Path(tmp)
-        path = large_scenario(folder)
-        cmd = attnwalk + ["run", str(path), "--no-pause"]
-        timed(cmd, env)  # warm the file cache
-        large_times, output = [], b""
-        for _ in range(args.large_runs):
-            elapsed, output = timed(cmd, env, capture=True)
-            large_times.append(elapsed)
-        large = statistics.median(large_times)
-        lines = output.count(b"\n")
-        ok = large < LARGE_TARGET_S
-        missed += [] if ok else ["large walk time"]
-        rows.append(("`attnwalk run large.yaml --no-pause` (n 512, d_model 768, 12 heads)",
-                     f"{large * 1000:.0f} ms", f"median of {args.large_runs}; target < 1 s: "
-                     f"{'met' if ok else 'MISSED'}"))
-        ok = lines < LARGE_MAX_LINES
-        missed += [] if ok else ["large walk output"]
-        rows.append(("its output (COLUMNS=120, piped)", f"{lines:,} lines, {len(output):,} bytes",
-                     f"target < {LARGE_MAX_LINES:,} lines: {'met' if ok else 'MISSED'}"))
-        if args.profile:
-            profile_large(path)
+    rows: list[Row] = []
+    missed: list[str] = []
+    startup(attnwalk, env, args.runs, args.hyperfine, rows, missed)
+    help_imports(attnwalk, env, rows, missed)
+    if not args.no_large:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = large_scenario(args.large_dir or Path(tmp))
+            large_walk(attnwalk, env, path, args.large_runs, rows, missed)
+            if args.profile:
+                profile_large(path)
     return report(rows, missed, env)
 
 
-def report(rows: list[tuple[str, str, str]], missed: list[str], env: dict[str, str]) -> int:
+def verdict(ok: bool, what: str, missed: list[str]) -> str:
+    if not ok:
+        missed.append(what)
+    return "met" if ok else "MISSED"
+
+
+def startup(attnwalk: list[str], env: dict[str, str], runs: int, hyperfine: bool,
+            rows: list[Row], missed: list[str]) -> None:
+    commands = {"baseline": [sys.executable, "-c", BASELINE_IMPORTS],
+                "run": attnwalk + ["run", "girl_bangs", "--no-pause"]}
+    medians = alternating(commands, runs, env)
+    (base, base_cpu), (run, run_cpu) = medians["baseline"], medians["run"]
+    ratio = run / base
+    rows.append((f"`python -c \"{BASELINE_IMPORTS}\"`", f"{base * 1000:.0f} ms",
+                 f"median of {runs}, alternating; CPU {base_cpu * 1000:.0f} ms"))
+    rows.append(("`attnwalk run girl_bangs --no-pause`", f"{run * 1000:.0f} ms",
+                 f"median of {runs}, alternating; CPU {run_cpu * 1000:.0f} ms"))
+    rows.append(("startup ratio (run / imports)", f"{ratio:.2f}",
+                 f"target <= {STARTUP_TARGET}: {verdict(ratio <= STARTUP_TARGET, 'startup ratio', missed)}"
+                 f"; by CPU time {run_cpu / base_cpu:.2f}"))
+    if hyperfine and shutil.which("hyperfine"):
+        hf = hyperfine_medians(commands, runs, env)
+        rows.append(("startup ratio, hyperfine (blocks)", f"{hf['run'] / hf['baseline']:.2f}",
+                     f"{hf['baseline'] * 1000:.0f} ms vs {hf['run'] * 1000:.0f} ms"))
+
+
+def help_imports(attnwalk: list[str], env: dict[str, str], rows: list[Row], missed: list[str]) -> None:
+    heavy = sorted(m for m in imported_modules(["--help"], env) if m.split(".")[0] in HEAVY)
+    help_time, _ = alternating({"help": attnwalk + ["--help"]}, 7, env)["help"]
+    ok = verdict(not heavy, "help imports", missed) == "met"
+    rows.append(("`attnwalk --help`", f"{help_time * 1000:.0f} ms",
+                 "imports neither numpy nor yaml" if ok else f"MISSED: imports {', '.join(heavy[:4])}"))
+
+
+def large_walk(attnwalk: list[str], env: dict[str, str], path: Path, runs: int, rows: list[Row],
+               missed: list[str]) -> None:
+    cmd = attnwalk + ["run", str(path), "--no-pause"]
+    timed(cmd, env)  # warm the file cache
+    walls, cpus, output = [], [], b""
+    for _ in range(runs):
+        elapsed, cpu, output = timed(cmd, env, capture=True)
+        walls.append(elapsed)
+        cpus.append(cpu)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    lines = output.count(b"\n")
+    rows.append(("`attnwalk run large.yaml --no-pause` (n 512, d_model 768, 12 heads)",
+                 f"{wall * 1000:.0f} ms", f"median of {runs}; target < 1 s: "
+                 f"{verdict(wall < LARGE_TARGET_S, 'large walk time', missed)}; CPU {cpu * 1000:.0f} ms"))
+    rows.append(("its output (COLUMNS=120, piped)", f"{lines:,} lines, {len(output):,} bytes",
+                 f"target < {LARGE_MAX_LINES:,} lines: "
+                 f"{verdict(lines < LARGE_MAX_LINES, 'large walk output', missed)}"))
+
+
+def report(rows: list[Row], missed: list[str], env: dict[str, str]) -> int:
     print(f"attnwalk benchmarks: {platform_line()}\n")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > 0.5 * (os.cpu_count() or 1):
+        print(f"warning: the machine is busy (load average {load:.1f} on {os.cpu_count()} CPUs): "
+              "wall times are inflated and their ratio pulled toward 1; compare the CPU-time "
+              "ratio, or rerun when it is quiet\n")
     print("| what | result | notes |\n| --- | --- | --- |")
     for what, result, notes in rows:
         print(f"| {what} | {result} | {notes} |")
