@@ -70,8 +70,7 @@ def _resolve(fields: Fields, name: str) -> Path:
     path = Path(name).expanduser()
     if path.is_absolute():
         return path
-    base = getattr(fields, "base_dir", None)
-    return (Path(base) if base is not None else Path.cwd()) / path
+    return (Path(fields.base_dir) if fields.base_dir is not None else Path.cwd()) / path
 
 
 def _read_npy(fields: Fields, file_node: Node, where: str, name: str, path: Path) -> np.ndarray:
