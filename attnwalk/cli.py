@@ -138,6 +138,7 @@ PrecisionOpt = Annotated[int, typer.Option("--precision", "-p", min=0, max=12, h
 AsciiOpt = Annotated[bool, typer.Option("--ascii", help="Draw with plain ASCII boxes.")]
 SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Also record the whole walk to FILE: .svg, .html/.htm or .txt.")]
 LangOpt = Annotated[Optional[str], typer.Option("--lang", help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")]
+ResumeOpt = Annotated[bool, typer.Option("--resume", help="Start at the stage where you left this scenario last time.")]
 
 
 @app.command("run")
@@ -146,13 +147,14 @@ def run_cmd(
     name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (see `attnwalk list`).")] = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
+    resume: ResumeOpt = False,
 ) -> None:
     """Walk a built-in lesson stage by stage; keys: n next, b back, g jump, c cell, ? help, q quit.
     e.g. attnwalk run girl_bangs"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
-                                  precision=precision, ascii=ascii, save=save, lang=lang))
+                                  precision=precision, ascii=ascii, save=save, lang=lang, resume=resume))
 
 
 @app.command("step")
@@ -161,12 +163,13 @@ def step_cmd(
     name: Annotated[Optional[str], typer.Argument(help="A built-in name, if not --scenario.")] = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
+    resume: ResumeOpt = False,
 ) -> None:
     """Step through your own scenario file, stage by stage.  e.g. attnwalk step --scenario my.yaml"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
-                                  precision=precision, ascii=ascii, save=save, lang=lang))
+                                  precision=precision, ascii=ascii, save=save, lang=lang, resume=resume))
 
 
 class CompareMode(str, Enum):
@@ -245,6 +248,47 @@ def explain_cmd(
     console = _console()
     opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width)
     console.print(explain_view(walk, stage, row, col, head, opts))
+
+
+@app.command("quiz")
+@handles_errors
+def quiz_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (see `attnwalk list`).")] = None,
+    scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", help="Quiz on this scenario file (YAML).")] = None,
+    count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, help="Ask only the first N questions (default: all).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Other cells and another order, the same for the same seed.")] = None,
+    lang: LangOpt = None,
+) -> None:
+    """Predict, then see: questions on the scenario's own numbers; scored and remembered.
+    Answers come from stdin when it is not a terminal, one per line.
+    e.g. printf '7.29\\n3x3\\n' | attnwalk quiz girl_bangs"""
+    from .quizcmd import quiz_command
+
+    raise typer.Exit(quiz_command(name=name, scenario_file=scenario, count=count, seed=seed, lang=lang))
+
+
+@app.command("progress")
+@handles_errors
+def progress_cmd(lang: LangOpt = None) -> None:
+    """Show what you have done: the stage reached and the quiz scores, per scenario.
+    e.g. attnwalk progress"""
+    from .i18n import detect_lang
+    from .progressview import progress_view
+
+    _console().print(progress_view(detect_lang(lang)), soft_wrap=True)  # the file's path is never cut
+
+
+@app.command("reset")
+@handles_errors
+def reset_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="Forget only this scenario (a built-in name or a file path).")] = None,
+    lang: LangOpt = None,
+) -> None:
+    """Forget your progress: every scenario, or only NAME.  e.g. attnwalk reset girl_bangs"""
+    from .i18n import detect_lang
+    from .progressview import reset_progress
+
+    print(reset_progress(name, detect_lang(lang)))
 
 
 def _console():

@@ -47,13 +47,16 @@ def scenario_arg(name: str | None, scenario_file: Path | None) -> str:
     return str(scenario_file) if scenario_file is not None else name  # type: ignore[return-value]
 
 
-def print_walk(console: Console, walk: Walk, opts: ViewOptions) -> None:
-    """Every screen of the walk once, in order, separated by rules: no waiting, no clearing."""
+def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0) -> None:
+    """Every screen of the walk once (from step `start`), in order, separated by rules: no waiting,
+    no clearing."""
     from .render.screens import stage_screen
 
     steps = walk.steps
     for i, (stage, head) in enumerate(steps):
-        if i:
+        if i < start:
+            continue
+        if i > start:
             console.print(Rule(characters="-" if opts.ascii else "─", style="dim"))
         console.print(stage_screen(walk, stage, head, opts, index=i + 1, count=len(steps)))
 
@@ -95,7 +98,8 @@ def write_atomically(path: Path, content: str) -> None:
 
 
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
-                 precision: int, ascii: bool, save: Path | None, lang: str | None) -> int:
+                 precision: int, ascii: bool, save: Path | None, lang: str | None,
+                 resume: bool = False) -> int:
     """Run or step through one scenario; returns the exit code."""
     from .i18n import detect_lang, text
     from .pipeline import compute
@@ -110,13 +114,23 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     opts = opts.with_(width=console.size.width)
     if save is not None:
         write_atomically(save, recorded_walk(walk, opts, fmt))
+    from .progress import remember_stage, resume_start
+
+    start, note = resume_start(scenario, walk.steps, opts.lang) if resume else (0, "")
     if not no_pause and interactive():
         from .keys import TerminalKeys
         from .stepper import Stepper
 
         with TerminalKeys() as keys:
-            return Stepper(scenario, console, keys, opts, mode=mode).run()
+            stepper = Stepper(scenario, console, keys, opts, mode=mode)
+            stepper.index, stepper.message = start, note
+            try:
+                return stepper.run()
+            finally:  # q, the end, Ctrl-C: the place is kept for --resume
+                remember_stage(scenario, stepper.steps, stepper.index)
     if not no_pause and sys.stdout.isatty():  # output is a terminal, but keys cannot be read
         print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
-    print_walk(console, walk, opts)
+    if note:
+        print(note, file=sys.stderr)
+    print_walk(console, walk, opts, start=start)
     return 0

@@ -1,0 +1,217 @@
+"""What a learner has done, per scenario: the last stage of the walk reached and quiz results.
+
+One small JSON file in the user's state directory (see `state_dir`), written atomically. It never
+stops a walk or a quiz: a corrupt or unwritable file gives one warning on stderr, then attnwalk
+goes on without it (and a corrupt file is replaced by a good one at the next save).
+
+    {"version": 1,
+     "scenarios": {
+       "girl_bangs": {                                   # a built-in by name, a file by its path
+         "walk": {"stage": 6, "total": 11, "stage_key": "S", "head": 0, "furthest": 8,
+                  "when": "2026-11-29T09:20:00+00:00"},  # stage: 0-based index into Walk.steps
+         "quiz": {"last": {"score": 12, "answered": 16, "questions": 16, "when": "…"},
+                  "best": {… the best complete quiz …}, "attempts": 3}}}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+VERSION = 1
+FILE_NAME = "progress.json"
+
+
+def state_dir(environ: Mapping[str, str] = os.environ, platform: str = sys.platform,
+              home: Path | None = None) -> Path:
+    """$XDG_STATE_HOME/attnwalk, else the platform's place for an application's own state."""
+    xdg = environ.get("XDG_STATE_HOME", "")
+    if xdg and os.path.isabs(xdg):  # the XDG spec says to ignore a relative path
+        return Path(xdg) / "attnwalk"
+    home = home if home is not None else Path.home()
+    if platform == "darwin":
+        return home / "Library" / "Application Support" / "attnwalk"
+    if platform.startswith("win"):
+        local = environ.get("LOCALAPPDATA", "")
+        return (Path(local) if local else home / "AppData" / "Local") / "attnwalk"
+    return home / ".local" / "state" / "attnwalk"
+
+
+def scenario_key(scenario: Any) -> str:
+    """A built-in by its name, a scenario file by its absolute path (two files may share a name)."""
+    if scenario.path is None:
+        return scenario.name
+    if scenario.builtin:
+        return Path(scenario.path).stem
+    return str(Path(scenario.path).resolve())
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def local_time(when: object) -> str:
+    """An ISO time from the file as the learner's local "2026-11-29 10:20", or "" if unreadable."""
+    try:
+        return datetime.fromisoformat(str(when)).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ""
+
+
+def _stderr_warning(message: str) -> None:
+    print(f"attnwalk: warning: {message}", file=sys.stderr)
+
+
+class Progress:
+    """The progress file at `path` (default: state_dir()/progress.json)."""
+
+    def __init__(self, path: Path | None = None, warn: Callable[[str], None] = _stderr_warning) -> None:
+        self.path = path if path is not None else state_dir() / FILE_NAME
+        self._warn = warn
+        self._warned = False
+
+    def warn(self, message: str) -> None:
+        """Say `message` once: one broken file is one warning, however often it is touched."""
+        if not self._warned:
+            self._warned = True
+            self._warn(message)
+
+    # -- reading and writing ---------------------------------------------------------------
+
+    def load(self) -> dict[str, dict]:
+        """Every scenario's record; empty when there is no file or it cannot be used."""
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):  # nothing saved yet (saving will say why)
+            return {}
+        except (OSError, UnicodeDecodeError) as exc:
+            self.warn(f"cannot read progress from {self.path} ({_reason(exc)}); going on without it")
+            return {}
+        try:
+            data = json.loads(raw)
+            scenarios = data["scenarios"]
+            if not isinstance(scenarios, dict):
+                raise TypeError("'scenarios' is not an object")
+        except (ValueError, KeyError, TypeError) as exc:
+            self.warn(f"the progress file {self.path} is damaged ({_reason(exc)}); starting afresh")
+            return {}
+        return {key: record for key, record in scenarios.items() if isinstance(record, dict)}
+
+    def save(self, scenarios: dict[str, dict]) -> bool:
+        """Write every record through a temporary file and os.replace: never half a file."""
+        text = json.dumps({"version": VERSION, "scenarios": scenarios}, ensure_ascii=False, indent=2)
+        tmp = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=self.path.parent,
+                                             prefix=f".{self.path.name}.", suffix=".tmp",
+                                             delete=False) as f:
+                tmp = f.name
+                f.write(text + "\n")
+            os.replace(tmp, self.path)
+            return True
+        except OSError as exc:
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
+            self.warn(f"cannot save progress to {self.path} ({_reason(exc)}); going on without it")
+            return False
+
+    def update(self, key: str, change: Callable[[dict], None]) -> bool:
+        """Read the file afresh, change one scenario's record, write it back."""
+        scenarios = self.load()
+        record = scenarios.setdefault(key, {})
+        change(record)
+        return self.save(scenarios)
+
+    # -- what is recorded ------------------------------------------------------------------
+
+    def record_stage(self, key: str, index: int, steps: list, when: str | None = None) -> bool:
+        """The walk of scenario `key` was left at steps[index] (steps: Walk.steps)."""
+        stage, head = steps[index]
+
+        def change(record: dict) -> None:
+            old = record.get("walk") if isinstance(record.get("walk"), dict) else {}
+            furthest = old.get("furthest") if isinstance(old.get("furthest"), int) else -1
+            record["walk"] = {"stage": index, "total": len(steps), "stage_key": stage.key,
+                              "head": head, "furthest": max(furthest, index), "when": when or now()}
+
+        return self.update(key, change)
+
+    def record_quiz(self, key: str, score: int, answered: int, questions: int,
+                    when: str | None = None) -> bool:
+        """A quiz of `questions` questions ended with `score` right out of `answered`."""
+        result = {"score": score, "answered": answered, "questions": questions, "when": when or now()}
+
+        def change(record: dict) -> None:
+            old = record.get("quiz") if isinstance(record.get("quiz"), dict) else {}
+            best = old.get("best") if isinstance(old.get("best"), dict) else None
+            if answered == questions and (best is None or _fraction(result) > _fraction(best)):
+                best = result
+            attempts = old.get("attempts") if isinstance(old.get("attempts"), int) else 0
+            record["quiz"] = {"last": result, "best": best, "attempts": attempts + 1}
+
+        return self.update(key, change)
+
+    def resume_index(self, key: str, steps: list) -> int | None:
+        """Where the walk of `key` was left, as an index into `steps`; None if never walked.
+
+        The same stage and head when the scenario still has it (a file may have been edited
+        since), else the saved index within range."""
+        walk = self.load().get(key, {}).get("walk")
+        if not isinstance(walk, dict):
+            return None
+        for i, (stage, head) in enumerate(steps):
+            if stage.key == walk.get("stage_key") and head == walk.get("head"):
+                return i
+        index = walk.get("stage")
+        return min(max(index, 0), len(steps) - 1) if isinstance(index, int) else None
+
+    def reset(self, key: str | None = None) -> int:
+        """Forget scenario `key` (or everything); returns how many scenarios were forgotten."""
+        scenarios = self.load()
+        if key is None:
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError as exc:
+                self.warn(f"cannot remove {self.path} ({_reason(exc)})")
+                return 0
+            return len(scenarios)
+        if key not in scenarios:
+            return 0
+        del scenarios[key]
+        return 1 if self.save(scenarios) else 0
+
+
+def _fraction(result: dict) -> float:
+    try:
+        return result["score"] / result["answered"]
+    except (KeyError, TypeError, ZeroDivisionError):
+        return -1.0
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+# -- the walk's side: `run --resume` and remembering where the learner left off -------------------
+
+
+def resume_start(scenario: Any, steps: list, lang: str, store: Progress | None = None) -> tuple[int, str]:
+    """The step to start at for --resume, and a line saying so in `lang`."""
+    from .i18n import text
+
+    tx = text(lang)
+    index = (store or Progress()).resume_index(scenario_key(scenario), steps)
+    if index is None:
+        return 0, tx.t("progress.no_resume", name=scenario.name)
+    return index, tx.t("progress.resume", index=index + 1, count=len(steps))
+
+
+def remember_stage(scenario: Any, steps: list, index: int, store: Progress | None = None) -> None:
+    (store or Progress()).record_stage(scenario_key(scenario), index, steps)

@@ -1,0 +1,69 @@
+"""`attnwalk progress` and `attnwalk reset`: the progress file shown as a table, and cleared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .i18n import text
+from .progress import Progress, local_time
+
+FIRST_LESSON = "girl_bangs"
+
+
+def progress_view(lang: str, store: Progress | None = None) -> RenderableType:
+    """One row per scenario: the stage reached, the last and the best quiz, when."""
+    store = store or Progress()
+    tx = text(lang)
+    scenarios = store.load()
+    where = Text(tx.t("progress.file", path=store.path), style="dim")
+    if not scenarios:
+        return Group(Text(tx.t("progress.none", name=FIRST_LESSON)), where)
+    table = Table(title=tx.t("progress.title"), title_justify="left")
+    for key in ("scenario", "stage", "quiz", "best", "when"):
+        table.add_column(tx.t(f"progress.{key}"), overflow="fold")
+    for name, record in sorted(scenarios.items()):
+        walk = _dict(record.get("walk"))
+        quiz = _dict(record.get("quiz"))
+        times = [t for t in (walk.get("when"), _dict(quiz.get("last")).get("when")) if t]
+        table.add_row(name, _stage(walk), _score(_dict(quiz.get("last")), tx),
+                      _score(_dict(quiz.get("best")), tx), local_time(max(times)) if times else "")
+    return Group(table, where)
+
+
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _stage(walk: dict) -> str:
+    index, total = walk.get("stage"), walk.get("total")
+    if not isinstance(index, int) or not isinstance(total, int):
+        return ""
+    key = walk.get("stage_key")
+    return f"{index + 1} / {total}" + (f" ({key})" if isinstance(key, str) else "")
+
+
+def _score(result: dict, tx) -> str:
+    score, answered, questions = (result.get(k) for k in ("score", "answered", "questions"))
+    if not all(isinstance(v, int) for v in (score, answered, questions)):
+        return ""
+    if answered < questions:
+        return tx.t("progress.stopped", score=score, answered=answered, questions=questions)
+    return f"{score} / {answered}"
+
+
+def reset_progress(name: str | None, lang: str, store: Progress | None = None) -> str:
+    """Forget everything, or one scenario named as a built-in or as a file path; says what it did."""
+    store = store or Progress()
+    tx = text(lang)
+    if name is None:
+        return tx.t("progress.cleared_all", count=store.reset())
+    scenarios = store.load()
+    key = name if name in scenarios else str(Path(name).expanduser().resolve())
+    if key not in scenarios:
+        return tx.t("progress.nothing", name=name)
+    store.reset(key)
+    return tx.t("progress.cleared_one", name=name)

@@ -1,0 +1,242 @@
+"""Progress: where the state file lives, what it keeps, and that a broken one never stops a walk."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from attnwalk.cli import app
+from attnwalk.pipeline import compute
+from attnwalk.progress import Progress, scenario_key, state_dir
+from attnwalk.scenario import load_scenario
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    for var in ("NO_COLOR", "FORCE_COLOR", "ATTNWALK_LANG"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path / "state" / "attnwalk" / "progress.json"
+
+
+def steps_of(name: str):
+    return compute(load_scenario(name)).steps
+
+
+class Warnings(list):
+    def __call__(self, message: str) -> None:
+        self.append(message)
+
+
+# -- where ------------------------------------------------------------------------------------
+
+
+def test_state_dir_follows_xdg_then_the_platform(tmp_path):
+    home = Path("/home/ada")
+    assert state_dir({"XDG_STATE_HOME": "/x/state"}, "linux", home) == Path("/x/state/attnwalk")
+    assert state_dir({"XDG_STATE_HOME": "relative"}, "linux", home) == home / ".local/state/attnwalk"
+    assert state_dir({}, "linux", home) == home / ".local" / "state" / "attnwalk"
+    assert state_dir({}, "darwin", home) == home / "Library" / "Application Support" / "attnwalk"
+    assert state_dir({"LOCALAPPDATA": "/appdata"}, "win32", home) == Path("/appdata/attnwalk")
+    assert state_dir({}, "win32", home) == home / "AppData" / "Local" / "attnwalk"
+
+
+def test_builtins_are_keyed_by_name_and_files_by_absolute_path(tmp_path, monkeypatch):
+    assert scenario_key(load_scenario("girl_bangs")) == "girl_bangs"
+    src = Path(__file__).resolve().parents[1] / "scenarios" / "girl_bangs.yaml"
+    shutil.copy(src, tmp_path / "mine.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert scenario_key(load_scenario("mine.yaml")) == str(tmp_path / "mine.yaml")
+
+
+# -- what -------------------------------------------------------------------------------------
+
+
+def test_stage_round_trip_keeps_the_furthest(state):
+    store, steps = Progress(state), steps_of("girl_bangs")
+    assert store.resume_index("girl_bangs", steps) is None
+    store.record_stage("girl_bangs", 7, steps)
+    store.record_stage("girl_bangs", 3, steps)
+    assert store.resume_index("girl_bangs", steps) == 3
+    walk = json.loads(state.read_text(encoding="utf-8"))["scenarios"]["girl_bangs"]["walk"]
+    assert walk["stage"] == 3 and walk["furthest"] == 7 and walk["total"] == len(steps)
+    assert walk["stage_key"] == steps[3][0].key and walk["head"] == 0
+
+
+def test_resume_finds_the_same_stage_after_the_file_changed(state):
+    store = Progress(state)
+    masked, plain = steps_of("causal_mask"), steps_of("girl_bangs")  # one has S + M, one has not
+    a_index = [s.key for s, _ in masked].index("A")
+    store.record_stage("x", a_index, masked)
+    assert plain[store.resume_index("x", plain)][0].key == "A"
+    data = json.loads(state.read_text(encoding="utf-8"))
+    data["scenarios"]["x"]["walk"].update(stage_key="gone", stage=99)
+    state.write_text(json.dumps(data), encoding="utf-8")
+    assert store.resume_index("x", plain) == len(plain) - 1  # clamped to the walk
+
+
+def test_quiz_results_keep_last_best_and_attempts(state):
+    store = Progress(state)
+    store.record_quiz("g", 10, 16, 16, when="t1")
+    store.record_quiz("g", 3, 3, 16, when="t2")  # stopped early: not a best, however good
+    store.record_quiz("g", 12, 16, 16, when="t3")
+    store.record_quiz("g", 11, 16, 16, when="t4")
+    quiz = json.loads(state.read_text(encoding="utf-8"))["scenarios"]["g"]["quiz"]
+    assert quiz["attempts"] == 4
+    assert quiz["last"]["when"] == "t4" and quiz["best"]["when"] == "t3"
+
+
+def test_reset_one_or_all(state):
+    store = Progress(state)
+    store.record_quiz("a", 1, 1, 1)
+    store.record_quiz("b", 1, 1, 1)
+    assert store.reset("nope") == 0
+    assert store.reset("a") == 1 and set(store.load()) == {"b"}
+    assert store.reset() == 1 and not state.exists()
+
+
+def test_writes_are_atomic_and_leave_no_temporary_files(state):
+    store = Progress(state)
+    for i in range(5):
+        store.record_quiz("g", i, 5, 5)
+    assert sorted(p.name for p in state.parent.iterdir()) == ["progress.json"]
+    json.loads(state.read_text(encoding="utf-8"))
+
+
+# -- broken files -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"scenarios": 3}', "\udcff"[:0] + "\x00\x01",
+                                     '{"version": 1}'])
+def test_a_corrupt_file_warns_once_and_is_replaced(state, content):
+    state.parent.mkdir(parents=True)
+    state.write_text(content, encoding="utf-8")
+    warnings = Warnings()
+    store = Progress(state, warn=warnings)
+    assert store.load() == {}
+    store.record_quiz("g", 1, 2, 2)
+    store.record_stage("g", 0, steps_of("girl_bangs"))
+    assert len(warnings) == 1 and "damaged" in warnings[0] and str(state) in warnings[0]
+    assert set(json.loads(state.read_text(encoding="utf-8"))["scenarios"]["g"]) == {"quiz", "walk"}
+
+
+def test_bad_records_inside_a_good_file_are_skipped(state):
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"version": 1, "scenarios": {"a": 5, "b": {"walk": "x", "quiz": []}}}),
+                     encoding="utf-8")
+    store = Progress(state, warn=Warnings())
+    assert store.resume_index("b", steps_of("girl_bangs")) is None
+    store.record_quiz("b", 1, 1, 1)
+    assert store.load()["b"]["quiz"]["attempts"] == 1
+    assert "b" in runner.invoke(app, ["progress"]).stdout
+
+
+def test_an_unwritable_place_warns_once_and_goes_on(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    warnings = Warnings()
+    store = Progress(blocker / "attnwalk" / "progress.json", warn=warnings)
+    assert store.record_quiz("g", 1, 1, 1) is False
+    assert store.record_stage("g", 0, steps_of("girl_bangs")) is False
+    assert len(warnings) == 1 and "cannot save progress" in warnings[0]
+
+
+# -- the commands -----------------------------------------------------------------------------
+
+
+def test_progress_and_reset_commands(state):
+    result = runner.invoke(app, ["progress"])
+    assert result.exit_code == 0 and "No progress yet" in result.stdout and str(state) in result.stdout
+    runner.invoke(app, ["quiz", "girl_bangs", "-n", "2"], input="7.29\n3x3\n")
+    Progress(state).record_stage("girl_bangs", 9, steps_of("girl_bangs"))
+    result = runner.invoke(app, ["progress"], env={"COLUMNS": "120"})
+    assert "girl_bangs" in result.stdout and "10 / 11 (A)" in result.stdout and "2 / 2" in result.stdout
+    zh = runner.invoke(app, ["progress", "--lang", "zh"], env={"COLUMNS": "120"})
+    assert "学习进度" in zh.stdout
+    result = runner.invoke(app, ["reset", "river_bank"])
+    assert result.exit_code == 0 and "No progress recorded for river_bank" in result.stdout
+    result = runner.invoke(app, ["reset", "girl_bangs"])
+    assert "Progress cleared for girl_bangs." in result.stdout
+    assert Progress(state).load() == {}
+    runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="7.29\n")
+    assert "(1 scenarios)" in runner.invoke(app, ["reset"]).stdout and not state.exists()
+
+
+def test_reset_a_scenario_file_by_its_path(state, tmp_path, monkeypatch):
+    src = Path(__file__).resolve().parents[1] / "scenarios" / "girl_bangs.yaml"
+    shutil.copy(src, tmp_path / "mine.yaml")
+    monkeypatch.chdir(tmp_path)
+    runner.invoke(app, ["quiz", "--scenario", "mine.yaml", "-n", "1"], input="7.29\n")
+    assert str(tmp_path / "mine.yaml") in Progress(state).load()
+    assert "cleared" in runner.invoke(app, ["reset", "mine.yaml"]).stdout
+    assert Progress(state).load() == {}
+
+
+def test_resume_when_printing_starts_at_the_saved_stage(state):
+    Progress(state).record_stage("girl_bangs", 7, steps_of("girl_bangs"))
+    result = runner.invoke(app, ["run", "girl_bangs", "--no-pause", "--resume"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert "Resuming at stage 8 / 11." in result.stderr
+    assert "Stage 8 / 11" in result.stdout and "Stage 7 / 11" not in result.stdout
+    fresh = runner.invoke(app, ["run", "river_bank", "--no-pause", "--resume"])
+    assert "No saved place for river_bank yet" in fresh.stderr and "Stage 1 / " in fresh.stdout
+
+
+def test_a_corrupt_state_file_never_stops_a_walk_or_a_quiz(state):
+    state.parent.mkdir(parents=True)
+    state.write_text("{{{", encoding="utf-8")
+    result = runner.invoke(app, ["run", "girl_bangs", "--no-pause", "--resume"])
+    assert result.exit_code == 0 and result.stderr.count("warning") == 1
+    assert "Stage 1 / 11" in result.stdout
+    result = runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="7.29\n")
+    assert result.exit_code == 0 and "Score: 1 / 1" in result.stdout
+    assert json.loads(state.read_text(encoding="utf-8"))["scenarios"]["girl_bangs"]
+
+
+def test_an_unwritable_state_dir_never_stops_a_quiz(tmp_path, monkeypatch):
+    (tmp_path / "blocker").write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "blocker"))
+    result = runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="7.29\n")
+    assert result.exit_code == 0 and "Score: 1 / 1" in result.stdout
+    assert result.stderr.count("cannot save progress") == 1
+
+
+def _spawn(args, state_home):
+    pexpect = pytest.importorskip("pexpect")
+    exe = shutil.which("attnwalk")
+    program, prefix = (exe, []) if exe else (sys.executable, ["-m", "attnwalk"])
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "ATTNWALK_LANG", "COLUMNS", "LINES")}
+    env.update(TERM="xterm-256color", NO_COLOR="1", LANG="C.UTF-8", XDG_STATE_HOME=str(state_home))
+    return pexpect.spawn(program, prefix + args, env=env, encoding="utf-8", timeout=20,
+                         dimensions=(40, 120))
+
+
+def test_progress_survives_between_interactive_runs(state, tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    child = _spawn(["run", "girl_bangs"], tmp_path / "state")
+    child.expect(r"\b1 / 11\b")
+    child.expect("q quit")
+    for stage in (2, 3, 4):
+        child.send("n")
+        child.expect(rf"\b{stage} / 11\b")
+    child.send("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert json.loads(state.read_text(encoding="utf-8"))["scenarios"]["girl_bangs"]["walk"]["stage"] == 3
+    child = _spawn(["run", "girl_bangs", "--resume"], tmp_path / "state")
+    child.expect_exact("Resuming at stage 4 / 11.")
+    child.send("n")
+    child.expect(r"\b5 / 11\b")
+    child.send("\x03")  # Ctrl-C still keeps the place
+    child.expect(pexpect.EOF)
+    child.close()
+    assert json.loads(state.read_text(encoding="utf-8"))["scenarios"]["girl_bangs"]["walk"]["stage"] == 4
