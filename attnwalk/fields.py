@@ -35,8 +35,14 @@ class Fields:
         self.base_dir = base_dir  # where `{file: ...}` matrices are looked for; None: the cwd
 
     def error(self, field: str, node: Node | None, message: str) -> ScenarioError:
-        return ScenarioError(message, file=self.file, field=field,
-                             line=node.line if node is not None else None)
+        """`file:line: field: message`; a message that starts with the field's own name
+        ('W_Q has 3 rows, ...') is not prefixed with it again."""
+        line = node.line if node is not None else None
+        if message.startswith((f"{field} ", f"{field}:")):
+            error = ScenarioError(message, file=self.file, line=line)
+            error.field = field
+            return error
+        return ScenarioError(message, file=self.file, field=field, line=line)
 
     # -- mappings -------------------------------------------------------------------------------
 
@@ -44,9 +50,10 @@ class Fields:
                 required: tuple[str, ...] = ()) -> dict[str, Node]:
         """A mapping whose keys are all known and include the required ones."""
         if not isinstance(node.value, dict):
-            what = "a scenario" if not field else field
+            what = "a scenario must be" if not field else "expected"
+            example = ", ".join(f"{k}:" for k in (required or known)[:2])
             raise self.error(field or "(top level)", node,
-                             f"{what} must be a mapping of keys (tokens:, embeddings:, ...), "
+                             f"{what} a mapping of keys ({example} ...), "
                              f"got {kind(node.value, node)}")
         for key in node.value:
             if key not in known:
@@ -55,8 +62,8 @@ class Fields:
                 near = suggest(key, known)
                 expected = near or f"; the keys {'here' if field else 'of a scenario'} are " \
                     + ", ".join(known)
-                raise ScenarioError(f"unknown key {quoted(key)}{expected}",
-                                    file=self.file, field=path, line=line)
+                raise ScenarioError(f"unknown key{expected}", file=self.file, field=path,
+                                    line=line)
         for key in required:
             if key not in node.value:
                 path = f"{field}.{key}" if field else key
@@ -174,9 +181,8 @@ class Fields:
                 if width == 0:
                     raise self.error(f"{field}[{i}]", row, "a row needs at least one number")
             elif len(cells) != width:
-                raise self.error(f"{field}[{i}]", row,
-                                 f"row {i} has {len(cells)} numbers, but row 0 has {width}; "
-                                 "every row needs the same length")
+                raise self.error(f"{field}[{i}]", row, f"row {i} has {count(len(cells), 'number')}, "
+                                 f"but row 0 has {width}; every row needs the same length")
             out.append([self.number(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
         return np.array(out, dtype=np.float64)
 
@@ -192,8 +198,8 @@ class Fields:
         for i, row in enumerate(rows):
             cells = self.items(row, f"{field}[{i}]", "a row of true/false")
             if out and len(cells) != len(out[0]):
-                raise self.error(f"{field}[{i}]", row, f"row {i} has {len(cells)} entries, but "
-                                 f"row 0 has {len(out[0])}; every row needs the same length")
+                raise self.error(f"{field}[{i}]", row, f"row {i} has {count(len(cells), 'entry')}, "
+                                 f"but row 0 has {len(out[0])}; every row needs the same length")
             out.append([self.boolean(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
         return np.array(out, dtype=bool).reshape(len(out), len(out[0]))
 
@@ -214,6 +220,13 @@ def kind(value: Any, node: Node | None = None) -> str:
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
+
+
+def count(n: int, noun: str) -> str:
+    """'1 entry', '3 entries', '2 numbers'."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
 
 
 def shown(text: str, limit: int = 40) -> str:

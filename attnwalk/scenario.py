@@ -160,7 +160,7 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         source = _sequence(f, src, "source.")
         if source.d_model != main.d_model:
             raise f.error("source.embeddings", src["embeddings"],
-                          f"source embeddings have {source.d_model} columns, but the main "
+                          f"source.embeddings has {source.d_model} columns, but the main "
                           f"sequence's d_model is {main.d_model}; both must share d_model")
 
     heads = f.integer(top["heads"], "heads", minimum=1) if "heads" in top else 1
@@ -185,19 +185,22 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
     w_a = None
     if score == "additive":
         if "w_a" not in top:
-            raise f.error("w_a", top["score"], "score: additive needs w_a, a list of d_k numbers")
+            raise f.error("w_a", top["score"], "w_a is missing: score: additive needs w_a, a list "
+                          "of d_k numbers")
         w_a = f.vector(top["w_a"], "w_a")
         d_k = W_Q.shape[1] // heads
         if w_a.shape[0] != d_k:
             raise f.error("w_a", top["w_a"], f"w_a has {w_a.shape[0]} numbers, but d_k "
                           f"(per head) is {d_k}")
     elif "w_a" in top:
-        raise f.error("w_a", top["w_a"], "w_a is only used with score: additive")
+        raise f.error("w_a", top["w_a"], "w_a is only used with score: additive; remove it, or "
+                      "add score: additive")
     qk_norm = f.boolean(top["qk_norm"], "qk_norm") if "qk_norm" in top else False
     qk_scale = 1.0
     if "qk_scale" in top:
         if not qk_norm:
-            raise f.error("qk_scale", top["qk_scale"], "qk_scale is only used with qk_norm: true")
+            raise f.error("qk_scale", top["qk_scale"], "qk_scale is only used with qk_norm: true; "
+                          "remove it, or add qk_norm: true")
         qk_scale = f.number(top["qk_scale"], "qk_scale")
 
     focus = _focus(f, top["focus"], main.tokens) if "focus" in top else None
@@ -220,8 +223,8 @@ def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
     n = len(tokens)
     E = f.matrix(top["embeddings"], f"{prefix}embeddings")
     if E.shape[0] != n:
-        raise f.error(f"{prefix}embeddings", top["embeddings"], f"embeddings have {E.shape[0]} "
-                      f"rows, but there are {n} tokens; give one row per token")
+        raise f.error(f"{prefix}embeddings", top["embeddings"], f"{prefix}embeddings have "
+                      f"{E.shape[0]} rows, but there are {n} tokens; give one row per token")
     ids = None
     if "ids" in top:
         items = f.items(top["ids"], f"{prefix}ids", "a list of whole numbers")
@@ -235,8 +238,8 @@ def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
         if isinstance(node.value, (list, dict)):  # rows, or {file: p.npy}
             positional, P = "explicit", f.matrix(node, f"{prefix}positional")
             if P.shape != E.shape:
-                raise f.error(f"{prefix}positional", node, f"positional is {_shape(P)}, but it "
-                              f"must match the embeddings: n × d_model = {_shape(E)}")
+                raise f.error(f"{prefix}positional", node, f"{prefix}positional is {_shape(P)}, but "
+                              f"it must match the embeddings: n × d_model = {_shape(E)}")
         else:
             positional = f.choice(node, f"{prefix}positional", POSITIONAL + ("explicit matrix",))
             if positional not in POSITIONAL:

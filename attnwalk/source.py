@@ -26,9 +26,12 @@ def read_text(path: Path, file: str | None = None) -> str:
             raise ScenarioError("is a directory, not a scenario file", file=file)
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_BYTES:
-                raise ScenarioError(TOO_LARGE, file=file)
-            data = handle.read(MAX_BYTES + 1)  # a pipe or device has no size: read a bounded amount
+            if stat.S_ISREG(info.st_mode):
+                if info.st_size > MAX_BYTES:
+                    raise ScenarioError(TOO_LARGE, file=file)
+                data = handle.read(info.st_size + 1)  # read(n) allocates n bytes up front
+            else:  # a pipe or a device has no size: read up to the cap, a piece at a time
+                data = _read_bounded(handle)
     except FileNotFoundError:
         raise ScenarioError("no such file", file=file) from None
     except PermissionError:
@@ -41,6 +44,17 @@ def read_text(path: Path, file: str | None = None) -> str:
     if len(data) > MAX_BYTES:
         raise ScenarioError(TOO_LARGE, file=file)
     return decode(data, file)
+
+
+def _read_bounded(handle) -> bytes:
+    pieces, total = [], 0
+    while total <= MAX_BYTES:
+        piece = handle.read(1 << 16)
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
 
 
 _BOMS = (  # UTF-32's marks first: UTF-32-LE's begins with UTF-16-LE's

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -18,7 +19,7 @@ import yaml
 from .errors import ScenarioError
 
 MAX_DEPTH = 32  # a scenario is at most a mapping of lists of lists; deeper is a mistake
-MAX_VALUES = 500_000  # about a 700 × 700 matrix; bigger weights belong in .npy files
+MAX_VALUES = 200_000  # about a 450 × 450 matrix (a second to read); bigger ones go in .npy files
 
 try:  # libyaml's parser is several times faster on real-size matrices
     from yaml import CSafeLoader as _Loader
@@ -56,6 +57,13 @@ _NULL = {"", "~", "null"}
 _NUMERIC_START = frozenset("0123456789-+.")
 
 
+_SCALAR, _ALIAS, _STREAM_END, _DOCUMENT_START = (
+    yaml.ScalarEvent, yaml.AliasEvent, yaml.StreamEndEvent, yaml.DocumentStartEvent)
+_SEQUENCE_START, _SEQUENCE_END, _MAPPING_START, _MAPPING_END = (
+    yaml.SequenceStartEvent, yaml.SequenceEndEvent, yaml.MappingStartEvent, yaml.MappingEndEvent)
+
+
+@lru_cache(maxsize=4096)  # matrices repeat their numbers (0, 1, 0.5); the values are immutable
 def _scalar(text: str) -> Any:
     if text[:1] in _NUMERIC_START:
         if _INT.match(text):
@@ -102,7 +110,8 @@ def parse(text: str, file: str) -> Node:
 
 def _parse(text: str, file: str) -> Node:
     def fail(message: str, mark: Any) -> ScenarioError:
-        return ScenarioError(message, file=file, line=mark.line + 1 if mark is not None else None)
+        return ScenarioError(message, file=file, field=_path(stack),
+                             line=mark.line + 1 if mark is not None else None)
 
     loader = _Loader(text)
     stack: list[list[Any]] = []  # open collections: [node, a mapping's pending key or None]
@@ -113,10 +122,9 @@ def _parse(text: str, file: str) -> Node:
         while True:
             event = loader.get_event()
             kind = type(event)
-            if event is None or kind is yaml.StreamEndEvent:
+            if event is None or kind is _STREAM_END:
                 break
-            if kind is yaml.ScalarEvent or kind is yaml.SequenceStartEvent \
-                    or kind is yaml.MappingStartEvent:
+            if kind is _SCALAR or kind is _SEQUENCE_START or kind is _MAPPING_START:
                 if event.anchor is not None:
                     raise fail(f"YAML anchors (&{event.anchor}) are not allowed in a scenario; "
                                "write the values out", event.start_mark)
@@ -129,36 +137,38 @@ def _parse(text: str, file: str) -> Node:
                                "written by hand and far smaller (put large matrices in .npy "
                                "files: W_Q: {file: wq.npy})", event.start_mark)
                 mark = event.start_mark
-                if kind is yaml.ScalarEvent:
+                if kind is _SCALAR:
+                    text = event.value
                     if not event.style:  # plain (None or ""): a number, boolean, null or text
-                        node = Node(_scalar(event.value), mark.line + 1, mark.column + 1,
-                                    raw=event.value)
+                        node = Node(_scalar(text), mark.line + 1, mark.column + 1, raw=text)
                     else:  # quoted or a block of text: always text
-                        node = Node(event.value, mark.line + 1, mark.column + 1, quoted=True)
-                    if stack:
-                        _attach(stack, node, file)
-                    else:
+                        node = Node(text, mark.line + 1, mark.column + 1, quoted=True)
+                    if not stack:
                         root = node
+                    elif type(stack[-1][0].value) is list:  # a matrix cell: the common case
+                        stack[-1][0].value.append(node)
+                    else:
+                        _attach(stack, node, file)
                     continue
                 if len(stack) >= MAX_DEPTH:
                     raise fail(f"the file nests deeper than {MAX_DEPTH} levels of lists and "
                                "mappings; a scenario needs at most 3", mark)
-                if kind is yaml.SequenceStartEvent:
+                if kind is _SEQUENCE_START:
                     stack.append([Node([], mark.line + 1, mark.column + 1), None])
                 else:
                     stack.append([Node({}, mark.line + 1, mark.column + 1, keys={}), None])
                 continue
-            if kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+            if kind is _SEQUENCE_END or kind is _MAPPING_END:
                 node = stack.pop()[0]
                 if stack:
                     _attach(stack, node, file)
                 else:
                     root = node
                 continue
-            if kind is yaml.AliasEvent:
+            if kind is _ALIAS:
                 raise fail(f"YAML aliases (*{event.anchor}) are not allowed in a scenario; "
                            "write the values out", event.start_mark)
-            if kind is yaml.DocumentStartEvent:
+            if kind is _DOCUMENT_START:
                 documents += 1
                 if documents > 1:
                     raise fail("the file holds more than one YAML document (a second '---'); "
@@ -186,13 +196,30 @@ def _attach(stack: list[list[Any]], node: Node, file: str) -> None:
                                 file=file, line=node.line)
         key = node.raw if node.raw is not None else str(node.value)
         if key in parent.keys:
-            raise ScenarioError(f"duplicate key '{_short(key)}' (first on line "
-                                f"{parent.keys[key]}); keep one", file=file, line=node.line)
+            where = _path(stack)
+            raise ScenarioError(f"duplicate key (first on line {parent.keys[key]}); keep one",
+                                file=file, line=node.line,
+                                field=f"{where}.{_short(key)}" if where else _short(key))
         parent.keys[key] = node.line
         top[1] = key
     else:
         parent.value[pending] = node
         top[1] = None
+
+
+def _path(stack: list[list[Any]]) -> str | None:
+    """Where the parser is, as the loader names fields: `W_Q[1][0]`, `source.tokens`."""
+    out = ""
+    for node, pending in stack:
+        if isinstance(node.value, list):
+            out += f"[{len(node.value)}]"
+        elif pending is None:
+            break
+        else:
+            out += f".{_short(pending)}" if out else _short(pending)
+        if len(out) > 60:
+            return out[:60] + "…"
+    return out or None
 
 
 def _short(text: str, limit: int = 40) -> str:
