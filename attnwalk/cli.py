@@ -43,6 +43,9 @@ class Mode(str, Enum):
 
 class ExportFormat(str, Enum):
     json = "json"
+    markdown = "markdown"
+    latex = "latex"
+    csv = "csv"
 
 
 def handles_errors(func: Callable) -> Callable:
@@ -90,16 +93,30 @@ ModeOpt = Annotated[Mode, typer.Option("--mode", "-m", help="How scores become w
 @handles_errors
 def export_cmd(
     scenario: ScenarioArg,
-    format: Annotated[ExportFormat, typer.Option("--format", "-f", help="Output format.")] = ExportFormat.json,
+    format: Annotated[ExportFormat, typer.Option(
+        "--format", "-f", help="json for scripts; markdown, latex or csv for handouts (csv: one row per cell, "
+        "stage,head,row,row_label,col,col_label,value).")] = ExportFormat.json,
     mode: ModeOpt = Mode.scaled,
+    lang: Annotated[Optional[str], typer.Option("--lang", help="Language of the handout's text: en or zh.")] = None,
+    precision: Annotated[int, typer.Option("--precision", "-p", min=0, max=12,
+                                           help="Decimals in markdown and latex handouts (json and csv keep every digit).")] = 4,
 ) -> None:
-    """Print every stage's matrix as JSON.  e.g. attnwalk export girl_bangs --format json"""
+    """Print every stage's matrix: JSON, or a handout in Markdown, LaTeX or CSV.
+    e.g. attnwalk export girl_bangs --format latex --lang zh > handout.tex"""
     from .export import to_json, walk_data
+    from .i18n import detect_lang
     from .pipeline import compute
     from .scenario import load_scenario
 
+    lang = detect_lang(lang)
     walk = compute(load_scenario(scenario), mode.value)
-    sys.stdout.write(to_json(walk_data(walk)) + "\n")
+    if format is ExportFormat.json:
+        sys.stdout.write(to_json(walk_data(walk)) + "\n")
+        return
+    from .handout import handout
+    from .render.options import ViewOptions
+
+    sys.stdout.write(handout(walk, format.value, ViewOptions(precision=precision, lang=lang)))
 
 
 @app.command("list")

@@ -1,0 +1,190 @@
+"""Handouts of a walk for notes and slides: Markdown, LaTeX and CSV.
+
+Every screen of the walk (Walk.steps), in order: its title, formula and shape, its matrix with
+row and column labels, and its explanation (what, why, the common mistake, and what this
+scenario does differently) in the chosen language.
+
+- markdown: a heading per stage, the formula in backticks, one pipe table per matrix.
+- latex: a document that compiles on its own: each matrix as a labelled `tabular` and as a
+  `bmatrix` to paste into slides. Chinese text needs xelatex (ctex chooses the fonts; the file
+  says so in its first lines); a handout in plain ASCII compiles with pdflatex too.
+- csv: one row per cell, long format: stage,head,row,row_label,col,col_label,value, with rows
+  and columns counted from 1 (head empty for stages shared by every head) and every value at
+  full float64 precision (-inf for masked scores), so a spreadsheet or script can pivot it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import numpy as np
+
+from .i18n import pick, text
+from .latex import document, latex_text, math_text, matrix_env, tabular
+from .pipeline import Walk
+from .render.options import ViewOptions
+from .render.screens import _note_values, _notes, shape_text
+from .render.style import number
+from .render.worked import axes
+from .stages import TOKENS, Stage
+
+FORMATS = ("markdown", "latex", "csv")
+
+
+class Section:
+    """One screen of the walk, in words and numbers, ready to be written in any format."""
+
+    def __init__(self, walk: Walk, stage: Stage, head: int, index: int, opts: ViewOptions) -> None:
+        tx = text(opts.lang)
+        scn = walk.scenario
+        self.stage, self.head, self.index = stage, head, index
+        self.title = tx.stage(stage.key, "title")
+        self.symbol = "" if stage.kind == TOKENS else stage.symbol
+        self.formula = stage.formula
+        self.per_head = stage.per_head and scn.heads > 1
+        self.head_text = tx.t("ui.head", head=head + 1, heads=scn.heads) if self.per_head else ""
+        self.shape = "" if stage.kind == TOKENS else shape_text(walk, stage, head, opts)
+        if stage.kind == TOKENS:
+            ids = scn.main.ids
+            self.cols = [tx.t("ui.position_col"), tx.t("ui.token"), tx.t("ui.id")]
+            self.rows = [str(i) for i in range(scn.n)]
+            self.cells = [[str(i), tok, str(ids[i]) if ids else "-"] for i, tok in enumerate(scn.tokens)]
+            self.matrix = None
+        else:
+            self.rows, self.cols = axes(walk, stage, head)
+            self.matrix = walk.matrix(stage.key, head)
+            self.cells = [[number(float(x), opts) for x in row] for row in self.matrix]
+        self.explained = [(tx.t(f"ui.{field}"), tx.stage(stage.key, field))
+                          for field in ("what", "why", "mistake")]
+        self.notes = [tx.t(note, **_note_values(walk, note)) for note in _notes(walk, stage)
+                      if tx.has(note)]
+
+    @property
+    def heading(self) -> str:
+        head = f" ({self.head_text})" if self.head_text else ""
+        return f"{self.index}. {self.symbol + ' — ' if self.symbol else ''}{self.title}{head}"
+
+
+def sections(walk: Walk, opts: ViewOptions) -> list[Section]:
+    return [Section(walk, stage, head, i, opts) for i, (stage, head) in enumerate(walk.steps, 1)]
+
+
+def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str]:
+    """Title, description, the settings line and the mode's explanation, in `lang`."""
+    tx = text(lang)
+    scn = walk.scenario
+    dims = f"n = {scn.n}, d_model = {scn.d_model}, d_k = {scn.d_k}, d_v = {scn.d_v}"
+    if scn.source is not None:
+        dims += f", m = {scn.m}"
+    if scn.heads > 1:
+        dims += f", h = {scn.heads}"
+    settings = f"{scn.name} · {tx.t('ui.mode')}: {tx.t(f'mode.{walk.mode}.name')} · {dims}"
+    return (pick(scn.title, lang) or scn.name, pick(scn.description, lang), settings,
+            tx.t(f"mode.{walk.mode}.explain"))
+
+
+# -- Markdown ---------------------------------------------------------------------------------
+
+
+def _md_cell(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: list[str], rows: list[list[str]], left: int = 0) -> list[str]:
+    """A pipe table: numbers right-aligned, column `left` (the labels) left-aligned."""
+    align = [":---" if i == left else "---:" for i in range(len(header))]
+    out = ["| " + " | ".join(_md_cell(h) for h in header) + " |", "|" + "|".join(align) + "|"]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def markdown(walk: Walk, opts: ViewOptions) -> str:
+    tx = text(opts.lang)
+    title, description, settings, mode = _facts(walk, opts.lang)
+    lines = [f"# {title}", "", settings, ""]
+    if description:
+        lines += [description.replace("\n", "\n\n"), ""]
+    lines += [f"*{mode}*", ""]
+    for s in sections(walk, opts):
+        lines += [f"## {s.heading}", "", f"{tx.t('ui.formula')}: `{s.formula}`"
+                  + (f" · {tx.t('ui.shape')}: {s.shape}" if s.shape else ""), ""]
+        if s.matrix is None:
+            lines += _md_table(s.cols, s.cells, left=1)  # pos, token, id
+        else:
+            lines += _md_table([tx.t("ui.token"), *s.cols], [[r, *c] for r, c in zip(s.rows, s.cells)])
+        lines.append("")
+        lines += [f"- **{label}**: {body}" for label, body in s.explained]
+        lines += [f"- {note}" for note in s.notes]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# -- LaTeX ------------------------------------------------------------------------------------
+
+
+def latex(walk: Walk, opts: ViewOptions) -> str:
+    tx = text(opts.lang)
+    title, description, settings, mode = _facts(walk, opts.lang)
+    body = [f"\\section*{{{latex_text(title, math=False)}}}",
+            f"\\noindent {latex_text(settings, math=False)}", ""]
+    if description:
+        body += [latex_text(description, math=False).replace("\n", "\n\n"), ""]
+    body += [f"\\emph{{{latex_text(mode)}}}", ""]
+    widest = 1
+    for s in sections(walk, opts):
+        symbol = f"${math_text(s.symbol)}$ --- " if s.symbol else ""
+        head = f" ({latex_text(s.head_text)})" if s.head_text else ""
+        body += [f"\\subsection*{{{s.index}. {symbol}{latex_text(s.title)}{head}}}",
+                 f"\\noindent {latex_text(tx.t('ui.formula'))}: ${math_text(s.formula)}$"
+                 + (f"\\\\\n{latex_text(tx.t('ui.shape'))}: ${math_text(s.shape)}$" if s.shape else ""),
+                 ""]
+        if s.matrix is None:
+            body += tabular([latex_text(c, math=False) for c in s.cols],
+                            [[latex_text(c, math=False) for c in row] for row in s.cells], spec="rlr")
+        else:
+            cells = [[_tex_number(x, opts) for x in row] for row in s.matrix]
+            body += tabular(["", *(latex_text(c, math=False) for c in s.cols)],
+                            [[latex_text(r, math=False), *(f"${x}$" for x in row)]
+                             for r, row in zip(s.rows, cells)])
+            body += matrix_env(math_text(s.symbol), cells)
+            widest = max(widest, len(s.cols))
+        body += ["", "\\begin{description}"]
+        body += [f"  \\item[{latex_text(label)}] {latex_text(text_)}" for label, text_ in s.explained]
+        body += [f"  \\item[] {latex_text(note)}" for note in s.notes]
+        body += ["\\end{description}", ""]
+    return document(body, max_cols=widest)
+
+
+def _tex_number(x: float, opts: ViewOptions) -> str:
+    if math.isinf(x):
+        return "-\\infty" if x < 0 else "\\infty"
+    return number(x, opts)
+
+
+# -- CSV --------------------------------------------------------------------------------------
+
+
+CSV_HEADER = ("stage", "head", "row", "row_label", "col", "col_label", "value")
+
+
+def csv_text(walk: Walk, opts: ViewOptions) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    for stage, head in walk.steps:
+        if stage.kind == TOKENS:
+            continue
+        rows, cols = axes(walk, stage, head)
+        M = np.asarray(walk.matrix(stage.key, head))
+        head_cell = head + 1 if stage.per_head else ""
+        for i, j in np.ndindex(M.shape):
+            writer.writerow((stage.key, head_cell, i + 1, rows[i], j + 1, cols[j], repr(float(M[i, j]))))
+    return out.getvalue()
+
+
+def handout(walk: Walk, fmt: str, opts: ViewOptions) -> str:
+    """The whole walk in format `fmt` (one of FORMATS), explained in opts.lang."""
+    render = {"markdown": markdown, "latex": latex, "csv": csv_text}[fmt]
+    return render(walk, opts)

@@ -1,0 +1,158 @@
+"""LaTeX for handouts: text escaped for text mode, formulas turned into math, and a document that
+compiles on its own.
+
+Everything written is ASCII apart from letters of other scripts (Chinese tokens, Chinese text):
+the symbols attnwalk's text uses (→ · × √ −∞ ᵀ …) become LaTeX commands. So an English handout
+compiles with pdflatex or xelatex, and one with Chinese with xelatex (ctex picks the fonts).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Text mode: characters LaTeX treats specially, and the symbols of attnwalk's text.
+_TEXT = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+    "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
+    "<": r"$<$", ">": r"$>$", "|": r"$|$",
+    "·": r"$\cdot$", "×": r"$\times$", "−": r"$-$", "∞": r"$\infty$", "…": r"\dots{}",
+    "→": r"$\to$", "←": r"$\leftarrow$", "√": r"$\surd$", "∂": r"$\partial$", "θ": r"$\theta$",
+    "≥": r"$\geq$", "≤": r"$\leq$", "±": r"$\pm$", "–": "--", "—": "---", "▲": r"$\triangle$",
+    "ᵀ": r"\textsuperscript{T}", "²": r"\textsuperscript{2}", "₂": r"\textsubscript{2}",
+    "“": "``", "”": "''", "‘": "`", "’": "'", "\u00a0": "~", "§": r"\S{}", "°": r"\textdegree{}",
+    "≈": r"$\approx$", "≠": r"$\neq$", "≡": r"$\equiv$", "∈": r"$\in$", "∑": r"$\sum$",
+    "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$",
+    "π": r"$\pi$", "σ": r"$\sigma$", "ᵢ": r"\textsubscript{i}", "ⱼ": r"\textsubscript{j}",
+}
+
+# Math mode: the same symbols as commands.
+_MATH = {
+    "→": r"\to ", "←": r"\leftarrow ", "·": r"\cdot ", "×": r"\times ", "−": "-", "∞": r"\infty ",
+    "…": r"\dots ", "ᵀ": r"^{\top}", "≥": r"\geq ", "≤": r"\leq ", "∂": r"\partial ",
+    "θ": r"\theta ", "±": r"\pm ", "|": r"\mid ", "#": r"\#", "%": r"\%", "&": r"\&", "$": r"\$",
+    "~": r"\sim ", "²": "^{2}", "₂": "_{2}", "≈": r"\approx ", "≠": r"\neq ", "√": r"\surd ",
+}
+
+# Pieces of prose that read better as math: √d_k, e^−∞, e^800, 10000^(2i/d), W_Q, d_model, QKᵀ, −∞.
+_FRAGMENT = re.compile(r"√\w+|e\^[−-]?(?:∞|\d+)|(?<![A-Za-z0-9_])\d+\^\([^()]*\)"
+                       r"|(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9]+ᵀ?|(?<![A-Za-z0-9_])[A-Z]+ᵀ|[−-]∞")
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_SPACE = re.compile(r"\s+")
+
+
+def _wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def _escape(s: str) -> str:
+    return "".join(_TEXT.get(ch, ch) for ch in s)
+
+
+def latex_text(s: str, math: bool = True) -> str:
+    """`s` for LaTeX's text mode. With `math`, formula-like pieces of attnwalk's own text (d_k,
+    √d_k, QKᵀ) are set as math; user text (names, tokens, titles) is only escaped."""
+    if not math:
+        return _escape(s)
+    out, end = [], 0
+    for m in _FRAGMENT.finditer(s):
+        out += [_escape(s[end:m.start()]), f"${math_text(m.group())}$"]
+        end = m.end()
+    return "".join(out + [_escape(s[end:])])
+
+
+def math_text(formula: str) -> str:
+    """A formula as written in attnwalk/stages.py ("S = QKᵀ / √d_k") as LaTeX math."""
+    s = _SPACE.sub(_space, formula.strip())
+    s = re.sub(r"√(\w+)", r"\\sqrt{\1}", s)
+    s = _WORD.sub(_word, s)
+    s = re.sub(r"_(\\mathrm\{[^}]*\}|\d{2,})", r"_{\1}", s)
+    s = _superscripts(s)
+    s = re.sub(r"\^([−-]?(?:∞|\d+(?:\.\d+)?))", r"^{\1}", s)  # e^−∞, e^800: one group
+    s = "".join(_MATH.get(ch, ch) for ch in s)
+    s = re.sub(" +([})\\]])", r"\1", re.sub(" {2,}", " ", s))  # "\infty }" -> "\infty}"
+    return s.replace("\x00", "\\ ").strip()
+
+
+def _space(m: re.Match) -> str:
+    """A visible space between two words or after a comma ("0 or −∞", "i, j"); elsewhere a plain
+    space, which math mode ignores but keeps the source readable."""
+    before = m.string[m.start() - 1] if m.start() else ""
+    after = m.string[m.end()] if m.end() < len(m.string) else ""
+    wordy = lambda ch: ch.isalnum() or ch in "()[]"  # noqa: E731
+    return "\x00" if (before == "," or wordy(before)) and wordy(after) else " "
+
+
+def _word(m: re.Match) -> str:
+    word = m.group()
+    if word in ("sin", "cos", "exp", "log", "max"):
+        return "\\" + word + " "
+    if word.isupper():  # QK, QKᵀ: a product of matrices, each letter a symbol
+        return word
+    return f"\\mathrm{{{word}}}"
+
+
+def _superscripts(s: str) -> str:
+    """x^(…) with its parentheses as the group: 10000^(2i/d) -> 10000^{2i/d}."""
+    out, i = [], 0
+    while i < len(s):
+        if s.startswith("^(", i):
+            depth, j = 0, i + 1
+            while j < len(s):
+                depth += {"(": 1, ")": -1}.get(s[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            out.append("^{" + s[i + 2:j] + "}")
+            i = j + 1
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+def tabular(header: list[str], rows: list[list[str]], spec: str | None = None) -> list[str]:
+    """A centred table: by default the first (label) column left and ruled off, numbers
+    right-aligned. Tables too wide for the page are scaled to fit."""
+    count = len(header)
+    spec = spec or "l|" + "r" * (count - 1)
+    cells = [" & ".join(row) + r" \\" for row in rows]
+    table = [f"\\begin{{tabular}}{{{spec}}}", " & ".join(header) + r" \\", r"\hline", *cells,
+             r"\end{tabular}"]
+    if count > 9:
+        table = [r"\resizebox{\linewidth}{!}{%", *table, "}"]
+    return [r"\begin{center}", *table, r"\end{center}"]
+
+
+def matrix_env(symbol: str, cells: list[list[str]]) -> list[str]:
+    """`symbol = [[…]]` as a displayed bmatrix, ready to paste into a slide."""
+    rows = [" & ".join(row) + r" \\" for row in cells]
+    rows[-1] = rows[-1][:-3]
+    return [r"\[", f"{symbol} = \\begin{{bmatrix}}", *rows, r"\end{bmatrix}", r"\]"]
+
+
+def document(body: list[str], max_cols: int) -> str:
+    """A complete article around `body`: engine advice, packages, and room for wide matrices."""
+    text = "\n".join(body)
+    wide = any(_wide(ch) for ch in text)
+    other = any(ord(ch) > 127 for ch in text)
+    if wide:
+        head = ["% Chinese text: compile with xelatex (ctex chooses the CJK fonts):",
+                "%   xelatex handout.tex"]
+    elif other:
+        head = ["% Letters beyond ASCII: compile with xelatex:  xelatex handout.tex"]
+    else:
+        head = ["% Plain ASCII: compiles with pdflatex or xelatex:  pdflatex handout.tex"]
+    preamble = [
+        "% Written by attnwalk (attnwalk export NAME --format latex).",
+        *head,
+        r"\documentclass[11pt]{article}",
+        r"\usepackage[a4paper,margin=2cm]{geometry}",
+        r"\usepackage{amsmath}",
+        r"\usepackage{graphicx}",
+        *([r"\usepackage[UTF8,scheme=plain]{ctex}"] if wide else []),
+        f"\\setcounter{{MaxMatrixCols}}{{{max(max_cols, 10)}}}",
+        r"\setlength{\parindent}{0pt}",
+        r"\begin{document}",
+    ]
+    return "\n".join(preamble + body + [r"\end{document}", ""])

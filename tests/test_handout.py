@@ -1,0 +1,253 @@
+"""Handouts: every stage's matrix with labels, formula and explanation, in Markdown, LaTeX and CSV.
+
+Numbers are lesson 002's (女生撩刘海), typed in from ../shared/seeds/002.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shutil
+import subprocess
+import unicodedata
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from attnwalk.builtins import builtin_names
+from attnwalk.cli import app
+from attnwalk.handout import CSV_HEADER, handout
+from attnwalk.i18n import text
+from attnwalk.latex import latex_text, math_text
+from attnwalk.pipeline import compute
+from attnwalk.render.options import ViewOptions
+from attnwalk.scenario import load_scenario, scenario_from_text
+
+runner = CliRunner()
+
+NASTY = """
+name: nasty_one
+title: "50% of A & B_c {x} #1 ~ $5 ^ \\\\ end"
+tokens: ["a_b", "c&d", "50%", "{x}"]
+embeddings: [[1, 0], [0, 1], [1, 1], [2, 0]]
+W_Q: [[1, 0], [0, 1]]
+W_K: [[1, 0], [0, 1]]
+W_V: [[1, 0], [0, 1]]
+mask: causal
+heads: 2
+"""
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    for var in ("NO_COLOR", "FORCE_COLOR", "ATTNWALK_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def walk_of(name: str, mode: str = "scaled"):
+    return compute(load_scenario(name), mode)
+
+
+def nasty_walk():
+    return compute(scenario_from_text(NASTY, "nasty.yaml"), "scaled")
+
+
+# -- Markdown ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_markdown_has_every_stage_in_order_with_its_explanation(lang):
+    walk = walk_of("girl_bangs")
+    md = handout(walk, "markdown", ViewOptions(lang=lang))
+    tx = text(lang)
+    headings = [line for line in md.splitlines() if line.startswith("## ")]
+    assert len(headings) == len(walk.steps)
+    for heading, (stage, _) in zip(headings, walk.steps):
+        assert tx.stage(stage.key, "title") in heading
+        for field in ("what", "why", "mistake"):
+            assert tx.stage(stage.key, field) in md
+        assert f"`{stage.formula}`" in md
+
+
+def test_markdown_tables_carry_lesson_002_numbers_with_labels():
+    md = handout(walk_of("girl_bangs"), "markdown", ViewOptions())
+    assert "| token | 女生 | 撩 | 刘海 |" in md
+    assert "| 撩 | 4.5140 | 5.4184 | 7.2868 |" in md  # QKᵀ, lesson 002
+    assert "| 撩 | 3.1919 | 3.8314 | 5.1526 |" in md  # S
+    assert "| 女生 | 0.0551 | 0.1371 | 0.8078 |" in md  # A
+    assert "| 撩 | 1.6145 | 2.4204 |" in md  # Z
+    assert "| 0 | 女生 | 1258 |" in md  # tokens: position, token, id
+    assert "# 女生撩刘海: every matrix by hand (lesson 002)" in md
+
+
+def test_markdown_escapes_pipes_and_shows_masked_scores():
+    md = handout(nasty_walk(), "markdown", ViewOptions())
+    assert "−∞" in md and "head 2 / 2" in md
+    weird = scenario_from_text(NASTY.replace('"{x}"]', '"a|b"]'), "w.yaml")
+    assert "| a\\|b |" in handout(compute(weird), "markdown", ViewOptions())
+
+
+def test_markdown_precision():
+    md = handout(walk_of("girl_bangs"), "markdown", ViewOptions(precision=2))
+    assert "| 撩 | 4.51 | 5.42 | 7.29 |" in md
+
+
+# -- LaTeX ------------------------------------------------------------------------------------
+
+
+def environments_balance(tex: str) -> bool:
+    stack = []
+    for kind, name in re.findall(r"\\(begin|end)\{([^}]*)\}", tex):
+        if kind == "begin":
+            stack.append(name)
+        elif not stack or stack.pop() != name:
+            return False
+    return not stack
+
+
+def test_latex_is_a_whole_document_with_tabular_and_bmatrix():
+    walk = walk_of("girl_bangs")
+    tex = handout(walk, "latex", ViewOptions())
+    assert tex.startswith("% Written by attnwalk")
+    assert "xelatex" in tex.splitlines()[1]  # Chinese tokens: the first lines say how to compile
+    assert "\\usepackage[UTF8,scheme=plain]{ctex}" in tex
+    assert environments_balance(tex)
+    matrices = len([s for s, _ in walk.steps if s.key != "tokens"])
+    assert tex.count("\\begin{bmatrix}") == matrices
+    assert tex.count("\\begin{tabular}") == len(walk.steps)
+    assert "4.5140 & 5.4184 & 7.2868" in tex
+    assert "撩 & $4.5140$ & $5.4184$ & $7.2868$ \\\\" in tex
+    assert "$QK^{\\top}[i,\\ j] = q_i \\cdot k_j$" in tex
+    assert "$S = QK^{\\top} / \\sqrt{d_k}$" in tex
+
+
+def test_latex_masked_scores_are_minus_infinity():
+    tex = handout(walk_of("causal_mask"), "latex", ViewOptions())
+    assert "0.7071 & -\\infty & -\\infty" in tex  # in the bmatrix
+    assert "$0.7071$ & $-\\infty$ & $-\\infty$" in tex  # in the labelled table
+
+
+def test_latex_escapes_user_text_and_tokens():
+    tex = handout(nasty_walk(), "latex", ViewOptions())
+    assert environments_balance(tex)
+    assert "\\section*{50\\% of A \\& B\\_c \\{x\\} \\#1 \\textasciitilde{} \\$5 \\textasciicircum{} " \
+           "\\textbackslash{} end}" in tex
+    assert "& a\\_b & c\\&d & 50\\% & \\{x\\} \\\\" in tex
+    body = tex.split("\\begin{document}")[1]
+    assert "a_b" not in body and "c&d" not in body
+
+
+@pytest.mark.parametrize("name", ["river_bank", "causal_mask", "savings_bank"])
+def test_an_english_handout_without_chinese_is_plain_ascii(name):
+    tex = handout(walk_of(name), "latex", ViewOptions(lang="en"))
+    assert all(ord(ch) < 128 for ch in tex), {ch for ch in tex if ord(ch) >= 128}
+    assert "ctex" not in tex and "pdflatex" in tex.splitlines()[1]
+
+
+@pytest.mark.parametrize("name", builtin_names())
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_only_cjk_letters_are_left_for_the_engine(name, lang):
+    tex = handout(walk_of(name), "latex", ViewOptions(lang=lang))
+    left = {ch for ch in tex if ord(ch) >= 128 and unicodedata.east_asian_width(ch) not in ("W", "F")}
+    assert left == set()
+    assert environments_balance(tex)
+
+
+def test_formulas_become_math():
+    assert math_text("S = QKᵀ / √d_k") == "S = QK^{\\top} / \\sqrt{d_k}"
+    assert math_text("O = concat · W_O") == "O = \\mathrm{concat} \\cdot W_O"
+    assert math_text("S + M,  M[i, j] = 0 or −∞") == "S + M,\\ M[i,\\ j] = 0\\ \\mathrm{or} -\\infty"
+    assert "\\sin (\\mathrm{pos}/10000^{2i/d_{\\mathrm{model}}})" in math_text(
+        "P[pos, 2i] = sin(pos/10000^(2i/d_model))")
+    assert latex_text("W_Q is a parameter; e^−∞ = 0") == "$W_Q$ is a parameter; $e^{-\\infty}$ = 0"
+    assert latex_text("d_k 维被求和消掉") == "$d_k$ 维被求和消掉"
+    assert latex_text("my_scenario", math=False) == "my\\_scenario"
+
+
+ENGINES = [engine for engine in ("xelatex", "pdflatex") if shutil.which(engine)]
+
+
+@pytest.mark.skipif(not ENGINES, reason="no LaTeX engine on this machine")
+@pytest.mark.parametrize("name, lang, engine", [
+    ("girl_bangs", "zh", "xelatex"), ("girl_bangs", "en", "xelatex"), ("causal_mask", "en", "pdflatex"),
+    ("river_bank", "zh", "xelatex"),
+])
+def test_latex_compiles(tmp_path, name, lang, engine):
+    if not shutil.which(engine):
+        pytest.skip(f"{engine} is not installed")
+    (tmp_path / "handout.tex").write_text(handout(walk_of(name), "latex", ViewOptions(lang=lang)),
+                                         encoding="utf-8")
+    out = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "handout.tex"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    log = (tmp_path / "handout.log").read_text(encoding="utf-8", errors="replace")
+    assert out.returncode == 0, log[-3000:]
+    assert (tmp_path / "handout.pdf").stat().st_size > 0
+    assert "Missing character" not in log
+
+
+@pytest.mark.skipif(not shutil.which("xelatex"), reason="xelatex is not installed")
+def test_latex_with_awkward_text_compiles(tmp_path):
+    (tmp_path / "handout.tex").write_text(handout(nasty_walk(), "latex", ViewOptions()), encoding="utf-8")
+    out = subprocess.run(["xelatex", "-interaction=nonstopmode", "-halt-on-error", "handout.tex"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:]
+
+
+# -- CSV --------------------------------------------------------------------------------------
+
+
+def test_csv_is_long_format_at_full_precision():
+    walk = walk_of("causal_mask")
+    rows = list(csv.DictReader(io.StringIO(handout(walk, "csv", ViewOptions()))))
+    assert tuple(rows[0]) == CSV_HEADER
+    expected = sum(walk.matrix(s.key, h).size for s, h in walk.steps if s.key != "tokens")
+    assert len(rows) == expected
+    for r in rows:
+        stage, head = r["stage"], int(r["head"]) - 1 if r["head"] else 0
+        assert float(r["value"]) == walk.matrix(stage, head)[int(r["row"]) - 1, int(r["col"]) - 1]
+    sm = [r for r in rows if r["stage"] == "S+M" and r["row_label"] == "T1" and r["col_label"] == "T3"]
+    assert sm[0]["value"] == "-inf" and sm[0]["head"] == "1"
+    e = next(r for r in rows if r["stage"] == "E")
+    assert e["head"] == ""  # shared by every head
+
+
+def test_csv_keeps_heads_apart():
+    walk = nasty_walk()
+    rows = list(csv.DictReader(io.StringIO(handout(walk, "csv", ViewOptions()))))
+    a = {(r["head"], r["row"], r["col"]): float(r["value"]) for r in rows if r["stage"] == "A"}
+    for h in (0, 1):
+        M = walk.matrix("A", h)
+        assert np.array_equal([[a[(str(h + 1), str(i + 1), str(j + 1))] for j in range(4)] for i in range(4)], M)
+    assert {r["row_label"] for r in rows} == {"a_b", "c&d", "50%", "{x}"}
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt, marker", [("markdown", "## 8. QKᵀ — Raw scores"), ("latex", "\\begin{bmatrix}"),
+                                         ("csv", "stage,head,row,row_label,col,col_label,value")])
+def test_cli_export_formats(fmt, marker):
+    result = runner.invoke(app, ["export", "girl_bangs", "--format", fmt])
+    assert result.exit_code == 0, result.output
+    assert marker in result.stdout
+
+
+def test_cli_export_speaks_chinese_by_flag_and_by_locale():
+    zh = text("zh")
+    by_flag = runner.invoke(app, ["export", "girl_bangs", "-f", "markdown", "--lang", "zh"]).stdout
+    by_locale = runner.invoke(app, ["export", "girl_bangs", "-f", "markdown"], env={"LANG": "zh_CN.UTF-8"}).stdout
+    assert by_flag == by_locale
+    for stage in ("tokens", "E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z"):
+        assert zh.stage(stage, "what") in by_flag
+    english = runner.invoke(app, ["export", "girl_bangs", "-f", "markdown"], env={"LANG": "C.UTF-8"}).stdout
+    assert text("en").stage("A", "what") in english
+
+
+def test_cli_export_json_is_unchanged_and_bad_language_is_one_line():
+    result = runner.invoke(app, ["export", "girl_bangs"])
+    assert result.stdout.startswith('{"name": "girl_bangs"')
+    bad = runner.invoke(app, ["export", "girl_bangs", "-f", "latex", "--lang", "fr"])
+    assert bad.exit_code == 2 and "choose en or zh" in bad.stderr
