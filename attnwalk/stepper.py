@@ -18,6 +18,7 @@ from .keys import KeySource
 from .pipeline import Walk, compute
 from .render.options import ViewOptions
 from .render.style import plain, say
+from .render.worked import axes
 from .scenario import Scenario
 from .stages import MODES, TOKENS, Stage, stage_by_name
 
@@ -27,9 +28,9 @@ ScreenFn = Callable[..., RenderableType]
 # English for the few strings the text files do not have yet.
 _FALLBACK = {
     "ui.shared_stage": "{stage} is shared by every head; h works on the per-head stages ({stages}).",
-    "ui.valid_rows": "choose 1–{count} or a token: {tokens}",
-    "ui.valid_cols": "choose 1–{count}",
-    "ui.valid_keys": "choose 1–{count} or a key token: {tokens}",
+    "ui.dim_prompt": "Column (dimension 0–{last}): ",
+    "ui.valid_tokens": "choose 1–{count} or a token: {tokens}",
+    "ui.valid_dims": "the columns are dimensions 0–{last}",
     "ui.jump_choices": "choose 1–{count} or a stage name such as {example}",
 }
 
@@ -178,31 +179,38 @@ class Stepper:
         return (same_head or matches or [None])[0]
 
     def choose_cell(self) -> None:
+        """Ask for a row and a column, as `attnwalk explain` takes them: a row by its 1-based
+        position or its token; a column by position or token when columns are keys, else by the
+        dimension label the table shows (0 … d − 1)."""
         stage, head = self.step
         if stage.kind == TOKENS:
             self.message = self.t("ui.no_cells")
             return
-        n_rows, n_cols = self.walk.matrix(stage.key, head).shape
-        rows = self.scenario.tokens
-        cols = self.scenario.key_tokens if stage.square else None
+        row_labels, col_labels = axes(self.walk, stage, head)
         answer = self.keys.read_line(self.t("ui.row_prompt"))
         if answer is None or not answer.strip():
             return
-        row = _pick(answer, n_rows, rows)
+        row = _pick_token(answer, row_labels)
         if row is None:
-            self.message = (f"{self.t('ui.no_row', value=answer.strip())}; "
-                            f"{self.t('ui.valid_rows', count=n_rows, tokens=', '.join(rows))}")
+            self.message = self._no_such("ui.no_row", answer, row_labels)
             return
-        answer = self.keys.read_line(self.t("ui.col_prompt"))
+        if stage.square:
+            answer = self.keys.read_line(self.t("ui.col_prompt"))
+        else:
+            answer = self.keys.read_line(self.t("ui.dim_prompt", last=len(col_labels) - 1))
         if answer is None or not answer.strip():
             return
-        col = _pick(answer, n_cols, cols)
+        col = _pick_token(answer, col_labels) if stage.square else _pick_dim(answer, col_labels)
         if col is None:
-            hint = (self.t("ui.valid_keys", count=n_cols, tokens=", ".join(cols)) if cols
-                    else self.t("ui.valid_cols", count=n_cols))
-            self.message = f"{self.t('ui.no_col', value=answer.strip())}; {hint}"
+            self.message = (self._no_such("ui.no_col", answer, col_labels) if stage.square else
+                            f"{self.t('ui.no_col', value=answer.strip())}; "
+                            f"{self.t('ui.valid_dims', last=len(col_labels) - 1)}")
             return
         self.cell = (row, col)
+
+    def _no_such(self, key: str, answer: str, labels: list[str]) -> str:
+        choices = self.t("ui.valid_tokens", count=len(labels), tokens=", ".join(labels))
+        return f"{self.t(key, value=answer.strip())}; {choices}"
 
     def next_mode(self) -> None:
         """scaled → unscaled → uniform → scaled: recompute the walk, stay on the same screen."""
@@ -230,18 +238,21 @@ class Stepper:
         self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
 
 
-def _pick(answer: str, count: int, tokens: tuple[str, ...] | None) -> int | None:
-    """A 0-based index from a 1-based number or (when the axis is tokens) a token's text."""
+def _pick_token(answer: str, labels: list[str]) -> int | None:
+    """A 0-based index from a token's label ("撩", or "the#4" for a repeated token) or a 1-based
+    position."""
     answer = answer.strip()
-    if answer.isdecimal():
-        number = int(answer)
-        return number - 1 if 1 <= number <= count else None
-    if tokens:
-        for i, token in enumerate(tokens[:count]):
-            if answer == token:
-                return i
-        folded = answer.casefold()
-        for i, token in enumerate(tokens[:count]):
-            if folded == token.casefold():
-                return i
+    if answer in labels:
+        return labels.index(answer)
+    folded = [label.casefold() for label in labels]
+    if answer.casefold() in folded:
+        return folded.index(answer.casefold())
+    if answer.isdecimal() and 1 <= int(answer) <= len(labels):
+        return int(answer) - 1
     return None
+
+
+def _pick_dim(answer: str, labels: list[str]) -> int | None:
+    """A 0-based dimension, typed as the table labels it (0 … d − 1)."""
+    answer = answer.strip()
+    return labels.index(answer) if answer in labels else None

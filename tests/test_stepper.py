@@ -181,12 +181,39 @@ def test_cell_is_dropped_when_moving_to_another_stage() -> None:
     assert screens(out)[-2:] == ["8 QK^T 0 scaled 0,2", "9 S 0 scaled"]
 
 
-def test_cell_on_a_d_model_stage_takes_column_numbers_only() -> None:
-    s, out = stepper(["g", "4", "\n", "c", "1", "\n", "刘海", "\n", "c", "1", "\n", "2", "\n", "q"])
+def test_cell_on_a_d_model_stage_takes_dimensions_as_the_table_labels_them() -> None:
+    # X's columns are dimensions labelled 0 and 1 (as `attnwalk explain` takes them); rows are tokens.
+    s, out = stepper(["g", "4", "\n", "c", "1", "\n", "刘海", "\n",
+                      "c", "1", "\n", "2", "\n", "c", "撩", "\n", "1", "\n", "q"])
     assert s.run() == 0
     text = out.getvalue()
-    assert "No such column: 刘海; choose 1–2" in text
-    assert screens(out)[-1] == "4 X 0 scaled 0,1"
+    assert "No such column: 刘海; the columns are dimensions 0–1" in text
+    assert "No such column: 2; the columns are dimensions 0–1" in text
+    assert screens(out)[-1] == "4 X 0 scaled 1,1"
+    assert s.keys.prompts[-1] == "Column (dimension 0–1): "
+
+
+def test_repeated_tokens_are_chosen_by_label_or_position(tmp_path) -> None:
+    path = tmp_path / "repeat.yaml"
+    path.write_text("tokens: [the, dog, the]\nembeddings: [[1, 0], [0, 1], [1, 1]]\n"
+                    "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n", encoding="utf-8")
+    s, out = stepper(["g", "A", "\n", "c", "the#3", "\n", "the#1", "\n", "c", "the", "\n", "q"],
+                     name=str(path))
+    assert s.run() == 0
+    assert screens(out)[-2] == "10 A 0 scaled 2,0"
+    assert "No such row: the; choose 1–3 or a token: the#1, dog, the#3" in out.getvalue()
+
+
+def test_rows_of_k_are_the_source_tokens_in_cross_attention(tmp_path) -> None:
+    path = tmp_path / "cross.yaml"
+    path.write_text("tokens: [je, suis]\nembeddings: [[1, 0], [0, 1]]\n"
+                    "source:\n  tokens: [I, am, here]\n  embeddings: [[1, 1], [0, 1], [1, 0]]\n"
+                    "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n", encoding="utf-8")
+    s, out = stepper(["g", "K", "\n", "c", "here", "\n", "0", "\n", "g", "A", "\n", "c", "suis", "\n", "am", "\n",
+                      "q"], name=str(path))
+    assert s.run() == 0
+    shown = screens(out)
+    assert shown[2].endswith("K 0 scaled 2,0") and shown[-1].endswith("A 0 scaled 1,1")
 
 
 def test_bad_row_names_the_valid_choices() -> None:
