@@ -17,6 +17,7 @@ from . import keys as K
 from .keys import KeySource
 from .pipeline import Walk, compute
 from .render.options import ViewOptions
+from .render import style
 from .render.style import plain, say
 from .render.worked import axes
 from .scenario import Scenario
@@ -81,7 +82,7 @@ class Stepper:
                            count=len(self.steps), cell=self.cell)
 
     def footer(self) -> Text:
-        return Text(self.t("ui.footer"), style="dim")
+        return Text(self.t("ui.footer"), style=style.NOTE)
 
     def status(self) -> Text:
         """Where the learner is, repeated at the bottom: a tall screen scrolls its header away."""
@@ -91,7 +92,7 @@ class Stepper:
         if self.scenario.heads > 1 and stage.per_head:
             where += "  " + self.t("ui.head", head=head + 1, heads=self.scenario.heads)
         where += "  " + self.t(f"mode.{self.walk.mode}.name")
-        return Text(where, style="bold")
+        return Text(where, style=style.POSITION)
 
     def draw(self, body: RenderableType | None = None) -> None:
         """Clear the terminal and show `body` (the current stage by default), where the learner is,
@@ -100,14 +101,14 @@ class Stepper:
         parts: list[RenderableType] = [self.current_screen() if body is None else body, Text(""),
                                        self.status(), self.footer()]
         if self.message:
-            parts.append(Text(self.message, style="bold yellow"))
+            parts.append(Text(self.message, style=style.RESULT))
         self.console.print(Group(*parts))
         self.message = ""
 
     def help_panel(self) -> Panel:
         return Panel(Text(self.t("ui.help").strip("\n")), title=self.t("ui.help_title"),
                      subtitle=self.t("ui.help_close"), expand=False,
-                     box=box.ASCII if self.opts.ascii else box.ROUNDED)
+                     box=box.ASCII if self.opts.ascii else box.ROUNDED, border_style=style.PANEL_BORDER)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -123,7 +124,7 @@ class Stepper:
                     return 0
             elif key == K.NEXT:
                 if self.index == len(self.steps) - 1:
-                    self.console.print(Text(self.t("ui.end"), style="bold"))
+                    self.console.print(Text(self.t("ui.end"), style=style.RESULT))
                     return 0
                 self.go(self.index + 1)
             elif key == K.BACK:
@@ -159,7 +160,7 @@ class Stepper:
             return
         target = self._find_step(answer.strip())
         if target is None:
-            example = self.steps[-1][0].symbol
+            example = plain(self.steps[-1][0].symbol, self.opts)
             self.message = (f"{self.t('ui.no_stage', value=answer.strip())}; "
                             f"{self.t('ui.jump_choices', count=count, example=example)}")
         else:
@@ -227,8 +228,8 @@ class Stepper:
             self.message = self.t("ui.one_head")
             return
         if not stage.per_head:
-            per_head = ", ".join(dict.fromkeys(s.symbol for s, _ in self.steps if s.per_head))
-            self.message = self.t("ui.shared_stage", stage=stage.symbol, stages=per_head)
+            per_head = ", ".join(dict.fromkeys(plain(s.symbol, self.opts) for s, _ in self.steps if s.per_head))
+            self.message = self.t("ui.shared_stage", stage=plain(stage.symbol, self.opts), stages=per_head)
             return
         target = (head + 1) % heads
         index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)

@@ -402,3 +402,14 @@ def test_save_that_fails_while_writing_leaves_no_partial_file(tmp_path, monkeypa
     result = invoke("run", "girl_bangs", "--save", str(path))
     assert result.exit_code == 2 and "No space left on device" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ascii_footer_status_prompts_and_help_are_plain_ascii() -> None:
+    out = io.StringIO()
+    keys = ScriptedKeys(["g", "8", "\n", "?", "x", "g", "99", "\n", "q"])
+    s = Stepper(load_scenario("girl_bangs"), Console(width=100, file=out, color_system=None), keys,
+                ViewOptions(ascii=True), screen=probe_screen)
+    assert s.run() == 0
+    assert out.getvalue().isascii(), sorted({ch for ch in out.getvalue() if not ch.isascii()})
+    assert all(p.isascii() for p in keys.prompts)
+    assert "Stage 8 / 11  QK^T  scaled" in out.getvalue()
