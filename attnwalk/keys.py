@@ -102,43 +102,50 @@ class TerminalKeys:
         self._wake_r: int | None = None
         self._wake_w: int | None = None
         self._old_wakeup_fd: int | None = None
-        self._old_winch = None
+        self._old_handlers: dict[int, object] = {}
 
     # -- terminal settings -------------------------------------------------------------------
 
     def __enter__(self) -> "TerminalKeys":
         import termios
-        import tty
 
         self._saved = termios.tcgetattr(self.fd)
-        tty.setcbreak(self.fd, termios.TCSANOW)
-        self._watch_resize()
+        self._cbreak()
+        self._watch_signals()
         return self
+
+    def _cbreak(self) -> None:
+        import termios
+        import tty
+
+        tty.setcbreak(self.fd, termios.TCSANOW)
 
     def __exit__(self, *exc: object) -> None:
         import termios
 
-        self._unwatch_resize()
+        self._unwatch_signals()
         if self._saved is not None:
             termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
             self._saved = None
 
-    def _watch_resize(self) -> None:
-        """Wake the key reader on SIGWINCH (via signal.set_wakeup_fd), so it can yield RESIZE."""
+    def _watch_signals(self) -> None:
+        """Wake the key reader on SIGWINCH (a resize) and SIGCONT (back from Ctrl-Z, when the shell
+        has put the terminal back in line mode) through signal.set_wakeup_fd."""
         if not hasattr(signal, "SIGWINCH"):
             return
         try:
             self._wake_r, self._wake_w = os.pipe()
             os.set_blocking(self._wake_w, False)
-            self._old_winch = signal.signal(signal.SIGWINCH, lambda signum, frame: None)
+            for signum in (signal.SIGWINCH, signal.SIGCONT):
+                self._old_handlers[signum] = signal.signal(signum, lambda signum, frame: None)
             self._old_wakeup_fd = signal.set_wakeup_fd(self._wake_w)
         except (ValueError, OSError):  # not the main thread: resizing shows on the next key
-            self._unwatch_resize()
+            self._unwatch_signals()
 
-    def _unwatch_resize(self) -> None:
-        if self._old_winch is not None:
-            signal.signal(signal.SIGWINCH, self._old_winch)
-            self._old_winch = None
+    def _unwatch_signals(self) -> None:
+        for signum, handler in self._old_handlers.items():
+            signal.signal(signum, handler)
+        self._old_handlers.clear()
         if self._old_wakeup_fd is not None:
             signal.set_wakeup_fd(self._old_wakeup_fd)
             self._old_wakeup_fd = None
@@ -150,16 +157,21 @@ class TerminalKeys:
     # -- reading -----------------------------------------------------------------------------
 
     def _read_byte(self, timeout: float | None = None, wake: bool = False) -> bytes | None:
-        """One byte from the terminal; b"" at end of input; None on timeout or (wake) a resize."""
+        """One byte from the terminal; b"" at end of input (or a hung-up terminal); None on
+        timeout or (wake) a signal that calls for a redraw."""
         watched = [self.fd] + ([self._wake_r] if wake and self._wake_r is not None else [])
-        ready, _, _ = select.select(watched, [], [], timeout)
-        if self._wake_r is not None and self._wake_r in ready:
-            os.read(self._wake_r, 512)  # drain: several signals may have arrived
+        try:
+            ready, _, _ = select.select(watched, [], [], timeout)
+            if self._wake_r is not None and self._wake_r in ready:
+                signums = os.read(self._wake_r, 512)  # drain: several signals may have arrived
+                if hasattr(signal, "SIGCONT") and signal.SIGCONT in signums and self._saved is not None:
+                    self._cbreak()
+                return None
             if self.fd not in ready:
                 return None
-        if self.fd not in ready:
-            return None
-        return os.read(self.fd, 1)
+            return os.read(self.fd, 1)
+        except OSError:  # EIO once the terminal is gone
+            return b""
 
     def _read_char(self, wake: bool = False) -> str | None:
         """One whole character (UTF-8 decoded), "" at end of input, None on a resize."""
@@ -206,7 +218,7 @@ class TerminalKeys:
         typed: list[str] = []
         try:
             while True:
-                ch = self._read_char()
+                ch = self._read_char(wake=True)  # a signal: cbreak is restored, keep reading
                 if ch is None:
                     continue
                 if ch in ("", CTRL_D):
