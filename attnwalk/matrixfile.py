@@ -143,6 +143,8 @@ def _read_csv(fields: Fields, file_node: Node, where: str, name: str, path: Path
     if first is None:
         raise fields.error(where, file_node, f"'{name}' has no rows of numbers")
     skip = first + 1 if not any(_is_number(c) for c in lines[first].split(",")) else 0
+    if skip and not any(line.strip() for line in lines[skip:]):
+        raise fields.error(where, file_node, f"'{name}' has a header line but no rows of numbers")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an empty file is reported below, not warned about
@@ -161,8 +163,9 @@ def _csv_problem(name: str, lines: list[str], skip: int) -> str:
         cells = line.split(",")
         for column, cell in enumerate(cells, start=1):
             if not _is_number(cell):
+                hint = "; separate numbers with commas" if any(c in cell for c in ";\t") else ""
                 return (f"'{name}' line {number}, column {column}: '{cell.strip()[:20]}' is not "
-                        "a number")
+                        f"a number{hint}")
         if width is None:
             width = len(cells)
         elif len(cells) != width:

@@ -309,6 +309,13 @@ def test_csv_nan(tmp_path):
     refused(scenario(tmp_path, "{file: wq.csv}"), "W_Q", W_Q_LINE, "row 1, column 0")
 
 
+def test_csv_with_semicolons_or_only_a_header(tmp_path):
+    (tmp_path / "wq.csv").write_text("-0.6;0.9\n0.8;-0.5\n")
+    refused(scenario(tmp_path, "{file: wq.csv}"), "W_Q.file", W_Q_LINE, "separate numbers with commas")
+    (tmp_path / "wq.csv").write_text("a,b\n")
+    refused(scenario(tmp_path, "{file: wq.csv}"), "W_Q.file", W_Q_LINE, "header line but no rows")
+
+
 def test_empty_csv(tmp_path):
     (tmp_path / "wq.csv").write_text("\n\n")
     refused(scenario(tmp_path, "{file: wq.csv}"), "W_Q.file", W_Q_LINE, "no rows")
