@@ -37,7 +37,7 @@ def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     title = pick(scn.title, opts.lang)
     name = f"{scn.name} · {title}" if title else scn.name
     heading = Text(name, style=style.SCREEN_TITLE)
-    names = ", ".join(mode_name(m, opts) for m in cmp.modes)
+    names = style.say(opts, "ui.list_sep", ", ").join(mode_name(m, opts) for m in cmp.modes)
     facts = [style.say(opts, "compare.modes", "modes: {modes}", modes=names)]
     if cmp.amplify != 1.0:
         facts.append(style.say(opts, "compare.amplified", "scores × {k}", k=f"{cmp.amplify:g}"))

@@ -208,7 +208,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
                  style=style.SCREEN_TITLE)
     title.append("   " + style.plain(stage.formula, opts), style=style.FORMULA)
     facts = Text(shape_text(walk, stage, h, opts), style=style.SHAPE)
-    facts.append("   " + style.say(opts, "ui.mode", "mode") + ": "
+    facts.append("   " + style.say(opts, "ui.mode", "mode") + style.say(opts, "ui.colon", ": ")
                  + style.plain(text(opts.lang).t(f"mode.{walk.mode}.name"), opts), style=style.NOTE)
     if scn.heads > 1 and stage.per_head:
         facts.append("   " + style.say(opts, "ui.head", "head {head} / {heads}", head=head,

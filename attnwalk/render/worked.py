@@ -102,6 +102,10 @@ class _Cell:
     def say(self, key: str, fallback: str, **values: object) -> str:
         return style.say(self.opts, key, fallback, **values)
 
+    def colon(self) -> str:
+        """What joins a label to the math after it: ": ", in Chinese "："."""
+        return self.say("ui.colon", ": ")
+
     def terms(self, items: list[str] | dict[int, str], count: int, sep: str = " + ") -> str:
         """items[i] joined by sep, eliding the middle of long sums with a count of the rest."""
         out = []
@@ -153,7 +157,7 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     else:
         heading = c.say("ui.cell_heading_dim", "{stage}[{row}, {col}]: {row_token}, dimension {col}",
                         stage=c.sym(), row=row + 1, col=col, row_token=c.rows[row])
-    title = f"{c.say('ui.worked_cell', 'Worked cell')}: {heading}"
+    title = c.say("ui.worked_cell", "Worked cell") + c.colon() + heading
     return Panel(Group(*body), title=Text(title), title_align="left", box=style.panel_box(opts),
                  border_style=style.WORKED_BORDER, expand=False)
 
@@ -164,7 +168,7 @@ def _embedding(c: _Cell) -> list[str]:
     if ids is None:
         return [f"{c.sym()}[{tok}] = {c.vec(E)}"]
     lookup = c.say("ui.lookup", "row {id} of the embedding table", id=ids[c.row])
-    return [f"{tok} {c.mk.arrow} id {ids[c.row]} {c.mk.arrow} {lookup}",
+    return [f"{tok} {c.mk.arrow} {c.say('ui.id', 'id')} {ids[c.row]} {c.mk.arrow} {lookup}",
             f"{c.sym()}[{tok}] = EmbeddingTable[{ids[c.row]}] = {c.vec(E)}"]
 
 
@@ -184,16 +188,22 @@ def _position(c: _Cell) -> list[str]:
     if denominator != 1.0:
         steps += f" = {fn}({pos} / {short(denominator)})"
     steps += f" = {fn}({short(angle)}) = {c.num(c.value)}"
-    return [c.say("ui.position", "position {pos}", pos=pos) + f", i = {i} ({fn}: "
-            + ("even" if j % 2 == 0 else "odd") + f" column {j})", steps]
+    if j % 2 == 0:
+        where = c.say("ui.position_even", "position {pos}, i = {i} (sin: even column {col})",
+                      pos=pos, i=i, col=j)
+    else:
+        where = c.say("ui.position_odd", "position {pos}, i = {i} (cos: odd column {col})",
+                      pos=pos, i=i, col=j)
+    return [where, steps]
 
 
 def _input(c: _Cell) -> list[str]:
     tok, r, j = c.rows[c.row], c.row, c.col
     E, P, X = (c.walk.mats[k][r] for k in ("E", "P", "X"))
     return [*c.chain(f"X[{tok}] = E[{tok}] + P[{tok}]", f"{c.vec(E)} + {c.vec(P)}", c.vec(X)),
-            f"E[{tok}, {j}] + P[{tok}, {j}] = {c.num(E[j])} + {c.num(P[j])} = {c.num(X[j])}  ("
-            + c.say("ui.elementwise", "added element by element") + ")"]
+            c.say("ui.aside", "{text}  ({note})",
+                  text=f"E[{tok}, {j}] + P[{tok}, {j}] = {c.num(E[j])} + {c.num(P[j])} = {c.num(X[j])}",
+                  note=c.say("ui.elementwise", "added element by element"))]
 
 
 def _projection(c: _Cell) -> list[str]:
@@ -205,8 +215,10 @@ def _projection(c: _Cell) -> list[str]:
     lines = [f"X[{tok}] = {c.vec(x)}", f"W_{key}[:, {c.col}] = {c.vec(w)}"]
     if c.scn.heads > 1:
         width = W.shape[1] // c.scn.heads
-        lines.append(f"head {c.col // width + 1} / {c.scn.heads}, column {c.col % width} "
-                     f"of its {width} (the full W_{key} is {W.shape[0]} {c.mk.times} {W.shape[1]})")
+        lines.append(c.say("ui.head_column", "head {head} / {heads}, column {col} of its {width} "
+                           "(the full {matrix} is {shape})", head=c.col // width + 1,
+                           heads=c.scn.heads, col=c.col % width, width=width, matrix=f"W_{key}",
+                           shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
     return lines + c.dot(f"X[{tok}] {c.mk.dot} W_{key}[:, {c.col}]", x, w, c.value)
 
 
@@ -242,7 +254,7 @@ def _scaled(c: _Cell) -> list[str]:
                 + f" = {c.num(raw)}"]
     if c.walk.mode == "unscaled":
         return [c.say("ui.unscaled_cell", "unscaled mode: S = QKᵀ, no division")
-                + f": {qkt} = {c.num(raw)}"]
+                + c.colon() + f"{qkt} = {c.num(raw)}"]
     d_k = c.scn.d_k
     rt = c.mk.sqrt
     lines = [f"{qkt} / {rt}d_k = {c.num(raw)} / {rt}{d_k} = "
@@ -259,7 +271,8 @@ def _masked(c: _Cell) -> list[str]:
     lines = []
     if c.walk.amplify != 1.0:
         S *= c.walk.amplify
-        lines.append(f"S {c.mk.times} {style.short(c.walk.amplify, c.opts)} (amplify) = {c.num(S)}")
+        lines.append(c.say("ui.amplified_score", "S × {k} (amplify) = {value}",
+                           k=style.short(c.walk.amplify, c.opts), value=c.num(S)))
     if c.scn.allowed[c.row, c.col]:
         return lines + [f"S + M = {c.num(S)} + 0 = {c.num(c.value)}"]
     why = c.say("ui.masked_cell", "masked: this key may not be attended to, so the score is −∞ "
@@ -328,11 +341,11 @@ def _softmax(c: _Cell) -> list:
         total = float(e.sum())
         parts = c.terms({j: style.exp_value(e[j]) for j in _shown(m)}, m)
         lines.append(f"{row_sum} = {parts} = {style.exp_value(total)}")
-        lines.append(f"{c.cols[c.col]}: {style.exp_value(e[c.col])} / {style.exp_value(total)} "
-                     f"= {c.num(c.value)}")
+        lines.append(f"{c.cols[c.col]}{c.colon()}{style.exp_value(e[c.col])} / "
+                     f"{style.exp_value(total)} = {c.num(c.value)}")
     total = float(stable.sum())
     lines.append(c.say("ui.exponentials", "exponentials (after subtracting the row max {max})",
-                       max=c.num(top)) + f": {row_sum} = {style.exp_value(total)}, "
+                       max=c.num(top)) + f"{c.colon()}{row_sum} = {style.exp_value(total)}, "
                  f"{style.exp_value(stable[c.col])} / {style.exp_value(total)} = {c.num(c.value)}")
     return lines
 
@@ -353,7 +366,7 @@ def _concat(c: _Cell) -> list[str]:
     h, j = divmod(c.col, d_v)
     return [c.say("ui.concat_cell", "column {col} of concat is column {j} of head {head}'s Z",
                   col=c.col, j=j, head=h + 1)
-            + f": Z_{h + 1}[{c.rows[c.row]}, {j}] = {c.num(c.value)}"]
+            + f"{c.colon()}Z_{h + 1}[{c.rows[c.row]}, {j}] = {c.num(c.value)}"]
 
 
 def _projected(c: _Cell) -> list[str]:
