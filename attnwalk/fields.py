@@ -99,7 +99,7 @@ class Fields:
             else:
                 raise self.error(field, node, f"expected a whole number, got {kind(node.value, node)}")
         if minimum is not None and value < minimum:
-            raise self.error(field, node, f"must be at least {minimum}, got {value}")
+            raise self.error(field, node, f"must be at least {minimum}, got {whole(value)}")
         return value
 
     def number(self, node: Node, field: str) -> float:
@@ -166,6 +166,9 @@ class Fields:
 
     def matrix(self, node: Node, field: str) -> np.ndarray:
         """A rectangular list of rows of numbers, as float64 (rows × columns)."""
+        if isinstance(node.value, dict) and "random" in node.value:  # {random: {seed: 0, ...}}
+            from .randommatrix import random_matrix
+            return random_matrix(self, node, field)
         if isinstance(node.value, dict):  # {file: wq.npy}; a misspelt key is reported there
             from .matrixfile import load_matrix_file  # only scenarios that refer to files pay for it
             return load_matrix_file(self, node, field)
@@ -220,6 +223,12 @@ def kind(value: Any, node: Node | None = None) -> str:
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
+
+
+def whole(n: int) -> str:
+    """A whole number for a message: as it is, or about it when it has too many digits."""
+    text = str(n)
+    return text if len(text) <= 15 else f"{float(n):.3g}" if abs(n) < 1e308 else "a huge number"
 
 
 def count(n: int, noun: str) -> str:

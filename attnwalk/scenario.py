@@ -13,7 +13,7 @@ import numpy as np
 
 from .builtins import builtin_names, builtin_path
 from .errors import ScenarioError
-from .fields import Fields, kind, quoted, shown, suggest
+from .fields import Fields, kind, quoted, shown, suggest, whole
 from .source import read_text
 from .yamltree import Node, parse
 
@@ -170,9 +170,12 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
     if W_K.shape[1] != W_Q.shape[1]:
         raise f.error("W_K", top["W_K"], f"W_K has {W_K.shape[1]} columns, but W_Q has "
                       f"{W_Q.shape[1]}; queries and keys need the same width d_k to be compared")
+    if heads > W_Q.shape[1]:
+        raise f.error("heads", top["heads"], f"heads is {whole(heads)}, but W_Q has only "
+                      f"{W_Q.shape[1]} columns; each head needs at least one")
     for key, W in (("W_Q", W_Q), ("W_V", W_V)):
         if W.shape[1] % heads:
-            raise f.error(key, top[key], f"{key} has {W.shape[1]} columns, which {heads} heads "
+            raise f.error(key, top[key], f"{key} has {W.shape[1]} columns, which {whole(heads)} heads "
                           f"cannot split evenly; its width must be heads × per-head width")
     W_O = None
     if "W_O" in top:
@@ -261,7 +264,7 @@ def _focus(f: Fields, node: Node, tokens: tuple[str, ...]) -> int:
                       f"{kind(value, node)}")
     index = f.integer(node, "focus", minimum=1)
     if index > len(tokens):
-        raise f.error("focus", node, f"focus is {index}, but there are only {len(tokens)} tokens "
+        raise f.error("focus", node, f"focus is {whole(index)}, but there are only {len(tokens)} tokens "
                       "(count from 1)")
     return index - 1
 
