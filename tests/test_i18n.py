@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import string
 import subprocess
 import sys
@@ -206,3 +207,86 @@ def test_pick():
     assert pick("Plain", "zh") == "Plain"
     assert pick({}, "en") == ""
     assert pick(None, "en") == ""
+
+
+# --- every screen in Chinese ------------------------------------------------------------------
+
+PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
+
+# say(opts, "ui.x", …), c.say("ui.x", …), tx.t("quiz.x", …), self.t('ui.x'): a literal dotted key.
+KEY_CALL = re.compile(r"""(?:\bsay|\bt)\(\s*(?:[A-Za-z_][\w.]*\s*,\s*)?(['"])([a-z_]+(?:\.[\w^+]+)+)\1""")
+
+# Keys the code builds at run time, so the scan above cannot see them.
+BUILT_KEYS = ([f"ui.{field}" for field in ("what", "why", "mistake")]
+              + [f"list.{column}" for column in ("name", "scenario_title", "shape", "mask")]
+              + [f"list.mask_{kind}" for kind in ("none", "causal", "explicit")])
+
+
+def keys_in_source() -> dict[str, list[str]]:
+    """Every literal key passed to say()/t() in the package, with where it is used."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for m in KEY_CALL.finditer(source):
+            line = source.count("\n", 0, m.start()) + 1
+            found.setdefault(m.group(2), []).append(f"{path.relative_to(PACKAGE.parent)}:{line}")
+    return found
+
+
+def test_every_key_the_code_asks_for_is_in_the_text_files():
+    used = keys_in_source()
+    assert len(used) > 80  # the scan still finds the calls (say, .t) it is meant to find
+    en = text("en")
+    missing = {key: where for key, where in used.items() if not i18n._find(i18n._table("en"), key.split("."))}
+    assert missing == {}, "keys used in the code but missing from en.toml (zh.toml must match)"
+    for key in BUILT_KEYS:
+        assert en.has(key), key
+
+
+def squeeze(s: str) -> str:
+    """Text with box-drawing characters and all whitespace removed, so wrapped lines join up."""
+    return re.sub(r"[\s\u2500-\u257f]", "", s)
+
+
+def run_walk(name: str, tmp_path: Path, args: list[str], env: dict[str, str | None]) -> str:
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+
+    env = {"XDG_STATE_HOME": str(tmp_path), "COLUMNS": "100", "NO_COLOR": "1", "ATTNWALK_LANG": None,
+           "LANGUAGE": None, "LC_ALL": None, "LC_MESSAGES": None, **env}
+    result = CliRunner().invoke(app, ["run", name, "--no-pause", *args], env=env)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def builtin_walks():
+    from attnwalk.builtins import builtin_names
+
+    return builtin_names()
+
+
+ENGLISH_LABELS = ("ui.what", "ui.why", "ui.mistake", "ui.worked_cell", "ui.formula", "ui.shape", "ui.mode",
+                  "ui.bars_heading", "ui.unrounded_note")
+
+
+@pytest.mark.parametrize("how", ["--lang zh", "LANG=zh_CN.UTF-8"])
+@pytest.mark.parametrize("name", builtin_walks())
+def test_every_built_in_walk_is_chinese_from_start_to_end(name, how, tmp_path):
+    from attnwalk.pipeline import compute
+    from attnwalk.scenario import load_scenario
+
+    if how == "--lang zh":
+        out = run_walk(name, tmp_path, ["--lang", "zh"], {"LANG": "C.UTF-8"})
+    else:
+        out = run_walk(name, tmp_path, [], {"LANG": "zh_CN.UTF-8"})
+    zh, en = text("zh"), text("en")
+    flat = squeeze(out)
+    steps = compute(load_scenario(name)).steps
+    assert out.count(zh.t("ui.stage_header", index=1, count=len(steps))) == 1
+    for stage, _head in steps:
+        assert zh.stage(stage.key, "title") in out, stage.key
+        assert squeeze(zh.stage(stage.key, "what")) in flat, stage.key
+    for key in ENGLISH_LABELS:  # no English label or note is left in the Chinese walk
+        assert not re.search(rf"(?<!\w){re.escape(en.t(key))}(?!\w)", out), en.t(key)
+    assert "Stage " not in out
