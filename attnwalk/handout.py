@@ -80,7 +80,7 @@ def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str]:
         dims += f", m = {scn.m}"
     if scn.heads > 1:
         dims += f", h = {scn.heads}"
-    settings = f"{scn.name} · {tx.t('ui.mode')}: {tx.t(f'mode.{walk.mode}.name')} · {dims}"
+    settings = f"{scn.name} · {tx.t('ui.mode')}{tx.t('ui.colon')}{tx.t(f'mode.{walk.mode}.name')} · {dims}"
     return (pick(scn.title, lang) or scn.name, pick(scn.description, lang), settings,
             tx.t(f"mode.{walk.mode}.explain"))
 
@@ -102,20 +102,21 @@ def _md_table(header: list[str], rows: list[list[str]], left: int = 0) -> list[s
 
 def markdown(walk: Walk, opts: ViewOptions) -> str:
     tx = text(opts.lang)
+    colon = tx.t("ui.colon")  # ": ", in Chinese "："
     title, description, settings, mode = _facts(walk, opts.lang)
     lines = [f"# {title}", "", settings, ""]
     if description:
         lines += [description.replace("\n", "\n\n"), ""]
     lines += [f"*{mode}*", ""]
     for s in sections(walk, opts):
-        lines += [f"## {s.heading}", "", f"{tx.t('ui.formula')}: `{s.formula}`"
-                  + (f" · {tx.t('ui.shape')}: {s.shape}" if s.shape else ""), ""]
+        lines += [f"## {s.heading}", "", f"{tx.t('ui.formula')}{colon}`{s.formula}`"
+                  + (f" · {tx.t('ui.shape')}{colon}{s.shape}" if s.shape else ""), ""]
         if s.matrix is None:
             lines += _md_table(s.cols, s.cells, left=1)  # pos, token, id
         else:
             lines += _md_table([tx.t("ui.token"), *s.cols], [[r, *c] for r, c in zip(s.rows, s.cells)])
         lines.append("")
-        lines += [f"- **{label}**: {body}" for label, body in s.explained]
+        lines += [f"- **{label}**{colon}{body}" for label, body in s.explained]
         lines += [f"- {note}" for note in s.notes]
         lines.append("")
     return "\n".join(lines)
@@ -126,6 +127,7 @@ def markdown(walk: Walk, opts: ViewOptions) -> str:
 
 def latex(walk: Walk, opts: ViewOptions) -> str:
     tx = text(opts.lang)
+    colon = latex_text(tx.t("ui.colon"))
     title, description, settings, mode = _facts(walk, opts.lang)
     body = [f"\\section*{{{latex_text(title, math=False)}}}",
             f"\\noindent {latex_text(settings, math=False)}", ""]
@@ -137,8 +139,8 @@ def latex(walk: Walk, opts: ViewOptions) -> str:
         symbol = f"${math_text(s.symbol)}$ --- " if s.symbol else ""
         head = f" ({latex_text(s.head_text)})" if s.head_text else ""
         body += [f"\\subsection*{{{s.index}. {symbol}{latex_text(s.title)}{head}}}",
-                 f"\\noindent {latex_text(tx.t('ui.formula'))}: ${math_text(s.formula)}$"
-                 + (f"\\\\\n{latex_text(tx.t('ui.shape'))}: ${math_text(s.shape)}$" if s.shape else ""),
+                 f"\\noindent {latex_text(tx.t('ui.formula'))}{colon}${math_text(s.formula)}$"
+                 + (f"\\\\\n{latex_text(tx.t('ui.shape'))}{colon}${math_text(s.shape)}$" if s.shape else ""),
                  ""]
         if s.matrix is None:
             body += tabular([latex_text(c, math=False) for c in s.cols],
