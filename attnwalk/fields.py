@@ -87,7 +87,8 @@ class Fields:
         if isinstance(node.value, dict):
             out = {lang: self.text(sub, f"{field}.{lang}") for lang, sub in node.value.items()}
             if not out:
-                raise self.error(field, node, "expected text or {en: ..., zh: ...}, got an empty mapping")
+                raise self.error(field, node, "expected text or {en: ..., zh: ...}, got an empty "
+                                 "mapping")
             return out
         return self.text(node, field)
 
@@ -97,7 +98,8 @@ class Fields:
             if isinstance(value, float) and value.is_integer() and math.isfinite(value):
                 value = int(value)
             else:
-                raise self.error(field, node, f"expected a whole number, got {kind(node.value, node)}")
+                raise self.error(field, node,
+                                 f"expected a whole number, got {kind(node.value, node)}")
         if minimum is not None and value < minimum:
             raise self.error(field, node, f"must be at least {minimum}, got {whole(value)}")
         return value
@@ -106,8 +108,8 @@ class Fields:
         value = node.value
         if isinstance(value, bool):
             raise self.error(field, node, f"expected a number, got the boolean "
-                             f"{node.raw or str(value).lower()} (YAML reads yes/no/on/off/true/false "
-                             "as booleans)")
+                             f"{node.raw or str(value).lower()} (YAML reads yes/no/on/off/true/"
+                             "false as booleans)")
         if isinstance(value, str) and value.strip().lower().lstrip("+-") in _NOT_FINITE:
             value = float(value.strip())  # `nan`, `inf`, `-Infinity`: say why they are refused
         if not isinstance(value, (int, float)):
@@ -174,7 +176,8 @@ class Fields:
             return load_matrix_file(self, node, field)
         rows = self.items(node, field, "a matrix: a list of rows, each a list of numbers")
         if not rows:
-            raise self.error(field, node, "expected a matrix with at least one row, got an empty list")
+            raise self.error(field, node, "expected a matrix with at least one row, got an "
+                             "empty list")
         width = None
         out = []
         for i, row in enumerate(rows):
@@ -184,8 +187,9 @@ class Fields:
                 if width == 0:
                     raise self.error(f"{field}[{i}]", row, "a row needs at least one number")
             elif len(cells) != width:
-                raise self.error(f"{field}[{i}]", row, f"row {i} has {count(len(cells), 'number')}, "
-                                 f"but row 0 has {width}; every row needs the same length")
+                raise self.error(f"{field}[{i}]", row, f"row {i} has "
+                                 f"{count(len(cells), 'number')}, but row 0 has {width}; every "
+                                 "row needs the same length")
             out.append([self.number(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
         return np.array(out, dtype=np.float64)
 

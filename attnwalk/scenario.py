@@ -106,6 +106,9 @@ def load_scenario(ref: str | Path) -> Scenario:
     """Load a built-in scenario by name, or a scenario file by path."""
     ref_text = str(ref)
     file = shown(ref_text, 200)  # how messages name it: one line, however odd the name
+    if not ref_text.strip():
+        raise ScenarioError(f"no scenario named: give a built-in ({', '.join(builtin_names())}) "
+                            "or the path to a .yaml file", file=quoted(ref_text))
     path = Path(ref_text)
     try:
         exists = path.exists()
@@ -175,8 +178,9 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
                       f"{W_Q.shape[1]} columns; each head needs at least one")
     for key, W in (("W_Q", W_Q), ("W_V", W_V)):
         if W.shape[1] % heads:
-            raise f.error(key, top[key], f"{key} has {W.shape[1]} columns, which {whole(heads)} heads "
-                          f"cannot split evenly; its width must be heads × per-head width")
+            raise f.error(key, top[key], f"{key} has {W.shape[1]} columns, which "
+                          f"{whole(heads)} heads cannot split evenly; its width must be heads × "
+                          "per-head width")
     W_O = None
     if "W_O" in top:
         W_O = f.matrix(top["W_O"], "W_O")
@@ -264,8 +268,8 @@ def _focus(f: Fields, node: Node, tokens: tuple[str, ...]) -> int:
                       f"{kind(value, node)}")
     index = f.integer(node, "focus", minimum=1)
     if index > len(tokens):
-        raise f.error("focus", node, f"focus is {whole(index)}, but there are only {len(tokens)} tokens "
-                      "(count from 1)")
+        raise f.error("focus", node, f"focus is {whole(index)}, but there are only "
+                      f"{len(tokens)} tokens (count from 1)")
     return index - 1
 
 
@@ -287,7 +291,8 @@ def _mask(f: Fields, top: dict[str, Node], main: Sequence, m: int,
         allowed = f.bool_matrix(node, "mask")
         if allowed.shape != (n, m):
             want = "n × m (queries × source keys)" if cross else "n × n"
-            raise f.error("mask", node, f"mask is {_shape(allowed)}, but it must be {want} = {n} × {m}")
+            raise f.error("mask", node, f"mask is {_shape(allowed)}, but it must be {want} = "
+                          f"{n} × {m}")
         kind = "explicit"
     else:
         kind = f.choice(node, "mask", MASKS)

@@ -144,6 +144,11 @@ def test_an_unknown_builtin_suggests_the_near_name_and_lists_all():
     assert "built-ins: " in message and "causal_mask" in message
 
 
+def test_an_empty_name_is_not_taken_for_the_current_directory():
+    message = refused(export(""))
+    assert message.startswith("attnwalk: '': no scenario named") and "river_bank" in message
+
+
 def test_a_name_too_long_for_the_system_is_one_line():
     message = refused(export("a" * 5000 + ".yaml"))
     assert "is not a usable path" in message and len(message) < 400
