@@ -27,6 +27,7 @@ from .pipeline import Walk
 from .render.options import ViewOptions
 from .render.screens import _note_values, _notes, shape_text
 from .render.style import number
+from .render.heatmap import GAP, shown_indices
 from .render.worked import axes
 from .stages import TOKENS, Stage
 
@@ -46,16 +47,22 @@ class Section:
         self.per_head = stage.per_head and scn.heads > 1
         self.head_text = tx.t("ui.head", head=head + 1, heads=scn.heads) if self.per_head else ""
         self.shape = "" if stage.kind == TOKENS else shape_text(walk, stage, head, opts)
+        # Big matrices keep their first and last rows and columns, as on screen; CSV has them all.
         if stage.kind == TOKENS:
             ids = scn.main.ids
-            self.cols = [tx.t("ui.position_col"), tx.t("ui.token"), tx.t("ui.id")]
-            self.rows = [str(i) for i in range(scn.n)]
-            self.cells = [[str(i), tok, str(ids[i]) if ids else "-"] for i, tok in enumerate(scn.tokens)]
             self.matrix = None
+            self.cols = [tx.t("ui.position_col"), tx.t("ui.token"), tx.t("ui.id")]
+            self.row_shown = shown_indices(scn.n, opts.max_rows)
+            self.col_shown = [0, 1, 2]
+            self.cells = [[str(i), scn.tokens[i], str(ids[i]) if ids else "-"] if i is not GAP else None
+                          for i in self.row_shown]
         else:
-            self.rows, self.cols = axes(walk, stage, head)
             self.matrix = walk.matrix(stage.key, head)
-            self.cells = [[number(float(x), opts) for x in row] for row in self.matrix]
+            rows, cols = axes(walk, stage, head)
+            self.row_shown = shown_indices(self.matrix.shape[0], opts.max_rows)
+            self.col_shown = shown_indices(self.matrix.shape[1], opts.max_cols)
+            self.rows = [rows[i] if i is not GAP else None for i in self.row_shown]
+            self.cols = [cols[j] if j is not GAP else None for j in self.col_shown]
         self.explained = [(tx.t(f"ui.{field}"), tx.stage(stage.key, field))
                           for field in ("what", "why", "mistake")]
         self.notes = [tx.t(note, **_note_values(walk, note)) for note in _notes(walk, stage)
@@ -92,6 +99,21 @@ def _md_cell(s: str) -> str:
     return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
+def _md_matrix(s: Section, opts: ViewOptions) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a section's table as text, "⋮" and "…" where rows or columns are left out."""
+    def cell(i: int | None, j: int | None) -> str:
+        if i is GAP:
+            return "⋮" if j is not GAP else "⋱"
+        return "…" if j is GAP else number(float(s.matrix[i, j]), opts)
+
+    if s.matrix is None:
+        return s.cols, [row if row is not None else ["⋮"] * 3 for row in s.cells]
+    header = [text(opts.lang).t("ui.token"), *(c if c is not None else "…" for c in s.cols)]
+    rows = [[label if label is not None else "⋮", *(cell(i, j) for j in s.col_shown)]
+            for i, label in zip(s.row_shown, s.rows)]
+    return header, rows
+
+
 def _md_table(header: list[str], rows: list[list[str]], left: int = 0) -> list[str]:
     """A pipe table: numbers right-aligned, column `left` (the labels) left-aligned."""
     align = [":---" if i == left else "---:" for i in range(len(header))]
@@ -111,10 +133,7 @@ def markdown(walk: Walk, opts: ViewOptions) -> str:
     for s in sections(walk, opts):
         lines += [f"## {s.heading}", "", f"{tx.t('ui.formula')}{colon}`{s.formula}`"
                   + (f" · {tx.t('ui.shape')}{colon}{s.shape}" if s.shape else ""), ""]
-        if s.matrix is None:
-            lines += _md_table(s.cols, s.cells, left=1)  # pos, token, id
-        else:
-            lines += _md_table([tx.t("ui.token"), *s.cols], [[r, *c] for r, c in zip(s.rows, s.cells)])
+        lines += _md_table(*_md_matrix(s, opts), left=1 if s.matrix is None else 0)
         lines.append("")
         lines += [f"- **{label}**{colon}{body}" for label, body in s.explained]
         lines += [f"- {note}" for note in s.notes]
@@ -144,12 +163,14 @@ def latex(walk: Walk, opts: ViewOptions) -> str:
                  ""]
         if s.matrix is None:
             body += tabular([latex_text(c, math=False) for c in s.cols],
-                            [[latex_text(c, math=False) for c in row] for row in s.cells], spec="rlr")
+                            [[latex_text(c, math=False) for c in row] if row is not None
+                             else [r"$\vdots$"] * 3 for row in s.cells], spec="rlr")
         else:
-            cells = [[_tex_number(x, opts) for x in row] for row in s.matrix]
-            body += tabular(["", *(latex_text(c, math=False) for c in s.cols)],
-                            [[latex_text(r, math=False), *(f"${x}$" for x in row)]
-                             for r, row in zip(s.rows, cells)])
+            cells = [[_tex_cell(s, i, j, opts) for j in s.col_shown] for i in s.row_shown]
+            body += tabular(["", *(latex_text(c, math=False) if c is not None else r"$\cdots$"
+                                   for c in s.cols)],
+                            [[latex_text(r, math=False) if r is not None else r"$\vdots$",
+                              *(f"${x}$" for x in row)] for r, row in zip(s.rows, cells)])
             body += matrix_env(math_text(s.symbol), cells)
             widest = max(widest, len(s.cols))
         body += ["", "\\begin{description}"]
@@ -159,7 +180,13 @@ def latex(walk: Walk, opts: ViewOptions) -> str:
     return document(body, max_cols=widest)
 
 
-def _tex_number(x: float, opts: ViewOptions) -> str:
+def _tex_cell(s: Section, i: int | None, j: int | None, opts: ViewOptions) -> str:
+    """One entry of a matrix in math mode: a number, −∞, or dots where rows or columns are left out."""
+    if i is GAP:
+        return r"\vdots" if j is not GAP else r"\ddots"
+    if j is GAP:
+        return r"\cdots"
+    x = float(s.matrix[i, j])
     if math.isinf(x):
         return "-\\infty" if x < 0 else "\\infty"
     return number(x, opts)

@@ -37,6 +37,7 @@ _MATH = {
 # Pieces of prose that read better as math: √d_k, e^−∞, e^800, 10000^(2i/d), W_Q, d_model, QKᵀ, −∞.
 _FRAGMENT = re.compile(r"√\w+|e\^[−-]?(?:∞|\d+)|(?<![A-Za-z0-9_])\d+\^\([^()]*\)"
                        r"|(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9]+ᵀ?|(?<![A-Za-z0-9_])[A-Z]+ᵀ|[−-]∞")
+WIDE = 9  # matrices with this many columns or more are scaled to the width of the page
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _SPACE = re.compile(r"\s+")
 
@@ -119,16 +120,21 @@ def tabular(header: list[str], rows: list[list[str]], spec: str | None = None) -
     cells = [" & ".join(row) + r" \\" for row in rows]
     table = [f"\\begin{{tabular}}{{{spec}}}", " & ".join(header) + r" \\", r"\hline", *cells,
              r"\end{tabular}"]
-    if count > 9:
+    if count - spec.startswith("l|") >= WIDE:
         table = [r"\resizebox{\linewidth}{!}{%", *table, "}"]
     return [r"\begin{center}", *table, r"\end{center}"]
 
 
 def matrix_env(symbol: str, cells: list[list[str]]) -> list[str]:
-    """`symbol = [[…]]` as a displayed bmatrix, ready to paste into a slide."""
+    """`symbol = [[…]]` as a displayed bmatrix, ready to paste into a slide (scaled to the page
+    when wide)."""
     rows = [" & ".join(row) + r" \\" for row in cells]
     rows[-1] = rows[-1][:-3]
-    return [r"\[", f"{symbol} = \\begin{{bmatrix}}", *rows, r"\end{bmatrix}", r"\]"]
+    equation = [f"{symbol} = \\begin{{bmatrix}}", *rows, r"\end{bmatrix}"]
+    if len(cells[0]) >= WIDE:
+        return [r"\begin{center}", r"\resizebox{\linewidth}{!}{$\displaystyle", *equation, "$}",
+                r"\end{center}"]
+    return [r"\[", *equation, r"\]"]
 
 
 def document(body: list[str], max_cols: int) -> str:

@@ -251,3 +251,33 @@ def test_cli_export_json_is_unchanged_and_bad_language_is_one_line():
     assert result.stdout.startswith('{"name": "girl_bangs"')
     bad = runner.invoke(app, ["export", "girl_bangs", "-f", "latex", "--lang", "fr"])
     assert bad.exit_code == 2 and "choose en or zh" in bad.stderr
+
+
+def big_walk(n: int = 20, d: int = 14):
+    rng = np.random.default_rng(0)
+    rows = lambda r, c: "[" + ", ".join("[" + ", ".join(f"{x:.3f}" for x in row) + "]"  # noqa: E731
+                                        for row in rng.normal(size=(r, c))) + "]"
+    yaml = (f"tokens: [{', '.join(f'w{i}' for i in range(n))}]\nembeddings: {rows(n, d)}\n"
+            f"W_Q: {rows(d, d)}\nW_K: {rows(d, d)}\nW_V: {rows(d, d)}\n")
+    return compute(scenario_from_text(yaml, "big.yaml"), "scaled")
+
+
+def test_big_matrices_keep_first_and_last_rows_and_columns_but_csv_keeps_all():
+    walk = big_walk()
+    opts = ViewOptions()
+    md = handout(walk, "markdown", opts)
+    assert "| token | 0 | 1 | 2 | 3 | 4 | 5 | … | 8 | 9 | 10 | 11 | 12 | 13 |" in md
+    assert "| ⋮ | ⋮ | ⋮ | ⋮ | ⋮ | ⋮ | ⋮ | ⋱ |" in md and "| w19 |" in md and "| w10 |" not in md
+    tex = handout(walk, "latex", opts)
+    assert "\\vdots & \\vdots" in tex and "\\ddots" in tex and "\\cdots" in tex
+    assert "\\resizebox{\\linewidth}{!}{$\\displaystyle" in tex and environments_balance(tex)
+    rows = list(csv.DictReader(io.StringIO(handout(walk, "csv", opts))))
+    assert sum(1 for r in rows if r["stage"] == "A") == 20 * 20
+
+
+@pytest.mark.skipif(not shutil.which("xelatex"), reason="xelatex is not installed")
+def test_big_latex_fits_the_page(tmp_path):
+    (tmp_path / "handout.tex").write_text(handout(big_walk(), "latex", ViewOptions()), encoding="utf-8")
+    subprocess.run(["xelatex", "-interaction=nonstopmode", "-halt-on-error", "handout.tex"],
+                   cwd=tmp_path, capture_output=True, timeout=300, check=True)
+    assert "Overfull" not in (tmp_path / "handout.log").read_text(encoding="utf-8", errors="replace")
