@@ -25,6 +25,9 @@ app = typer.Typer(
     "  attnwalk compare girl_bangs              scaled vs unscaled vs uniform\n"
     "  attnwalk explain girl_bangs A 撩 刘海    one cell's arithmetic\n"
     "  attnwalk export girl_bangs --format json every matrix, for scripts\n"
+    "  attnwalk export girl_bangs -f latex      a handout (also markdown, csv)\n"
+    "  attnwalk quiz girl_bangs                 predict, then check: scored\n"
+    "  attnwalk run girl_bangs --resume         go on where you left off\n"
     "  attnwalk list                            the built-in lessons",
     no_args_is_help=True,
     add_completion=False,
