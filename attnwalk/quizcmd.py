@@ -39,6 +39,10 @@ class TerminalAnswers:
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        try:
+            import readline  # noqa: F401  (input() then edits the line: arrows, backspace over CJK)
+        except ImportError:  # Windows
+            pass
 
     def ask(self, prompt: str) -> str | None:
         try:

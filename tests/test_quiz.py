@@ -365,3 +365,21 @@ def test_a_terminal_prompts_reasks_and_q_quits(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_ctrl_c_at_a_terminal_still_scores_records_and_exits_130(tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    program = _program()
+    child = pexpect.spawn(program[0], program[1:] + ["quiz", "girl_bangs", "--lang", "zh"],
+                          env=_env(tmp_path), encoding="utf-8", timeout=20, dimensions=(40, 100))
+    child.expect_exact("你的答案：")
+    child.sendline("7.29")
+    child.expect_exact("正确！")
+    child.expect_exact("你的答案：")
+    child.sendcontrol("c")
+    child.expect_exact("得分：1 / 1")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    saved = json.loads((tmp_path / "state" / "attnwalk" / "progress.json").read_text(encoding="utf-8"))
+    assert saved["scenarios"]["girl_bangs"]["quiz"]["last"]["answered"] == 1
