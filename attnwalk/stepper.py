@@ -26,15 +26,6 @@ from .stages import MODES, TOKENS, Stage, stage_by_name
 # stage_screen(walk, stage, head, opts, *, index, count, cell) -> renderable; see render/screens.py
 ScreenFn = Callable[..., RenderableType]
 
-# English for the few strings the text files do not have yet.
-_FALLBACK = {
-    "ui.shared_stage": "{stage} is shared by every head; h works on the per-head stages ({stages}).",
-    "ui.dim_prompt": "Column (dimension 0–{last}): ",
-    "ui.valid_tokens": "choose 1–{count} or a token: {tokens}",
-    "ui.valid_dims": "the columns are dimensions 0–{last}",
-    "ui.jump_choices": "choose 1–{count} or a stage name such as {example}",
-}
-
 
 def _default_screen() -> ScreenFn:
     from .render.screens import stage_screen
@@ -69,8 +60,8 @@ class Stepper:
         return self.steps[self.index]
 
     def t(self, key: str, **values: object) -> str:
-        """A UI string in the learner's language (spelled in ASCII under --ascii)."""
-        return say(self.opts, key, _FALLBACK.get(key, key), **values)
+        """A UI string from attnwalk/text/<lang>.toml (spelled in ASCII under --ascii)."""
+        return say(self.opts, key, key, **values)
 
     def view_options(self) -> ViewOptions:
         """The options for this screen: its width is the terminal's now, so resizing re-renders."""
