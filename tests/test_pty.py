@@ -24,7 +24,9 @@ TIMEOUT = 20
 
 def attnwalk_command() -> tuple[str, list[str]]:
     """The installed program, or this interpreter running the package."""
-    exe = shutil.which("attnwalk")
+    # the installed console script: beside this interpreter in a virtual environment, else on PATH
+    beside = Path(sys.executable).parent / "attnwalk"
+    exe = str(beside) if beside.is_file() else shutil.which("attnwalk")
     return (exe, []) if exe else (sys.executable, ["-m", "attnwalk"])
 
 
