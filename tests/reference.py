@@ -19,16 +19,40 @@ def sinusoidal_positions(n: int, d: int) -> np.ndarray:
     return P
 
 
-def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None):
-    """Every matrix of one (multi-head) layer; `allowed` is the n × m boolean mask."""
+def rms_norm(x, eps=1e-6):
+    """One vector over its root-mean-square (RMSNorm without a gain), as QK-norm applies it."""
+    return [xi / math.sqrt(sum(v * v for v in x) / len(x) + eps) for xi in x]
+
+
+def score(q, k, kind="dot", w_a=None, qk_norm=False, qk_scale=1.0):
+    """One raw score, lesson 000 §1.1–1.2: q·k, or tanh(q + k)·w_a; with QK-norm, of the
+    RMS-normalised q and k, times the scale."""
+    if qk_norm:
+        q, k = rms_norm(q), rms_norm(k)
+    if kind == "additive":
+        s = sum(math.tanh(qi + ki) * wi for qi, ki, wi in zip(q, k, w_a))
+    else:
+        s = sum(qi * ki for qi, ki in zip(q, k))
+    return s * qk_scale if qk_norm else s
+
+
+def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None, kind="dot",
+              w_a=None, qk_norm=False, qk_scale=1.0):
+    """Every matrix of one (multi-head) layer; `allowed` is the n × m boolean mask. `kind` is
+    "dot" or "additive" (then scores are never divided by √d_k)."""
     Q, K, V = X @ W_Q, X_kv @ W_K, X_kv @ W_V
     d_k, d_v = W_Q.shape[1] // heads, W_V.shape[1] // heads
     M = np.where(allowed, 0.0, -np.inf)
     per_head = []
     for h in range(heads):
         q, k, v = Q[:, h * d_k:(h + 1) * d_k], K[:, h * d_k:(h + 1) * d_k], V[:, h * d_v:(h + 1) * d_v]
-        raw = q @ k.T
-        S = raw if mode == "unscaled" else raw / math.sqrt(d_k)  # uniform shows scaled S, ignores it
+        if kind == "dot" and not qk_norm:
+            raw = q @ k.T
+        else:
+            raw = np.array([[score(list(qi), list(kj), kind, w_a, qk_norm, qk_scale) for kj in k]
+                            for qi in q]).reshape(len(q), len(k))
+        unscaled = mode == "unscaled" or kind == "additive"
+        S = raw if unscaled else raw / math.sqrt(d_k)  # uniform shows scaled S, ignores it
         if mode == "uniform":
             A = allowed / allowed.sum(axis=1, keepdims=True)
         else:

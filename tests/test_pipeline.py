@@ -20,7 +20,7 @@ MODES = ("scaled", "unscaled", "uniform")
 
 
 def random_scenario(rng: np.random.Generator, *, n=None, d_model=None, positional=None, mask=None,
-                    heads=1, cross=False, w_o=False):
+                    heads=1, cross=False, w_o=False, additive=False, qk_norm=False):
     """A random scenario as a plain dict (for YAML) and the arrays the reference needs."""
     n = n or int(rng.integers(1, 10))
     d_model = d_model or int(rng.integers(1, 13))
@@ -64,6 +64,14 @@ def random_scenario(rng: np.random.Generator, *, n=None, d_model=None, positiona
         doc["W_O"] = W_O.tolist()
     arrays = dict(E=E, P=P, X=X, X_kv=X_kv, W_Q=np.array(doc["W_Q"]), W_K=np.array(doc["W_K"]),
                   W_V=np.array(doc["W_V"]), allowed=allowed, heads=heads, W_O=W_O)
+    if additive:  # lesson 000 §1.1: tanh(q + k) · w_a, w_a of the per-head d_k
+        doc["score"] = "additive"
+        doc["w_a"] = rng.normal(size=d_k // heads).tolist()
+        arrays.update(kind="additive", w_a=np.array(doc["w_a"]))
+    if qk_norm:  # lesson 000 §1.2: RMS-normalised q and k, times a learnable scale
+        doc["qk_norm"] = True
+        doc["qk_scale"] = float(rng.uniform(0.5, 4.0))
+        arrays.update(qk_norm=True, qk_scale=doc["qk_scale"])
     return doc, arrays
 
 
@@ -198,3 +206,25 @@ def test_multi_head_and_cross_attention_match_reference(tmp_path, seed):
         if a["W_O"] is not None:
             np.testing.assert_allclose(stages["O"], ref["O"], rtol=1e-9, atol=1e-9)
         assert np.array(out["mask"]).shape == a["allowed"].shape
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_additive_and_qk_norm_scores_match_reference(tmp_path, seed):
+    """Any number of heads, self- or cross-attention, every mask kind, all modes."""
+    rng = np.random.default_rng(2000 + seed)
+    heads = int(rng.integers(1, 4))
+    additive, qk_norm = [(True, False), (False, True), (True, True), (True, False)][seed % 4]
+    doc, a = random_scenario(rng, heads=heads, cross=bool(seed // 4 % 2), w_o=bool(seed % 3),
+                             additive=additive, qk_norm=qk_norm)
+    extra = {key: a[key] for key in ("kind", "w_a", "qk_norm", "qk_scale") if key in a}
+    for mode in MODES:
+        out = export(tmp_path, doc, mode)
+        ref = attention(a["X"], a["X_kv"], a["W_Q"], a["W_K"], a["W_V"], a["allowed"], mode,
+                        heads=heads, W_O=a["W_O"], **extra)
+        stages = out["stages"]
+        got_heads = stages["heads"] if heads > 1 else [stages]
+        for got, want in zip(got_heads, ref["heads"], strict=True):
+            for key in ("QK^T", "S", "A", "Z"):
+                np.testing.assert_allclose(got[key], want[key], rtol=1e-9, atol=1e-9, err_msg=key)
+        if a["W_O"] is not None:
+            np.testing.assert_allclose(stages["O"], ref["O"], rtol=1e-9, atol=1e-9)
