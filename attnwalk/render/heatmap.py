@@ -1,8 +1,9 @@
 """A matrix as a coloured table whose numbers are always printed and never squeezed.
 
-Big matrices show their head and tail rows and columns with a visible count of the rest; tables
-wider than the terminal are split into several, each repeating the row labels. Only the shown
-cells are ever formatted, so a 512 × 512 matrix costs what a 16 × 12 one does.
+Big matrices show their head and tail rows and columns with a visible count of the rest (as many
+head and tail columns as fit the width, so a 100 × 512 matrix is one table, not two); tables wider
+than the terminal that show every column are split into several, each repeating the row labels.
+Only the shown cells are ever formatted, so a 512 × 512 matrix costs what a 16 × 12 one does.
 """
 
 from __future__ import annotations
@@ -96,10 +97,14 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
     label_width = max([cell_len(s) for s in labels] + [1])
     widths = [max([cell_len(h)] + [t.cell_len for t in body]) for h, body in columns]
     edge = opts.ascii  # ASCII tables get a frame; Unicode ones only a rule under the header
+    if GAP in cols:  # some columns are hidden anyway: hide a few more rather than split the table
+        keep = _fitting(cols, label_width, widths, opts.width, edge)
+        cols, columns, widths = ([seq[k] for k in keep] for seq in (cols, columns, widths))
     pieces = _split(label_width, widths, opts.width, edge)
     caption = None
-    if n_cols > len(ci):
-        caption = style.say(opts, "ui.more_cols", "… {count} more columns …", count=n_cols - len(ci))
+    shown_cols = sum(c is not GAP for c in cols)
+    if n_cols > shown_cols:
+        caption = style.say(opts, "ui.more_cols", "… {count} more columns …", count=n_cols - shown_cols)
 
     tables = []
     for p, piece in enumerate(pieces):
@@ -141,6 +146,23 @@ def _split(label_width: int, widths: list[int], width: int, edge: bool) -> list[
         pieces[-1].append(j)
         used += w + 3
     return pieces
+
+
+def _fitting(cols: list[int | None], label_width: int, widths: list[int], width: int,
+             edge: bool) -> list[int]:
+    """Positions in `cols` (head columns, GAP, tail columns) to keep: the most head and tail
+    columns, balanced as shown_indices balances them, that fit in one table of `width` (at least
+    one of each, however narrow the terminal)."""
+    gap = cols.index(GAP)
+    head, tail = list(range(gap)), list(range(gap + 1, len(cols)))
+    keep = list(range(len(cols)))
+    for limit in range(len(head) + len(tail), 1, -1):
+        first = min(max(limit // 2, 1), len(head))
+        last = min(max(limit - first, 1), len(tail))
+        keep = head[:first] + [gap] + tail[len(tail) - last:]
+        if len(_split(label_width, [widths[k] for k in keep], width, edge)) == 1:
+            break
+    return keep
 
 
 def _span(indices: list[int | None], opts: ViewOptions) -> str:
