@@ -29,7 +29,7 @@ from .render.screens import _note_values, _notes, shape_text
 from .render.style import number
 from .render.heatmap import GAP, shown_indices
 from .render.worked import axes
-from .stages import TOKENS, Stage
+from .stages import TOKENS, Stage, formula
 
 FORMATS = ("markdown", "latex", "csv")
 
@@ -43,7 +43,7 @@ class Section:
         self.stage, self.head, self.index = stage, head, index
         self.title = tx.stage(stage.key, "title")
         self.symbol = "" if stage.kind == TOKENS else stage.symbol
-        self.formula = stage.formula
+        self.formula = formula(stage, scn, walk.mode)
         self.per_head = stage.per_head and scn.heads > 1
         self.head_text = tx.t("ui.head", head=head + 1, heads=scn.heads) if self.per_head else ""
         self.shape = "" if stage.kind == TOKENS else shape_text(walk, stage, head, opts)

@@ -66,6 +66,7 @@ def math_text(formula: str) -> str:
     """A formula as written in attnwalk/stages.py ("S = QKᵀ / √d_k") as LaTeX math."""
     s = _SPACE.sub(_space, formula.strip())
     s = re.sub(r"√(\w+)", r"\\sqrt{\1}", s)
+    s = re.sub("(\\w)\u0302", r"\\hat{\1}", s)  # QK-norm's q̂ (a combining circumflex)
     s = _WORD.sub(_word, s)
     s = re.sub(r"_(\\mathrm\{[^}]*\}|\d{2,})", r"_{\1}", s)
     s = _superscripts(s)

@@ -26,7 +26,7 @@ import numpy as np
 from .i18n import Text, text
 from .pipeline import Walk
 from .render.worked import axes
-from .stages import BY_KEY
+from .stages import BY_KEY, formula
 
 NUMBER, TOKEN, SHAPE, CHOICE = "number", "token", "shape", "choice"
 ABS_TOL, REL_TOL = 0.005, 0.01
@@ -179,7 +179,8 @@ def _cell_question(walk: Walk, tx: Text, key: str, head: int, row: int, col: int
     question = _in_head(walk, tx, head, question)
     if hint is None:
         additive = walk.scenario.score == "additive" and key == "QK^T"
-        hint = tx.t("score.additive.explain") if additive else tx.t("quiz.cell.hint", formula=stage.formula)
+        hint = tx.t("score.additive.explain") if additive else tx.t(
+            "quiz.cell.hint", formula=formula(stage, walk.scenario, walk.mode))
     return Question("cell", NUMBER, question, hint, value, number_text(value), covers,
                     tolerance=tol, cell=(key, head, row, col))
 

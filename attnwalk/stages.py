@@ -7,6 +7,10 @@ means adding one entry here and its text in attnwalk/text/*.toml.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .scenario import Scenario
 
 # What a stage's matrix holds, which decides its colours and how a cell is explained.
 SIGNED = "signed"  # any real numbers: diverging colours
@@ -68,6 +72,49 @@ def stage_by_name(name: str) -> Stage | None:
             return stage
     key = _ALIASES.get(folded)
     return BY_KEY[key] if key else None
+
+
+def formula(stage: Stage, scn: "Scenario | None" = None, mode: str = "scaled") -> str:
+    """The stage's formula as `scn` computes it under `mode`: Stage.formula, varied where the
+    scenario does something else (cross-attention's K and V come from the source, multi-head Q, K
+    and V are split into blocks, additive and QK-norm scores, modes that do not divide or that
+    ignore the scores). Every screen, explanation and export that prints a formula reads this."""
+    base = stage.formula
+    if scn is None:
+        return base
+    key = stage.key
+    if key in ("Q", "K", "V"):
+        if scn.source is not None and key != "Q":
+            base = base.replace("= X ·", "= X_src ·")  # keys and values come from the source
+        if scn.heads > 1:
+            base += f" = {_blocks(key, scn.heads)}"
+        return base
+    if key == "QK^T":
+        hat = "\u0302" if scn.qk_norm else ""  # q̂ = q / RMS(q): QK-norm scores see only direction
+        q, k = f"q{hat}_i", f"k{hat}_j"
+        score = f"tanh({q} + {k}) · w_a" if scn.score == "additive" else f"{q} · {k}"
+        if scn.qk_norm:
+            if scn.qk_scale != 1.0:
+                score = f"{scn.qk_scale:g} × " + (f"({score})" if scn.score == "dot" else score)
+            score += f",  q{hat} = q / RMS(q)"
+        return f"QKᵀ[i, j] = {score}"
+    if key == "S" and (scn.score == "additive" or mode == "unscaled"):
+        return "S = QKᵀ"  # additive scores and unscaled mode are not divided by √d_k
+    if key == "A" and mode == "uniform":
+        return "A[i, j] = 1 / (number of keys row i may attend to), 0 where masked"
+    if key == "A" and mode == "hard":
+        return "A[i, j] = 1 where (S + M)[i, j] is the row's largest, else 0"
+    if key == "concat" and scn.heads > 1:
+        return f"concat = {_blocks('Z', scn.heads)}"
+    return base
+
+
+def _blocks(symbol: str, heads: int) -> str:
+    """"[Q_1 | Q_2 | Q_3]", or "[Q_1 | Q_2 | … | Q_8]" for many heads: one block per head."""
+    shown = [f"{symbol}_{h}" for h in range(1, heads + 1)]
+    if heads > 3:
+        shown = shown[:2] + ["…", shown[-1]]
+    return "[" + " | ".join(shown) + "]"
 
 
 MODES: tuple[str, ...] = ("scaled", "unscaled", "uniform")
