@@ -50,7 +50,7 @@ def scenario_arg(name: str | None, scenario_file: Path | None) -> str:
 def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0) -> None:
     """Every screen of the walk once (from step `start`), in order, separated by rules: no waiting,
     no clearing."""
-    from .render.screens import stage_screen
+    from .render.screens import explained_at, stage_screen
 
     steps = walk.steps
     for i, (stage, head) in enumerate(steps):
@@ -58,7 +58,9 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0) 
             continue
         if i > start:
             console.print(Rule(characters="-" if opts.ascii else "─", style="dim"))
-        console.print(stage_screen(walk, stage, head, opts, index=i + 1, count=len(steps)))
+        first = explained_at(steps, i)  # later heads point back instead of repeating the text
+        console.print(stage_screen(walk, stage, head, opts, index=i + 1, count=len(steps),
+                                   explained_at=first if first is not None and first > start else None))
 
 
 def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str) -> str:

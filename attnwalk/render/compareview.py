@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ..compare import Comparison, ModeResult
 from ..i18n import pick
-from ..stages import BY_KEY, SIGNED, WEIGHTS
+from ..stages import BY_KEY, SIGNED, WEIGHTS, formula
 from . import style
 from .heatmap import GAP, heat_table, shown_indices, token_labels
 from .options import ViewOptions
@@ -43,7 +43,19 @@ def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:
         facts.append(style.say(opts, "compare.amplified", "scores × {k}", k=f"{cmp.amplify:g}"))
     if scn.heads > 1:
         facts.append(style.say(opts, "ui.head", "head {head} / {heads}", head=cmp.head + 1, heads=scn.heads))
-    return Group(heading, Text(" · ".join(facts), style=style.NOTE))
+    lines = [heading, Text(" · ".join(facts), style=style.NOTE)]
+    if scn.score != "dot" or scn.qk_norm:  # every mode starts from these scores
+        how = style.say(opts, "compare.scores", "scores: {formula}",
+                        formula=style.plain(formula(BY_KEY["QK^T"], scn), opts))
+        if scn.score == "additive":
+            how += " · " + style.say(opts, "compare.additive_same", "additive scores are not "
+                                     "divided by √d_k, so scaled and unscaled agree")
+        lines.append(Text(how, style=style.NOTE))
+    if scn.source is not None:
+        lines.append(Text(style.say(opts, "compare.cross", "cross-attention: queries from the {n} "
+                                    "tokens of the main sequence, keys and values from the {m} "
+                                    "source tokens", n=scn.n, m=scn.m), style=style.NOTE))
+    return Group(*lines)
 
 
 def row_summary(cmp: Comparison, opts: ViewOptions) -> RenderableType:

@@ -12,23 +12,41 @@ from rich.text import Text
 from ..errors import UsageError
 from ..i18n import text
 from ..pipeline import Walk
-from ..stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
+from ..stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name
 from . import style
 from .bars import attention_bars
 from .heatmap import GAP, heat_table, shown_indices, token_labels
 from .options import ViewOptions
+from .overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
+                       wants_overview)
 from .worked import axes, default_cell, worked_cell
 
 
 def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,
-                 count: int, cell: tuple[int, int] | None = None) -> RenderableType:
-    """Step `index` of `count` (1-based): `stage` for head `head` (0-based), as one Group."""
+                 count: int, cell: tuple[int, int] | None = None,
+                 explained_at: int | None = None) -> RenderableType:
+    """Step `index` of `count` (1-based): `stage` for head `head` (0-based), as one Group.
+
+    `explained_at`: the step that already printed this stage's explanation (head 1's, in a walk
+    printed whole); the screen then points there instead of repeating it for every head."""
     parts: list[RenderableType] = [header(walk, stage, head, opts, index=index, count=count)]
+    if index == 1 and wants_overview(walk, opts):  # the shapes first, before any numbers
+        parts.append(shapes_overview(walk, opts))
+    if stage.per_head and starts_head(walk, stage):
+        parts.append(head_intro(walk, head, opts))
     if stage.kind == TOKENS:
         parts.append(token_table(walk, opts))
     else:
         parts += matrix_view(walk, stage, head, opts)
-    parts.append(explanation(walk, stage, opts))
+    source = source_view(walk, stage, opts)
+    if source is not None:
+        parts.append(source)
+    if explained_at is None:
+        parts.append(explanation(walk, stage, opts))
+    else:
+        parts.append(Text(style.say(opts, "heads.same_text", "What, why and the common mistake "
+                                    "are the same in every head: see stage {index} (head 1).",
+                                    index=explained_at), style=style.NOTE))
     if stage.kind != TOKENS:
         row, col = cell if cell is not None else default_cell(walk, stage.key, head)
         parts.append(worked_cell(walk, stage.key, row, col, head, opts))
@@ -42,7 +60,17 @@ def walk_renderables(walk: Walk, opts: ViewOptions) -> Iterator[RenderableType]:
     """Every step's screen in order, for printing the whole walk at once."""
     steps = walk.steps
     for i, (stage, head) in enumerate(steps, start=1):
-        yield stage_screen(walk, stage, head, opts, index=i, count=len(steps))
+        yield stage_screen(walk, stage, head, opts, index=i, count=len(steps),
+                           explained_at=explained_at(steps, i - 1))
+
+
+def explained_at(steps: list[tuple[Stage, int]], i: int) -> int | None:
+    """In a walk printed whole: the 1-based step where step i's explanation was first printed, when
+    step i repeats a per-head stage for a later head; else None (explain it here)."""
+    stage, head = steps[i]
+    if not stage.per_head or head == 0:
+        return None
+    return next(j for j, (s, h) in enumerate(steps, start=1) if s is stage and h == 0)
 
 
 def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,
@@ -57,17 +85,18 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     if stage.kind != TOKENS:  # the tokens stage has no symbol of its own
         title.append(style.plain(stage.symbol, opts) + "  ", style=style.SCREEN_TITLE)
     title.append(style.plain(tx.stage(stage.key, "title"), opts), style=style.SCREEN_TITLE)
+    if scn.heads > 1 and stage.per_head:  # which head, in the line that names the screen
+        title.append("   " + style.say(opts, "ui.head", "head {head} / {heads}", head=head + 1,
+                                       heads=scn.heads), style=style.POSITION)
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style=style.NOTE, no_wrap=True)
     facts.add_column()
     facts.add_row(Text(style.say(opts, "ui.formula", "formula")),
-                  Text(style.plain(stage.formula, opts), style=style.FORMULA))
+                  Text(style.plain(formula(stage, scn, walk.mode), opts), style=style.FORMULA))
     if stage.kind != TOKENS:
         shape = Text(shape_text(walk, stage, head, opts), style=style.SHAPE)
         if scn.heads > 1 and stage.per_head:
-            shape.append("   " + style.say(opts, "ui.head", "head {head} / {heads}",
-                                           head=head + 1, heads=scn.heads), style=style.HEADER)
-            shape.append(" (" + style.say(opts, "ui.per_head", "computed separately in each head")
+            shape.append("   (" + style.say(opts, "ui.per_head", "computed separately in each head")
                          + ")", style=style.NOTE)
         facts.add_row(Text(style.say(opts, "ui.shape", "shape")), shape)
     mode = style.plain(tx.t(f"mode.{walk.mode}.name"), opts)
@@ -130,6 +159,9 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
                                 "marked ▲"))
     if legend:
         out.append(Text(f" {style.markers(opts).dot} ".join(legend), style=style.NOTE))
+    blocks = head_blocks(walk, stage, opts)
+    if blocks is not None:
+        out.append(blocks)
     if stage.kind == WEIGHTS:
         out.append(attention_bars(M, rows, token_labels(scn.key_tokens), opts))
     return out
@@ -163,6 +195,8 @@ def _notes(walk: Walk, stage: Stage) -> list[str]:
         notes += [f"stage.S+M.{scn.mask_kind}", "stage.S+M.neg_inf"]
     if key == "Q" and scn.heads > 1:
         notes.append("heads.split")
+    if key in ("Q", "K", "V") and scn.source is not None:
+        notes.append("cross.q" if key == "Q" else "cross.kv")
     if key == "QK^T":
         if scn.source is not None:
             notes.append("cross.what")
@@ -182,7 +216,8 @@ def _notes(walk: Walk, stage: Stage) -> list[str]:
 def _note_values(walk: Walk, note: str) -> dict[str, object]:
     scn = walk.scenario
     d_head = scn.d_k if note == "heads.split" else scn.d_v
-    return {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v}
+    return {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v, "n": scn.n,
+            "m": scn.m}
 
 
 # -- one cell on its own: `attnwalk explain` ------------------------------------------------------
@@ -206,7 +241,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
     title.append(style.plain(stage.symbol, opts), style=style.SCREEN_TITLE)
     title.append("  " + style.plain(text(opts.lang).stage(stage.key, "title"), opts),
                  style=style.SCREEN_TITLE)
-    title.append("   " + style.plain(stage.formula, opts), style=style.FORMULA)
+    title.append("   " + style.plain(formula(stage, scn, walk.mode), opts), style=style.FORMULA)
     facts = Text(shape_text(walk, stage, h, opts), style=style.SHAPE)
     facts.append("   " + style.say(opts, "ui.mode", "mode") + style.say(opts, "ui.colon", ": ")
                  + style.plain(text(opts.lang).t(f"mode.{walk.mode}.name"), opts), style=style.NOTE)

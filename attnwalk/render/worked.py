@@ -209,17 +209,19 @@ def _input(c: _Cell) -> list[str]:
 def _projection(c: _Cell) -> list[str]:
     key = c.stage.key
     W = {"Q": c.scn.W_Q, "K": c.scn.W_K, "V": c.scn.W_V}[key]
-    X = c.walk.source["X"] if key != "Q" and c.walk.source else c.walk.mats["X"]
+    from_source = key != "Q" and bool(c.walk.source)  # cross-attention: K and V read the source
+    X = c.walk.source["X"] if from_source else c.walk.mats["X"]
+    x_name = "X_src" if from_source else "X"
     x, w = X[c.row], W[:, c.col]
     tok = c.rows[c.row]
-    lines = [f"X[{tok}] = {c.vec(x)}", f"W_{key}[:, {c.col}] = {c.vec(w)}"]
+    lines = [f"{x_name}[{tok}] = {c.vec(x)}", f"W_{key}[:, {c.col}] = {c.vec(w)}"]
     if c.scn.heads > 1:
         width = W.shape[1] // c.scn.heads
         lines.append(c.say("ui.head_column", "head {head} / {heads}, column {col} of its {width} "
                            "(the full {matrix} is {shape})", head=c.col // width + 1,
                            heads=c.scn.heads, col=c.col % width, width=width, matrix=f"W_{key}",
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
-    return lines + c.dot(f"X[{tok}] {c.mk.dot} W_{key}[:, {c.col}]", x, w, c.value)
+    return lines + c.dot(f"{x_name}[{tok}] {c.mk.dot} W_{key}[:, {c.col}]", x, w, c.value)
 
 
 def _scores(c: _Cell) -> list[str]:
@@ -235,10 +237,11 @@ def _scores(c: _Cell) -> list[str]:
                   f"{qn}_{qt} = {c.vec(q)}", f"{kn}_{kt} = {c.vec(k)}"]
     if c.scn.score == "additive":
         t = np.tanh(q + k)  # (d_k,)
-        lines += [f"tanh(q_{qt} + k_{kt}) = {c.vec(t)}", f"w_a = {c.vec(c.scn.w_a)}"]
-        return lines + c.dot(f"tanh(q + k) {c.mk.dot} w_a", t, c.scn.w_a, c.value)
-    lhs = f"{qn}_{qt} {c.mk.dot} {kn}_{kt}"
-    if c.scn.qk_norm and c.scn.qk_scale != 1.0:
+        lines += [f"tanh({qn}_{qt} + {kn}_{kt}) = {c.vec(t)}", f"w_a = {c.vec(c.scn.w_a)}"]
+        q, k, lhs = t, c.scn.w_a, f"tanh({qn} + {kn}) {c.mk.dot} w_a"
+    else:
+        lhs = f"{qn}_{qt} {c.mk.dot} {kn}_{kt}"
+    if c.scn.qk_norm and c.scn.qk_scale != 1.0:  # the scale multiplies the finished score
         dot = float(np.dot(q, k))
         return lines + c.dot(lhs, q, k, dot) + [
             f"{c.num(dot)} {c.mk.times} qk_scale {style.short(c.scn.qk_scale, c.opts)} "

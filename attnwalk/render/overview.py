@@ -1,0 +1,145 @@
+"""What a walk shows beyond one head and one sequence: the shapes of every stage, the head each
+group of screens belongs to, which columns of Q, K and V each head takes, and the source sequence
+of cross-attention. All of it is read off the stage list and the walk's own matrices.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..i18n import text
+from ..pipeline import Walk
+from ..stages import TOKENS, Stage
+from . import style
+from .heatmap import GAP, heat_table, shown_indices, token_labels
+from .options import ViewOptions
+
+SPLIT = ("Q", "K", "V", "concat")  # full-width matrices made of one column block per head
+
+
+def wants_overview(walk: Walk, opts: ViewOptions) -> bool:
+    """Shapes come first where they are the lesson: several heads, a source, or tables too big to
+    show whole."""
+    scn = walk.scenario
+    return (scn.heads > 1 or scn.source is not None or scn.n > opts.max_rows
+            or scn.d_model > opts.max_cols)
+
+
+def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
+    """A panel: n, d_model, h, d_k, d_v (and m), then every stage's shape in numbers and names."""
+    from .screens import shape_text  # one way of writing a shape, shared with the headers
+
+    scn = walk.scenario
+    facts = [f"n = {scn.n}"]
+    if scn.source is not None:
+        facts.append(f"m = {scn.m}")
+    facts.append(f"d_model = {scn.d_model}")
+    if scn.heads > 1:
+        facts.append(f"h = {scn.heads}")
+        if scn.d_k == scn.d_v:
+            facts.append(f"d_head = d_k = d_v = {scn.d_k}")
+    if scn.heads == 1 or scn.d_k != scn.d_v:
+        facts += [f"d_k = {scn.d_k}", f"d_v = {scn.d_v}"]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style=style.HEADER, no_wrap=True)
+    grid.add_column(style=style.SHAPE, no_wrap=True)
+    grid.add_column(style=style.NOTE)
+    for stage in walk.stages:
+        if stage.kind == TOKENS:
+            continue
+        note = ""
+        if scn.heads > 1 and stage.key in SPLIT[:3]:
+            block = walk.heads[0].mats[stage.key].shape
+            note = style.say(opts, "shapes.split", "split into {heads} heads of {shape} each",
+                             heads=scn.heads, shape=_shape(block, opts))
+        elif scn.heads > 1 and stage.per_head:
+            note = style.say(opts, "shapes.each_head", "in each of the {heads} heads",
+                             heads=scn.heads)
+        grid.add_row(style.plain(stage.symbol, opts), shape_text(walk, stage, 0, opts), note)
+    title = style.say(opts, "shapes.title", "Shapes")
+    return Panel(Group(Text(f" {style.markers(opts).dot} ".join(facts), style=style.LABEL), grid),
+                 title=Text(title), title_align="left", box=style.panel_box(opts),
+                 border_style=style.PANEL_BORDER, expand=False)
+
+
+def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
+    """Where one head's group of screens starts: which columns it takes, its shapes, and why heads
+    are not one attention repeated."""
+    scn = walk.scenario
+    tx = text(opts.lang)
+    q = walk.heads[head].mats["Q"]  # (n, d_k)
+    v = walk.heads[head].mats["V"]  # (m, d_v)
+    body = [Text(style.say(opts, "heads.intro", "Head {head} / {heads} takes columns {start}–{end} "
+                           "of Q and K and columns {v_start}–{v_end} of V: Q_{head} is {q_shape}, "
+                           "K_{head} is {k_shape}, V_{head} is {v_shape}.",
+                           head=head + 1, heads=scn.heads, start=head * scn.d_k,
+                           end=(head + 1) * scn.d_k - 1, v_start=head * scn.d_v,
+                           v_end=(head + 1) * scn.d_v - 1, q_shape=_shape(q.shape, opts),
+                           k_shape=_shape(walk.heads[head].mats["K"].shape, opts),
+                           v_shape=_shape(v.shape, opts)))]
+    if tx.has("heads.why"):
+        body.append(Text(style.plain(tx.t("heads.why"), opts), style=style.NOTE))
+    title = style.say(opts, "ui.head", "head {head} / {heads}", head=head + 1, heads=scn.heads)
+    heading = style.say(opts, "heads.title", "Multi-head attention")
+    return Panel(Group(*body), title=Text(f"{heading} {style.markers(opts).dot} {title}"),
+                 title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
+
+
+def starts_head(walk: Walk, stage: Stage) -> bool:
+    """True for the first per-head stage: the screen where each head's group begins."""
+    first = next((s for s in walk.stages if s.per_head), None)
+    return walk.scenario.heads > 1 and stage is first
+
+
+def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
+    """"Q holds 2 heads side by side: head 1 = columns 0–1 · head 2 = columns 2–3", for the
+    full-width matrices made of one block per head; None elsewhere."""
+    scn = walk.scenario
+    if scn.heads == 1 or stage.key not in SPLIT:
+        return None
+    width = scn.d_k if stage.key in ("Q", "K") else scn.d_v
+    blocks = [style.say(opts, "heads.block", "head {head} = columns {start}–{end}",
+                        head=h + 1, start=h * width, end=(h + 1) * width - 1)
+              for h in range(scn.heads)]
+    line = style.say(opts, "heads.blocks", "{symbol} holds {heads} heads side by side: {blocks}",
+                     symbol=style.plain(stage.symbol, opts), heads=scn.heads,
+                     blocks=f" {style.markers(opts).dot} ".join(blocks))
+    return Text(line, style=style.NOTE)
+
+
+def source_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType | None:
+    """Cross-attention's other sequence beside the tokens, E, P and X screens: its tokens, or its
+    matrix with the source's tokens as row labels."""
+    scn = walk.scenario
+    src = scn.source
+    if src is None or stage.key not in ("tokens", "E", "P", "X"):
+        return None
+    labels = token_labels(src.tokens)
+    title = style.say(opts, "cross.source_title", "source: the {m} tokens whose keys and values "
+                      "the queries read", m=src.n)
+    if stage.kind == TOKENS:
+        table = Table(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
+        for key, fallback in (("ui.position_col", "pos"), ("ui.token", "token"), ("ui.id", "id")):
+            table.add_column(Text(style.say(opts, key, fallback)), no_wrap=True,
+                             justify="left" if key == "ui.token" else "right")
+        for j in shown_indices(src.n, opts.max_rows):
+            if j is GAP:
+                more = style.say(opts, "ui.more_rows", "… {count} more rows …",
+                                 count=src.n - opts.max_rows)
+                table.add_row(Text(style.markers(opts).ellipsis), Text(more, style=style.NOTE), None)
+            else:
+                table.add_row(str(j), src.tokens[j], str(src.ids[j]) if src.ids else "-")
+        return Group(Text(title, style=style.NOTE), table)
+    M = walk.source[stage.key]  # (m, d_model)
+    name = style.say(opts, "cross.source_matrix", "{symbol}_src, the source's {symbol}: {shape} = "
+                     "m × d_model", symbol=style.plain(stage.symbol, opts),
+                     shape=_shape(M.shape, opts))
+    return Group(Text(name, style=style.NOTE),
+                 heat_table(M, labels, [str(j) for j in range(M.shape[1])], stage.kind, opts))
+
+
+def _shape(shape: tuple[int, ...], opts: ViewOptions) -> str:
+    return f" {style.markers(opts).times} ".join(str(s) for s in shape)
