@@ -18,7 +18,10 @@ TEMPLATE = """\
 #   X = E + P;   Q = X·W_Q;   K = X·W_K;   V = X·W_V
 #   S = Q·Kᵀ / √d_k;   masked cells → −∞;   A = softmax(S), row by row;   Z = A·V
 # Shapes / 形状: n tokens; d_model numbers per token; d_k per query and key; d_v per value.
-# Write a matrix as a list of rows, one row per line: "  - [1, 0.5]".
+# Write a matrix as a list of rows, one row per line: "  - [1, 0.5]". Big ones need not be typed:
+#   {file: wq.npy}                                    a .npy, .npz or .csv file beside this one
+#   {random: {seed: 1, rows: 512, cols: 512, scale: 0.0442}}   seeded normal(0, scale) numbers
+# 矩阵逐行写成列表；大矩阵可以写 {file: wq.npy}（同目录的 .npy/.npz/.csv），或 {random: {...}}（按种子生成的随机数）。
 # No YAML anchors (&), aliases (*) or tags (!).
 # Try it: attnwalk step --scenario THIS_FILE
 
@@ -94,7 +97,9 @@ _KEYS_HELP = """\
 # Keys: tokens; ids (optional); embeddings: n × d_model;
 #       positional: none | sinusoidal | an n × d_model matrix;
 #       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;
-#       mask: none | causal | an n × n matrix of true/false (true = may attend).
+#       mask: none | causal | an n × n matrix of true/false (true = may attend);
+#       more: heads, W_O, source, score, w_a, qk_norm, qk_scale, focus (see README.md);
+#       any matrix: rows, {file: x.npy} or {random: {seed: 0, rows: R, cols: C, scale: S}}.
 """
 
 
