@@ -143,6 +143,13 @@ def _check(M: np.ndarray, stage: str, hint: str) -> np.ndarray:
 
 def compute(scn: Scenario, mode: str = "scaled", amplify: float = 1.0) -> Walk:
     """Run the layer: every stage's matrix for `scn` under `mode` (scaled|unscaled|uniform|hard)."""
+    try:
+        return _compute(scn, mode, amplify)
+    except ComputeError as exc:  # name the file, as every scenario error does
+        raise ComputeError(f"{scn.label}: {exc}") from None
+
+
+def _compute(scn: Scenario, mode: str, amplify: float) -> Walk:
     with np.errstate(over="ignore", invalid="ignore"):
         P = positions(scn.main)
         X = _check(scn.main.E + P, "X", "use smaller embeddings or positions")  # (n, d_model)

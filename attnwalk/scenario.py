@@ -58,6 +58,7 @@ class Scenario:
     description: str | dict[str, str] = ""
     path: str | None = None  # the file it came from
     builtin: bool = False
+    label: str = "<scenario>"  # how messages name it: the path as given, or "name (built-in)"
     heads: int = 1
     W_O: np.ndarray | None = None  # (h·d_v, d_model)
     source: Sequence | None = None  # keys and values come from here (cross-attention)
@@ -216,7 +217,7 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
 
     scenario = Scenario(
         name=name, main=main, W_Q=W_Q, W_K=W_K, W_V=W_V, mask_kind=mask_kind, allowed=allowed,
-        title=title, description=description, path=path, builtin=builtin, heads=heads, W_O=W_O,
+        title=title, description=description, path=path, builtin=builtin, label=file, heads=heads, W_O=W_O,
         source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale,
         focus=focus)
     for value in (W_Q, W_K, W_V, W_O, w_a, allowed, main.E, main.P_given):
