@@ -4,10 +4,8 @@ whole when input or output is not a terminal, and record it with --save.
 
 from __future__ import annotations
 
-import io
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -66,6 +64,8 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0) 
 def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str) -> str:
     """The whole walk as the learner sees it, drawn on a recording console of opts.width columns
     and exported as SVG, HTML or plain text."""
+    import io
+
     recorder = Console(record=True, file=io.StringIO(), width=opts.width, color_system="truecolor",
                        highlight=False, soft_wrap=False, emoji=False)
     print_walk(recorder, walk, opts)
@@ -85,6 +85,8 @@ def _umask() -> int:
 def write_atomically(path: Path, content: str) -> None:
     """Write `content` to `path` through a temporary file in the same folder, so a failure leaves
     neither a partial file nor a damaged old one."""
+    import tempfile
+
     tmp_name = None
     try:
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
@@ -116,11 +118,14 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     opts = opts.with_(width=console.size.width)
     if save is not None:
         write_atomically(save, recorded_walk(walk, opts, fmt))
-    from .progress import remember_stage, resume_start
+    start, note = 0, ""
+    if resume:
+        from .progress import resume_start
 
-    start, note = resume_start(scenario, walk.steps, opts.lang) if resume else (0, "")
+        start, note = resume_start(scenario, walk.steps, opts.lang)
     if not no_pause and interactive():
         from .keys import TerminalKeys
+        from .progress import remember_stage
         from .stepper import Stepper
 
         with TerminalKeys() as keys:
