@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from . import style
+from .fasttable import FastTable
 from .heatmap import GAP, shown_indices
 from .options import ViewOptions
 
@@ -20,7 +20,7 @@ def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequenc
     mk = style.markers(opts)
     n, m = A.shape
     rows = shown_indices(n, max(opts.bar_rows, 2))
-    grid = Table.grid(padding=(0, 1))
+    grid = FastTable.grid(padding=(0, 1))
     for justify in ("left", "center", "left", "left", "right", "left"):
         grid.add_column(justify=justify, no_wrap=True)
     for r in rows:

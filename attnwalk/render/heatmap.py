@@ -13,11 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ..stages import MASKED, WEIGHTS
 from . import style
+from .fasttable import FastTable
 from .options import ViewOptions
 
 GAP = None  # stands for the hidden rows or columns in a list of shown indices
@@ -114,7 +114,7 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
                              range=_span([cols[j] for j in piece], opts), total=n_cols)
             piece_title = f"{title} · {span}" if title else span
         last = p == len(pieces) - 1
-        table = Table(box=style.table_box(opts), show_edge=edge, expand=False,
+        table = FastTable(box=style.table_box(opts), show_edge=edge, expand=False,
                       title=Text(piece_title) if piece_title else None, title_justify="left",
                       title_style=style.NOTE, caption=Text(caption) if caption and last else None,
                       caption_justify="left", caption_style=style.NOTE, header_style=style.HEADER)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from ..i18n import text
 from ..pipeline import Walk
 from ..stages import TOKENS, Stage
 from . import style
+from .fasttable import FastTable
 from .heatmap import GAP, heat_table, shown_indices, token_labels
 from .options import ViewOptions
 
@@ -43,7 +43,7 @@ def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
             facts.append(f"d_head = d_k = d_v = {scn.d_k}")
     if scn.heads == 1 or scn.d_k != scn.d_v:
         facts += [f"d_k = {scn.d_k}", f"d_v = {scn.d_v}"]
-    grid = Table.grid(padding=(0, 2))
+    grid = FastTable.grid(padding=(0, 2))
     grid.add_column(style=style.HEADER, no_wrap=True)
     grid.add_column(style=style.SHAPE, no_wrap=True)
     grid.add_column(style=style.NOTE)
@@ -121,7 +121,7 @@ def source_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType |
     title = style.say(opts, "cross.source_title", "source: the {m} tokens whose keys and values "
                       "the queries read", m=src.n)
     if stage.kind == TOKENS:
-        table = Table(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
+        table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
         for key, fallback in (("ui.position_col", "pos"), ("ui.token", "token"), ("ui.id", "id")):
             table.add_column(Text(style.say(opts, key, fallback)), no_wrap=True,
                              justify="left" if key == "ui.token" else "right")

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from ..errors import UsageError
@@ -15,6 +14,7 @@ from ..pipeline import Walk
 from ..stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name
 from . import style
 from .bars import attention_bars
+from .fasttable import FastTable
 from .heatmap import GAP, heat_table, shown_indices, token_labels
 from .options import ViewOptions
 from .overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
@@ -88,7 +88,7 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     if scn.heads > 1 and stage.per_head:  # which head, in the line that names the screen
         title.append("   " + style.say(opts, "ui.head", "head {head} / {heads}", head=head + 1,
                                        heads=scn.heads), style=style.POSITION)
-    facts = Table.grid(padding=(0, 2))
+    facts = FastTable.grid(padding=(0, 2))
     facts.add_column(style=style.NOTE, no_wrap=True)
     facts.add_column()
     facts.add_row(Text(style.say(opts, "ui.formula", "formula")),
@@ -124,7 +124,7 @@ def shape_text(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> str:
 def token_table(walk: Walk, opts: ViewOptions) -> RenderableType:
     """Position (from 0, as the positional encoding counts), token and vocabulary id."""
     scn = walk.scenario
-    table = Table(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
+    table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
     for key, fallback in (("ui.position_col", "pos"), ("ui.token", "token"), ("ui.id", "id")):
         table.add_column(Text(style.say(opts, key, fallback)), no_wrap=True,
                          justify="left" if key == "ui.token" else "right")
@@ -171,7 +171,7 @@ def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
     """What / why / common mistake, plus what this scenario does differently at this stage."""
     tx = text(opts.lang)
     scn = walk.scenario
-    grid = Table.grid(padding=(0, 2))
+    grid = FastTable.grid(padding=(0, 2))
     grid.add_column(style=style.LABEL, no_wrap=True)
     grid.add_column(overflow="fold")  # Chinese has no spaces to wrap at: break between characters
     for field, fallback in (("what", "What"), ("why", "Why"), ("mistake", "Common mistake")):

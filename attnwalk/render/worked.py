@@ -15,12 +15,12 @@ import numpy as np
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from ..pipeline import Walk, rms_normalize
 from ..stages import BY_KEY, TOKENS, Stage
 from . import style
+from .fasttable import FastTable
 from .heatmap import token_labels
 from .options import ViewOptions
 
@@ -315,7 +315,7 @@ def _softmax(c: _Cell) -> list:
         stable = np.exp(SM - top)  # (m,) every exponent ≤ 0
     minus = c.mk.minus
     top_text = c.num(top) if top >= 0 else f"({c.num(top)})"
-    grid = Table(box=None, padding=(0, 3, 0, 0), pad_edge=False, header_style=style.NOTE)
+    grid = FastTable(box=None, padding=(0, 3, 0, 0), pad_edge=False, header_style=style.NOTE)
     heads = ["", "e^s"] if naive else [""]
     heads.append(f"e^(s {minus} max)")
     for head in heads:
