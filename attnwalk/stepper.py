@@ -6,7 +6,7 @@ fixed-width console, and the CLI with TerminalKeys and the real terminal.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -200,7 +200,7 @@ class Stepper:
             return
         self.cell = (row, col)
 
-    def _no_such(self, key: str, answer: str, labels: list[str]) -> str:
+    def _no_such(self, key: str, answer: str, labels: Sequence[str]) -> str:
         choices = self.t("ui.valid_tokens", count=len(labels), tokens=", ".join(labels))
         return f"{self.t(key, value=answer.strip())}; {choices}"
 
@@ -230,7 +230,7 @@ class Stepper:
         self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
 
 
-def _pick_token(answer: str, labels: list[str]) -> int | None:
+def _pick_token(answer: str, labels: Sequence[str]) -> int | None:
     """A 0-based index from a token's label ("撩", or "the#4" for a repeated token) or a 1-based
     position."""
     answer = answer.strip()
@@ -244,7 +244,7 @@ def _pick_token(answer: str, labels: list[str]) -> int | None:
     return None
 
 
-def _pick_dim(answer: str, labels: list[str]) -> int | None:
+def _pick_dim(answer: str, labels: Sequence[str]) -> int | None:
     """A 0-based dimension, typed as the table labels it (0 … d − 1)."""
     answer = answer.strip()
     return labels.index(answer) if answer in labels else None

@@ -3,12 +3,14 @@
 Big matrices show their head and tail rows and columns with a visible count of the rest (as many
 head and tail columns as fit the width, so a 100 × 512 matrix is one table, not two); tables wider
 than the terminal that show every column are split into several, each repeating the row labels.
-Only the shown cells are ever formatted, so a 512 × 512 matrix costs what a 16 × 12 one does.
+Only the shown cells are ever formatted or coloured (colours scale to the largest value shown), so
+a 512 × 512 matrix costs what a 16 × 12 one does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from rich.cells import cell_len
@@ -23,12 +25,24 @@ from .options import ViewOptions
 GAP = None  # stands for the hidden rows or columns in a list of shown indices
 
 
-def token_labels(tokens: Sequence[str]) -> list[str]:
+def token_labels(tokens: Sequence[str]) -> tuple[str, ...]:
     """Row and column labels: the tokens, with the 1-based position added to repeated ones."""
+    return _labels(tuple(tokens))
+
+
+@lru_cache(maxsize=16)
+def _labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    # Every screen of a walk asks for the same n labels: made once, not n per screen.
     seen: dict[str, int] = {}
     for tok in tokens:
         seen[tok] = seen.get(tok, 0) + 1
-    return [f"{tok}#{i + 1}" if seen[tok] > 1 else tok for i, tok in enumerate(tokens)]
+    return tuple(f"{tok}#{i + 1}" if seen[tok] > 1 else tok for i, tok in enumerate(tokens))
+
+
+@lru_cache(maxsize=16)
+def dim_labels(count: int) -> tuple[str, ...]:
+    """Column labels of a matrix whose columns are dimensions: 0 … count − 1."""
+    return tuple(str(j) for j in range(count))
 
 
 def shown_indices(total: int, limit: int) -> list[int | None]:
@@ -56,8 +70,8 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
     ri = [r for r in rows if r is not GAP]
     ci = [c for c in cols if c is not GAP]
     shown = M[np.ix_(ri, ci)]  # (shown rows, shown cols): the only cells formatted below
-    finite = M[np.isfinite(M)]
-    top = float(np.max(np.abs(finite))) if finite.size else 0.0
+    finite = shown[np.isfinite(shown)]
+    top = float(np.max(np.abs(finite))) if finite.size else 0.0  # colours scale to what is shown
     row_max: dict[int, int] = {}
     if mark_row_max:
         full_rows = np.where(np.isfinite(M[ri]), M[ri], -np.inf)  # (shown rows, n_cols)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
@@ -264,7 +264,7 @@ def pick_stage(walk: Walk, name: str) -> Stage:
     return stage
 
 
-def pick_index(value: str, tokens: tuple[str, ...], labels: list[str], what: str) -> int:
+def pick_index(value: str, tokens: tuple[str, ...], labels: Sequence[str], what: str) -> int:
     """A 0-based position from a token ("撩", or "the#4" for a repeated one) or a 1-based index."""
     value = value.strip()
     if value in labels:  # unique tokens, or a repeated one written as its label "the#4"
@@ -279,7 +279,7 @@ def pick_index(value: str, tokens: tuple[str, ...], labels: list[str], what: str
                      f"{', '.join(labels)}")
 
 
-def pick_dim(value: str, labels: list[str]) -> int:
+def pick_dim(value: str, labels: Sequence[str]) -> int:
     """A dimension column by its label, 0 … d − 1, as the matrix table shows it."""
     if value.strip() in labels:
         return labels.index(value.strip())

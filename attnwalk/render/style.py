@@ -124,7 +124,7 @@ def exp_value(x: float) -> str:
 
 
 def signed_style(value: float, top: float) -> str:
-    """Background for a signed value, by |value| relative to the matrix's largest |value|."""
+    """Background for a signed value, by |value| relative to `top`, the largest |value| shown."""
     if top <= 0 or not math.isfinite(value) or value == 0:
         return ""
     steps = POSITIVE_STEPS if value > 0 else NEGATIVE_STEPS

@@ -21,21 +21,21 @@ from ..pipeline import Walk, rms_normalize
 from ..stages import BY_KEY, TOKENS, Stage
 from . import style
 from .fasttable import FastTable
-from .heatmap import token_labels
+from .heatmap import dim_labels, token_labels
 from .options import ViewOptions
 
 EXP_SAFE = 700.0  # e^x overflows float64 past ~709.78: beyond this only the stable form is shown
 
 
-def axes(walk: Walk, stage: Stage, head: int = 0) -> tuple[list[str], list[str]]:
+def axes(walk: Walk, stage: Stage, head: int = 0) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Row and column labels of a stage's matrix: tokens, or dimension indices 0 … d − 1."""
     scn = walk.scenario
     rows = token_labels(scn.key_tokens if stage.rows == "m" else scn.tokens)
     if stage.kind == TOKENS:
-        return rows, []
+        return rows, ()
     if stage.square:
         return rows, token_labels(scn.key_tokens)
-    return rows, [str(j) for j in range(walk.matrix(stage.key, head).shape[1])]
+    return rows, dim_labels(walk.matrix(stage.key, head).shape[1])
 
 
 def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
