@@ -159,6 +159,9 @@ AsciiOpt = Annotated[bool, typer.Option("--ascii", help="Draw with plain ASCII b
 SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Also record the whole walk to FILE: .svg, .html/.htm or .txt.")]
 LangOpt = Annotated[Optional[str], typer.Option("--lang", help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Start at the stage where you left this scenario last time.")]
+WalkHeadOpt = Annotated[Optional[str], typer.Option(
+    "--head", metavar="N|all", help="With several heads: the head a printed walk shows in full (the others "
+    "in one summary screen; all: every head in full); stepping, start at head N.")]
 
 
 @app.command("run")
@@ -167,14 +170,15 @@ def run_cmd(
     name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (see `attnwalk list`).")] = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
-    resume: ResumeOpt = False,
+    resume: ResumeOpt = False, head: WalkHeadOpt = None,
 ) -> None:
     """Walk a built-in lesson stage by stage; keys: n next, b back, g jump, c cell, ? help, q quit.
     e.g. attnwalk run girl_bangs"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
-                                  precision=precision, ascii=ascii, save=save, lang=lang, resume=resume))
+                                  precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
+                                  head=head))
 
 
 @app.command("step")
@@ -183,13 +187,14 @@ def step_cmd(
     name: Annotated[Optional[str], typer.Argument(help="A built-in name, if not --scenario.")] = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
-    resume: ResumeOpt = False,
+    resume: ResumeOpt = False, head: WalkHeadOpt = None,
 ) -> None:
     """Step through your own scenario file, stage by stage.  e.g. attnwalk step --scenario my.yaml"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
-                                  precision=precision, ascii=ascii, save=save, lang=lang, resume=resume))
+                                  precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
+                                  head=head))
 
 
 class CompareMode(str, Enum):

@@ -14,6 +14,7 @@ from rich.rule import Rule
 from .errors import UsageError
 from .pipeline import Walk
 from .render.options import ViewOptions
+from .scenario import Scenario
 
 SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
 
@@ -45,30 +46,58 @@ def scenario_arg(name: str | None, scenario_file: Path | None) -> str:
     return str(scenario_file) if scenario_file is not None else name  # type: ignore[return-value]
 
 
-def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0) -> None:
-    """Every screen of the walk once (from step `start`), in order, separated by rules: no waiting,
-    no clearing."""
+def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
+               head: int | None = 0) -> None:
+    """The walk printed whole from step `start`, screens separated by rules: no waiting, no
+    clearing. With several heads, head `head` (0-based) is printed in full and every head on one
+    summary screen after it, so the output does not grow with the number of heads; head None
+    prints every head in full, later heads pointing back to head 1's explanations."""
+    from .render.overview import heads_summary
     from .render.screens import explained_at, stage_screen
 
     steps = walk.steps
-    for i, (stage, head) in enumerate(steps):
-        if i < start:
-            continue
-        if i > start:
+    one_head = walk.scenario.heads > 1 and head is not None
+    printed = 0
+
+    def show(renderable) -> None:
+        nonlocal printed
+        if printed:
             console.print(Rule(characters="-" if opts.ascii else "─", style="dim"))
-        first = explained_at(steps, i)  # later heads point back instead of repeating the text
-        console.print(stage_screen(walk, stage, head, opts, index=i + 1, count=len(steps),
-                                   explained_at=first if first is not None and first > start else None))
+        console.print(renderable)
+        printed += 1
+
+    for i, (stage, h) in enumerate(steps):
+        if i < start or (one_head and stage.per_head and h != head):
+            continue
+        first = None if one_head else explained_at(steps, i)  # later heads point back to head 1
+        show(stage_screen(walk, stage, h, opts, index=i + 1, count=len(steps),
+                          explained_at=first if first is not None and first > start else None))
+        if one_head and stage.per_head and (i + 1 == len(steps) or steps[i + 1][1] != head
+                                            or not steps[i + 1][0].per_head):
+            show(heads_summary(walk, head, opts))  # after the shown head's last screen
 
 
-def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str) -> str:
-    """The whole walk as the learner sees it, drawn on a recording console of opts.width columns
+def head_option(scenario: Scenario, value: str | None) -> int | None:
+    """--head: a head counted from 1, returned 0-based, or "all" (None); head 1 when not given."""
+    if value is None:
+        return 0
+    if value.strip().lower() == "all":
+        return None
+    if not value.strip().isdecimal():
+        raise UsageError(f"--head {value}: give a head number from 1 to {scenario.heads}, or all")
+    from .compare import check_head
+
+    return check_head(scenario, int(value))
+
+
+def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0) -> str:
+    """The whole walk as print_walk prints it, drawn on a recording console of opts.width columns
     and exported as SVG, HTML or plain text."""
     import io
 
     recorder = Console(record=True, file=io.StringIO(), width=opts.width, color_system="truecolor",
                        highlight=False, soft_wrap=False, emoji=False)
-    print_walk(recorder, walk, opts)
+    print_walk(recorder, walk, opts, head=head)
     if fmt == "svg":
         return recorder.export_svg(title=f"attnwalk: {walk.scenario.name} ({walk.mode})")
     if fmt == "html":
@@ -103,8 +132,9 @@ def write_atomically(path: Path, content: str) -> None:
 
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
-                 resume: bool = False) -> int:
-    """Run or step through one scenario; returns the exit code."""
+                 resume: bool = False, head: str | None = None) -> int:
+    """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
+    head a printed walk shows in full (or "all"), where the stepper starts."""
     from .i18n import detect_lang, text
     from .pipeline import compute
     from .scenario import load_scenario
@@ -113,21 +143,27 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None
     scenario = load_scenario(scenario_arg(name, scenario_file))
+    shown = head_option(scenario, head)
     walk = compute(scenario, mode)
     console = make_console()
     opts = opts.with_(width=console.size.width)
     if save is not None:
-        write_atomically(save, recorded_walk(walk, opts, fmt))
+        write_atomically(save, recorded_walk(walk, opts, fmt, shown))
     start, note = 0, ""
     if resume:
         from .progress import resume_start
 
         start, note = resume_start(scenario, walk.steps, opts.lang)
+        stage, step_head = walk.steps[start]
+        if head is None and stage.per_head:  # resumed inside a later head: print that one
+            shown = step_head
     if not no_pause and interactive():
         from .keys import TerminalKeys
         from .progress import remember_stage
         from .stepper import Stepper
 
+        if shown and not resume:  # --head N: step from that head's first screen
+            start = next(i for i, (stage, h) in enumerate(walk.steps) if stage.per_head and h == shown)
         with TerminalKeys() as keys:
             stepper = Stepper(scenario, console, keys, opts, mode=mode)
             stepper.index, stepper.message = start, note
@@ -139,5 +175,5 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
     if note:
         print(note, file=sys.stderr)
-    print_walk(console, walk, opts, start=start)
+    print_walk(console, walk, opts, start=start, head=shown)
     return 0

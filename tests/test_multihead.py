@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.keys import ScriptedKeys
+from attnwalk.pipeline import compute
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario import load_scenario, scenario_from_text
 from attnwalk.stages import BY_KEY, formula
@@ -93,6 +94,13 @@ def shapes_walk() -> tuple[str, float]:
     return result.stdout, elapsed
 
 
+@pytest.fixture(scope="module")
+def shapes_all() -> str:
+    result = CliRunner().invoke(app, ["run", "shapes", "--head", "all"])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
 def test_run_shapes_piped_shows_the_lesson_shapes_first(shapes_walk) -> None:
     text, _ = shapes_walk
     overview = text[:text.index("Stage 2 /")]  # the first screen: the shapes before any numbers
@@ -103,26 +111,79 @@ def test_run_shapes_piped_shows_the_lesson_shapes_first(shapes_walk) -> None:
     assert "more rows" in text and "more columns" in text
 
 
-def test_run_shapes_piped_walks_every_head_in_bounded_output(shapes_walk) -> None:
+def test_run_shapes_piped_shows_head_1_in_full_and_every_head_in_a_summary(shapes_walk) -> None:
+    # A printed walk shows one head's screens, not all eight heads' (that was 41 screens and ~2,300
+    # lines): head 1 in full, then one summary screen of every head, then concat and O. Stage
+    # numbers stay the stepper's, so --resume and `g` mean the same stage.
     text, elapsed = shapes_walk
     lines = text.splitlines()
-    assert len(lines) < 3000, len(lines)
+    assert len(lines) < 1000, len(lines)
     assert max(len(line) for line in lines) <= 80
+    found = headers(text)
+    assert len(found) == 13  # 7 shared, head 1's QKᵀ, S, A and Z, concat, O
+    assert sum("head 1 / 8" in line for line in found) == 4
+    assert not any(f"head {h} / 8" in line for line in found for h in range(2, 9))
+    assert "Stage 40 / 41   concat" in text and "Stage 41 / 41   O" in text
+    assert "100 × 64 = n × d_v" in screen(text, 11)  # head 1's Z
+    assert "100 × 512 = n × h·d_v" in screen(text, 40)
+    assert elapsed < 10  # generous for a loaded machine; `time attnwalk run shapes | cat` is ~0.5 s
+
+
+def test_heads_summary_shows_where_the_query_looks_in_every_head(shapes_walk) -> None:
+    text, _ = shapes_walk
+    summary = text[text.index("All 8 heads at a glance"):text.index("Stage 40 /")]
+    assert "Where does query t99 (row 100) look in each?" in " ".join(summary.split())
+    walk = compute(load_scenario("shapes"))
+    for h in range(8):
+        a = walk.heads[h].mats["A"][99]  # the last query: shapes has no focus
+        p = a[a > 0]
+        bits = float(-(p * np.log2(p)).sum())  # entropy, written out here
+        top = int(np.argmax(a))
+        mark = "   shown in full above" if h == 0 else ""
+        assert re.search(rf"(?m)^ +{h + 1} +{64 * h}–{64 * h + 63} +t{top} +{a[top]:.4f} +{bits:.2f}"
+                         rf"{mark}", summary), h
+    assert "6.64 bits when it is spread evenly over the 100 keys" in " ".join(summary.split())
+    assert "--head N" in summary and "--head all" in summary
+
+
+def test_run_shapes_head_all_prints_every_head(shapes_all) -> None:
+    text = shapes_all
     found = headers(text)
     assert len(found) == 41  # 7 shared, 8 heads × (QKᵀ, S, A, Z), concat, O
     for h in range(1, 9):
         assert sum(f"head {h} / 8" in line for line in found) == 4
-    assert "Stage 40 / 41   concat" in text and "Stage 41 / 41   O" in text
-    assert "100 × 64 = n × d_v" in screen(text, 11)  # head 1's Z
-    assert "100 × 512 = n × h·d_v" in screen(text, 40)
-    assert elapsed < 10  # generous for a loaded machine; `time attnwalk run shapes | cat` is ~1 s
+    assert "All 8 heads at a glance" not in text
+    assert len(text.splitlines()) < 3000
 
 
-def test_shapes_later_heads_point_back_instead_of_repeating_the_text(shapes_walk) -> None:
-    text, _ = shapes_walk
+def test_shapes_later_heads_point_back_instead_of_repeating_the_text(shapes_all) -> None:
+    text = shapes_all
     assert "Common mistake" in screen(text, 8)  # head 1's QKᵀ explains
     later = " ".join(screen(text, 12).split())  # head 2's QKᵀ, its lines joined
     assert "Common mistake" not in later and "see stage 8 (head 1)" in later
+
+
+def test_head_option_prints_that_head_in_full(tmp_path) -> None:
+    text = walk_text(tmp_path, TWO_HEADS, "--head", "2")
+    found = headers(text)
+    assert [line.split("   ")[-1] for line in found if "head" in line] == ["head 2 / 2"] * 4
+    qkt_2 = " ".join(screen(text, 12).split())
+    assert "Head 2 / 2 takes columns 2–3 of Q and K" in qkt_2
+    assert "Common mistake" in qkt_2  # the first head printed explains in full
+    summary = text[text.index("All 2 heads at a glance"):text.index("Stage 16 /")]
+    assert re.search(r"(?m)^ +2 +2–3 .*shown in full above", summary)
+    assert "Head 2 is printed in full above" in " ".join(summary.split())
+
+
+@pytest.mark.parametrize("value, says", [("3", "--head 3: scenario has 2 heads, numbered 1 to 2"),
+                                         ("two", "--head two: give a head number from 1 to 2, or all"),
+                                         ("0", "--head 0: scenario has 2 heads")])
+def test_bad_head_option_is_one_line_exit_2(tmp_path, value, says) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(TWO_HEADS, encoding="utf-8")
+    result = CliRunner().invoke(app, ["step", "--scenario", str(path), "--head", value])
+    assert result.exit_code == 2
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_shapes_export_has_eight_heads_of_100_by_64() -> None:
@@ -166,7 +227,7 @@ def test_random_matrices_are_seeded_and_checked() -> None:
 
 
 def test_two_heads_walk_names_the_head_in_every_per_head_header(tmp_path) -> None:
-    text = walk_text(tmp_path, TWO_HEADS)
+    text = walk_text(tmp_path, TWO_HEADS, "--head", "all")
     found = headers(text)
     assert [line.split("   ")[-1] for line in found if "head" in line] == \
         ["head 1 / 2"] * 4 + ["head 2 / 2"] * 4

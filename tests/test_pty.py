@@ -112,6 +112,15 @@ def test_resizing_the_terminal_draws_the_stage_again() -> None:
     assert finish(child) == 0
 
 
+def test_head_option_starts_the_stepper_at_that_head() -> None:
+    child = spawn("run", "shapes", "--head", "3")
+    child.expect(r"\b16 / 41\b")  # head 3's QKᵀ: 7 shared screens and 2 heads × 4 come before it
+    child.expect_exact("head 3 / 8")
+    child.expect("q quit")
+    child.send("q")
+    assert finish(child) == 0
+
+
 def test_no_pause_prints_everything_without_waiting() -> None:
     child = spawn("run", "girl_bangs", "--no-pause")
     child.expect(r"\b11 / 11\b")

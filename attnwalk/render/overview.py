@@ -1,16 +1,19 @@
 """What a walk shows beyond one head and one sequence: the shapes of every stage, the head each
-group of screens belongs to, which columns of Q, K and V each head takes, and the source sequence
-of cross-attention. All of it is read off the stage list and the walk's own matrices.
+group of screens belongs to, which columns of Q, K and V each head takes, every head at a glance
+(for a printed walk that shows one head in full), and the source sequence of cross-attention. All
+of it is read off the stage list and the walk's own matrices.
 """
 
 from __future__ import annotations
+
+import math
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
 from ..i18n import text
-from ..pipeline import Walk
+from ..pipeline import Walk, entropy_bits
 from ..stages import TOKENS, Stage
 from . import style
 from .fasttable import FastTable
@@ -86,6 +89,52 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
     heading = style.say(opts, "heads.title", "Multi-head attention")
     return Panel(Group(*body), title=Text(f"{heading} {style.markers(opts).dot} {title}"),
                  title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
+
+
+def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
+    """Every head on one screen, for a printed walk that shows only head `shown` (0-based) in
+    full: where the query the screens work through looks in each head (its top key and weight) and
+    how spread that row of A is (its entropy), with how to print or step to another head."""
+    from .worked import default_cell  # the query row every screen works through
+
+    scn = walk.scenario
+    row = default_cell(walk, "A", shown)[0]
+    keys = token_labels(scn.key_tokens)
+    allowed = int(scn.allowed[row].sum())
+    table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
+    for key, fallback, justify in (("heads.summary_head", "head", "right"),
+                                   ("heads.summary_columns", "columns", "right"),
+                                   ("heads.summary_top", "top key", "left"),
+                                   ("heads.summary_weight", "weight", "right"),
+                                   ("heads.summary_entropy", "entropy (bits)", "right")):
+        table.add_column(Text(style.say(opts, key, fallback)), justify=justify, no_wrap=True)
+    table.add_column("", no_wrap=True)
+    dash = style.plain("–", opts)
+    for h in shown_indices(scn.heads, opts.max_rows):
+        if h is GAP:
+            more = style.say(opts, "ui.more_rows", "… {count} more rows …",
+                             count=scn.heads - opts.max_rows)
+            table.add_row(Text(style.markers(opts).ellipsis), None, Text(more, style=style.NOTE))
+            continue
+        A = walk.heads[h].mats["A"]  # (n, m): only its row `row` is read
+        top = default_cell(walk, "A", h)[1]
+        bits = float(entropy_bits(A[row:row + 1])[0])
+        mark = style.say(opts, "heads.summary_shown", "shown in full above") if h == shown else ""
+        table.add_row(Text(str(h + 1)), Text(f"{h * scn.d_k}{dash}{(h + 1) * scn.d_k - 1}"),
+                      Text(keys[top]), Text(style.number(float(A[row, top]), opts)),
+                      Text(f"{bits:.2f}"), Text(mark, style=style.NOTE))
+    title = style.say(opts, "heads.summary_title", "All {heads} heads at a glance", heads=scn.heads)
+    what = style.say(opts, "heads.summary_what", "Each head computed its own QKᵀ, S, A and Z from "
+                     "its own columns of Q, K and V. Where does query {token} (row {row}) look "
+                     "in each?", token=token_labels(scn.tokens)[row], row=row + 1)
+    entropy = style.say(opts, "heads.summary_entropy_note", "entropy: 0 bits when all the weight "
+                        "is on one key, {max} bits when it is spread evenly over the {count} keys "
+                        "the query may attend to", max=f"{math.log2(allowed):.2f}", count=allowed)
+    more = style.say(opts, "heads.summary_more", "Head {head} is printed in full above. To print "
+                     "another head in full, add --head N (every head: --head all); stepping "
+                     "through the walk, h moves to the next head.", head=shown + 1)
+    return Group(Text(title, style=style.SCREEN_TITLE), Text(what), Text(""), table,
+                 Text(entropy, style=style.NOTE), Text(""), Text(more, style=style.NOTE))
 
 
 def starts_head(walk: Walk, stage: Stage) -> bool:
