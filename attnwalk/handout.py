@@ -31,6 +31,8 @@ from .render.heatmap import GAP, shown_indices
 from .render.worked import axes
 from .stages import TOKENS, Stage, formula
 
+DEFAULT_MODE = "scaled"  # the mode scenario descriptions are written for
+
 FORMATS = ("markdown", "latex", "csv")
 
 
@@ -78,8 +80,9 @@ def sections(walk: Walk, opts: ViewOptions) -> list[Section]:
     return [Section(walk, stage, head, i, opts) for i, (stage, head) in enumerate(walk.steps, 1)]
 
 
-def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str]:
-    """Title, description, the settings line and the mode's explanation, in `lang`."""
+def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str, str]:
+    """Title, description, the settings line (which names the mode), a note on the description
+    when the mode is not the default and the mode's explanation, in `lang`."""
     tx = text(lang)
     scn = walk.scenario
     dims = f"n = {scn.n}, d_model = {scn.d_model}, d_k = {scn.d_k}, d_v = {scn.d_v}"
@@ -87,8 +90,14 @@ def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str]:
         dims += f", m = {scn.m}"
     if scn.heads > 1:
         dims += f", h = {scn.heads}"
-    settings = f"{scn.name} · {tx.t('ui.mode')}{tx.t('ui.colon')}{tx.t(f'mode.{walk.mode}.name')} · {dims}"
-    return (pick(scn.title, lang) or scn.name, pick(scn.description, lang), settings,
+    mode = tx.t(f"mode.{walk.mode}.name")
+    settings = f"{scn.name} · {tx.t('ui.mode')}{tx.t('ui.colon')}{mode} · {dims}"
+    description = pick(scn.description, lang)
+    # A scenario's description is written for the default mode and quotes its numbers; in any
+    # other mode the tables differ from them, so say which numbers are which.
+    note = (tx.t("handout.mode_note", mode=mode, default=tx.t(f"mode.{DEFAULT_MODE}.name"))
+            if description and walk.mode != DEFAULT_MODE else "")
+    return (pick(scn.title, lang) or scn.name, description, settings, note,
             tx.t(f"mode.{walk.mode}.explain"))
 
 
@@ -125,10 +134,12 @@ def _md_table(header: list[str], rows: list[list[str]], left: int = 0) -> list[s
 def markdown(walk: Walk, opts: ViewOptions) -> str:
     tx = text(opts.lang)
     colon = tx.t("ui.colon")  # ": ", in Chinese "："
-    title, description, settings, mode = _facts(walk, opts.lang)
+    title, description, settings, note, mode = _facts(walk, opts.lang)
     lines = [f"# {title}", "", settings, ""]
     if description:
         lines += [description.replace("\n", "\n\n"), ""]
+    if note:
+        lines += [f"> {note}", ""]
     lines += [f"*{mode}*", ""]
     for s in sections(walk, opts):
         lines += [f"## {s.heading}", "", f"{tx.t('ui.formula')}{colon}`{s.formula}`"
@@ -147,11 +158,13 @@ def markdown(walk: Walk, opts: ViewOptions) -> str:
 def latex(walk: Walk, opts: ViewOptions) -> str:
     tx = text(opts.lang)
     colon = latex_text(tx.t("ui.colon"))
-    title, description, settings, mode = _facts(walk, opts.lang)
+    title, description, settings, note, mode = _facts(walk, opts.lang)
     body = [f"\\section*{{{latex_text(title, math=False)}}}",
             f"\\noindent {latex_text(settings, math=False)}", ""]
     if description:
         body += [latex_text(description, math=False).replace("\n", "\n\n"), ""]
+    if note:
+        body += [f"\\textbf{{{latex_text(note)}}}", ""]
     body += [f"\\emph{{{latex_text(mode)}}}", ""]
     widest = 1
     for s in sections(walk, opts):

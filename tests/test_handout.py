@@ -281,3 +281,36 @@ def test_big_latex_fits_the_page(tmp_path):
     subprocess.run(["xelatex", "-interaction=nonstopmode", "-halt-on-error", "handout.tex"],
                    cwd=tmp_path, capture_output=True, timeout=300, check=True)
     assert "Overfull" not in (tmp_path / "handout.log").read_text(encoding="utf-8", errors="replace")
+
+
+# -- the mode: a handout never contradicts its own tables -------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "latex"])
+@pytest.mark.parametrize("mode", ["unscaled", "uniform", "hard"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_handout_in_another_mode_says_its_description_is_the_scaled_one(fmt, mode, lang):
+    # girl_bangs' description quotes A[女生, 刘海] = 0.8078, the scaled weight (lesson 002)
+    tx = text(lang)
+    out = handout(walk_of("girl_bangs", mode), fmt, ViewOptions(lang=lang))
+    name, scaled = tx.t(f"mode.{mode}.name"), tx.t("mode.scaled.name")
+    settings = f"{tx.t('ui.mode')}{tx.t('ui.colon')}{name}"
+    note = tx.t("handout.mode_note", mode=name, default=scaled)
+    if fmt == "latex":
+        settings, note = latex_text(settings, math=False), latex_text(note)
+    header = out.split("\\section*" if fmt == "latex" else "# ", 1)[1].splitlines()[:3]
+    assert any(settings in line for line in header)  # the mode, in the header
+    assert out.count(note) == 1
+    above, below = out.split(note)
+    assert "0.8078" in above and "0.8078" not in below  # description above, tables below
+    assert tx.t(f"mode.{mode}.explain").split(" ")[0] in below
+    if mode == "unscaled":
+        # softmax of lesson 002's QKᵀ row 女生, [4.9500, 6.2388, 8.7467], not divided by √2
+        assert "0.9059" in below
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "latex"])
+def test_a_scaled_handout_states_its_mode_and_needs_no_note(fmt):
+    out = handout(walk_of("girl_bangs"), fmt, ViewOptions())
+    assert "mode: scaled" in out
+    assert "default mode" not in out
