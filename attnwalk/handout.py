@@ -8,9 +8,11 @@ scenario does differently) in the chosen language.
 - latex: a document that compiles on its own: each matrix as a labelled `tabular` and as a
   `bmatrix` to paste into slides. Chinese text needs xelatex (ctex chooses the fonts; the file
   says so in its first lines); a handout in plain ASCII compiles with pdflatex too.
-- csv: one row per cell, long format: stage,head,row,row_label,col,col_label,value, with rows
-  and columns counted from 1 (head empty for stages shared by every head) and every value at
-  full float64 precision (-inf for masked scores), so a spreadsheet or script can pivot it.
+- csv: one row per cell, long format: stage,head,row,row_label,col,col_label,value. head, row
+  and col are 0-based array indices, as in the JSON export's lists (stages.heads[head][stage]
+  [row][col]; head is empty for stages shared by every head and 0 in a one-head walk);
+  row_label and col_label are the tokens or dimension indices the screens show. Every value is
+  at full float64 precision (-inf for masked scores), so a spreadsheet or script can pivot it.
 """
 
 from __future__ import annotations
@@ -220,9 +222,9 @@ def csv_text(walk: Walk, opts: ViewOptions) -> str:
             continue
         rows, cols = axes(walk, stage, head)
         M = np.asarray(walk.matrix(stage.key, head))
-        head_cell = head + 1 if stage.per_head else ""
-        for i, j in np.ndindex(M.shape):
-            writer.writerow((stage.key, head_cell, i + 1, rows[i], j + 1, cols[j], repr(float(M[i, j]))))
+        head_cell = head if stage.per_head else ""
+        for i, j in np.ndindex(M.shape):  # M[i, j] as a script indexes it, then the labels
+            writer.writerow((stage.key, head_cell, i, rows[i], j, cols[j], repr(float(M[i, j]))))
     return out.getvalue()
 
 

@@ -206,10 +206,11 @@ def test_csv_is_long_format_at_full_precision():
     expected = sum(walk.matrix(s.key, h).size for s, h in walk.steps if s.key != "tokens")
     assert len(rows) == expected
     for r in rows:
-        stage, head = r["stage"], int(r["head"]) - 1 if r["head"] else 0
-        assert float(r["value"]) == walk.matrix(stage, head)[int(r["row"]) - 1, int(r["col"]) - 1]
+        stage, head = r["stage"], int(r["head"]) if r["head"] else 0
+        assert float(r["value"]) == walk.matrix(stage, head)[int(r["row"]), int(r["col"])]
     sm = [r for r in rows if r["stage"] == "S+M" and r["row_label"] == "T1" and r["col_label"] == "T3"]
-    assert sm[0]["value"] == "-inf" and sm[0]["head"] == "1"
+    assert sm[0]["value"] == "-inf" and sm[0]["head"] == "0"
+    assert (sm[0]["row"], sm[0]["col"]) == ("0", "2")
     e = next(r for r in rows if r["stage"] == "E")
     assert e["head"] == ""  # shared by every head
 
@@ -220,8 +221,18 @@ def test_csv_keeps_heads_apart():
     a = {(r["head"], r["row"], r["col"]): float(r["value"]) for r in rows if r["stage"] == "A"}
     for h in (0, 1):
         M = walk.matrix("A", h)
-        assert np.array_equal([[a[(str(h + 1), str(i + 1), str(j + 1))] for j in range(4)] for i in range(4)], M)
+        assert np.array_equal([[a[(str(h), str(i), str(j))] for j in range(4)] for i in range(4)], M)
     assert {r["row_label"] for r in rows} == {"a_b", "c&d", "50%", "{x}"}
+
+
+def test_csv_indices_count_from_0_like_the_json_lists_and_labels_stay():
+    # lesson 002: E[女生] = [3.0, 1.0], QKᵀ[撩, 刘海] = 7.2868
+    lines = handout(walk_of("girl_bangs"), "csv", ViewOptions()).splitlines()
+    assert "E,,0,女生,0,0,3.0" in lines and "E,,0,女生,1,1,1.0" in lines
+    qk = next(line.split(",") for line in lines if line.startswith("QK^T,"))
+    assert qk[:6] == ["QK^T", "0", "0", "女生", "0", "女生"]  # head 0: the only head
+    cell = next(line.split(",") for line in lines if line.startswith("QK^T,0,1,撩,2,"))
+    assert cell[5] == "刘海" and round(float(cell[6]), 4) == 7.2868
 
 
 # -- the command ------------------------------------------------------------------------------
