@@ -40,6 +40,7 @@ _FRAGMENT = re.compile(r"√\w+|e\^[−-]?(?:∞|\d+)|(?<![A-Za-z0-9_])\d+\^\([^
 WIDE = 9  # matrices with this many columns or more are scaled to the width of the page
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _SPACE = re.compile(r"\s+")
+_QUOTED = re.compile(r'"([^"]*)"')
 
 
 def _wide(ch: str) -> bool:
@@ -50,9 +51,16 @@ def _escape(s: str) -> str:
     return "".join(_TEXT.get(ch, ch) for ch in s)
 
 
+def _curly_quotes(s: str) -> str:
+    """"…" as “…”, which _TEXT writes as ``…'': LaTeX prints a straight " as a closing quote.
+    A quote left without a partner stays as it is; 「」 and other quotes are untouched."""
+    return _QUOTED.sub(r"“\1”", s)
+
+
 def latex_text(s: str, math: bool = True) -> str:
     """`s` for LaTeX's text mode. With `math`, formula-like pieces of attnwalk's own text (d_k,
     √d_k, QKᵀ) are set as math; user text (names, tokens, titles) is only escaped."""
+    s = _curly_quotes(s)
     if not math:
         return _escape(s)
     out, end = [], 0

@@ -167,6 +167,17 @@ def test_formulas_become_math():
     assert latex_text("my_scenario", math=False) == "my\\_scenario"
 
 
+def test_straight_double_quotes_become_tex_quotes_and_chinese_quotes_stay():
+    assert latex_text('9527 is not "more" than 875') == "9527 is not ``more'' than 875"
+    assert latex_text('"W_Q" and "a & b"', math=False) == "``W\\_Q'' and ``a \\& b''"
+    assert latex_text('decide "is this worth\nattending to?"') == "decide ``is this worth\nattending to?''"
+    assert latex_text("并不比 875「大」") == "并不比 875「大」"
+    tex = handout(walk_of("girl_bangs"), "latex", ViewOptions())
+    assert "not ``more'' than 875" in tex  # stage tokens, the common mistake
+    assert "(女生撩刘海, ``the girl brushes her bangs'')" in tex  # the scenario's description
+    assert '"' not in tex.split("\\begin{document}")[1]
+
+
 ENGINES = [engine for engine in ("xelatex", "pdflatex") if shutil.which(engine)]
 
 
