@@ -1,4 +1,5 @@
-"""What a learner has done, per scenario: the last stage of the walk reached and quiz results.
+"""What a learner has done, per scenario: the furthest stage of the walk reached, the stage it was
+left at (where --resume starts) and quiz results.
 
 One small JSON file in the user's state directory (see `state_dir`), written atomically. It never
 stops a walk or a quiz: a corrupt or unwritable file gives one warning on stderr, then attnwalk
@@ -8,9 +9,15 @@ goes on without it (and a corrupt file is replaced by a good one at the next sav
      "scenarios": {
        "girl_bangs": {                                   # a built-in by name, a file by its path
          "walk": {"stage": 6, "total": 11, "stage_key": "S", "head": 0, "furthest": 8,
-                  "when": "2026-11-29T09:20:00+00:00"},  # stage: 0-based index into Walk.steps
-         "quiz": {"last": {"score": 12, "answered": 16, "questions": 16, "when": "…"},
-                  "best": {… the best complete quiz …}, "attempts": 3}}}}
+                  "furthest_key": "A", "when": "2026-11-29T09:20:00+00:00"},
+                  # stage: the last one shown, 0-based index into Walk.steps; furthest: the highest
+         "quiz": {"last": {"score": 12, "answered": 16, "questions": 16, "full": 16, "when": "…"},
+                  "best": {… the best whole quiz …}, "attempts": 3}}}}
+                  # questions: how many were asked (--count N); full: how many the whole quiz has
+
+A quiz is the best only when it is the whole quiz, every question answered: a `--count 2` run
+with both right is not a better quiz than 12 of 16, only a shorter one. Records written before
+"full" and "furthest_key" were kept read as before.
 """
 
 from __future__ import annotations
@@ -138,20 +145,29 @@ class Progress:
         def change(record: dict) -> None:
             old = record.get("walk") if isinstance(record.get("walk"), dict) else {}
             furthest = old.get("furthest") if isinstance(old.get("furthest"), int) else -1
+            furthest_key = old.get("furthest_key")
+            if index >= furthest or furthest >= len(steps):  # further, or the file lost stages
+                furthest, furthest_key = index, stage.key
             record["walk"] = {"stage": index, "total": len(steps), "stage_key": stage.key,
-                              "head": head, "furthest": max(furthest, index), "when": when or now()}
+                              "head": head, "furthest": furthest, "when": when or now()}
+            if isinstance(furthest_key, str):
+                record["walk"]["furthest_key"] = furthest_key
 
         return self.update(key, change)
 
     def record_quiz(self, key: str, score: int, answered: int, questions: int,
-                    when: str | None = None) -> bool:
-        """A quiz of `questions` questions ended with `score` right out of `answered`."""
-        result = {"score": score, "answered": answered, "questions": questions, "when": when or now()}
+                    when: str | None = None, full: int | None = None) -> bool:
+        """A quiz of `questions` questions (of `full` in the whole quiz; --count asks fewer)
+        ended with `score` right out of `answered`."""
+        full = questions if full is None else full
+        result = {"score": score, "answered": answered, "questions": questions, "full": full,
+                  "when": when or now()}
 
         def change(record: dict) -> None:
             old = record.get("quiz") if isinstance(record.get("quiz"), dict) else {}
             best = old.get("best") if isinstance(old.get("best"), dict) else None
-            if answered == questions and (best is None or _fraction(result) > _fraction(best)):
+            if _whole(result) and (best is None or not _whole(best) or _short(best, full)
+                                   or _fraction(result) > _fraction(best)):
                 best = result
             attempts = old.get("attempts") if isinstance(old.get("attempts"), int) else 0
             record["quiz"] = {"last": result, "best": best, "attempts": attempts + 1}
@@ -186,6 +202,18 @@ class Progress:
             return 0
         del scenarios[key]
         return 1 if self.save(scenarios) else 0
+
+
+def _whole(result: dict) -> bool:
+    """Every question of the whole quiz answered (not stopped early, not --count N of them)."""
+    questions = result.get("questions")
+    return result.get("answered") == questions and result.get("full", questions) == questions
+
+
+def _short(best: dict, full: int) -> bool:
+    """A best saved before "full" was kept, with fewer questions than the whole quiz: a --count run."""
+    questions = best.get("questions")
+    return "full" not in best and isinstance(questions, int) and questions < full
 
 
 def _fraction(result: dict) -> float:

@@ -15,7 +15,8 @@ FIRST_LESSON = "girl_bangs"
 
 
 def progress_view(lang: str, store: Progress | None = None) -> RenderableType:
-    """One row per scenario: the stage reached, the last and the best quiz, when."""
+    """One row per scenario: the furthest stage reached, where --resume starts, the last and the
+    best quiz, when."""
     store = store or Progress()
     tx = text(lang)
     scenarios = store.load()
@@ -23,13 +24,13 @@ def progress_view(lang: str, store: Progress | None = None) -> RenderableType:
     if not scenarios:
         return Group(Text(tx.t("progress.none", name=FIRST_LESSON)), where)
     table = Table(title=tx.t("progress.title"), title_justify="left")
-    for key in ("scenario", "stage", "quiz", "best", "when"):
+    for key in ("scenario", "stage", "resume_at", "quiz", "best", "when"):
         table.add_column(tx.t(f"progress.{key}"), overflow="fold")
     for name, record in sorted(scenarios.items()):
         walk = _dict(record.get("walk"))
         quiz = _dict(record.get("quiz"))
         times = [t for t in (walk.get("when"), _dict(quiz.get("last")).get("when")) if t]
-        table.add_row(name, _stage(walk), _score(_dict(quiz.get("last")), tx),
+        table.add_row(name, _furthest(walk), _stage(walk), _score(_dict(quiz.get("last")), tx),
                       _score(_dict(quiz.get("best")), tx), local_time(max(times)) if times else "")
     return Group(table, where)
 
@@ -38,20 +39,32 @@ def _dict(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _stage(walk: dict) -> str:
-    index, total = walk.get("stage"), walk.get("total")
+def _stage(walk: dict, index_field: str = "stage", key_field: str = "stage_key") -> str:
+    """"2 / 11 (E)": a stage of the walk, counted from 1 as the walk shows it."""
+    index, total = walk.get(index_field), walk.get("total")
     if not isinstance(index, int) or not isinstance(total, int):
         return ""
-    key = walk.get("stage_key")
+    key = walk.get(key_field)
     return f"{index + 1} / {total}" + (f" ({key})" if isinstance(key, str) else "")
 
 
+def _furthest(walk: dict) -> str:
+    """The furthest stage reached (a record from before "furthest" was kept knows only the last)."""
+    furthest = walk.get("furthest")
+    if not isinstance(furthest, int) or furthest == walk.get("stage"):
+        return _stage(walk)
+    return _stage(walk, "furthest", "furthest_key")
+
+
 def _score(result: dict, tx) -> str:
+    """"12 / 16", or "2 / 2 (of 16 questions)" for a quiz stopped early or cut short by --count."""
     score, answered, questions = (result.get(k) for k in ("score", "answered", "questions"))
     if not all(isinstance(v, int) for v in (score, answered, questions)):
         return ""
-    if answered < questions:
-        return tx.t("progress.stopped", score=score, answered=answered, questions=questions)
+    full = result.get("full")
+    whole = max(questions, full) if isinstance(full, int) else questions
+    if answered < whole:
+        return tx.t("progress.stopped", score=score, answered=answered, questions=whole)
     return f"{score} / {answered}"
 
 

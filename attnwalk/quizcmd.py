@@ -172,7 +172,8 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     lang = detect_lang(lang)
     scenario = load_scenario(scenario_arg(name, scenario_file))
     walk = compute(scenario, "scaled")
-    asked = questions(walk, lang, seed=seed, count=count)
+    whole = questions(walk, lang, seed=seed)
+    asked = whole[:count] if count is not None else whole
     console = make_console()
     title = pick(scenario.title, lang)
     console.print(Text(text(lang).t("quiz.title", name=scenario.name), style="bold"))
@@ -181,5 +182,6 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
     result = run_quiz(walk, asked, console, answers, lang)
     if result.answered:
-        Progress().record_quiz(scenario_key(scenario), result.score, result.answered, result.questions)
+        Progress().record_quiz(scenario_key(scenario), result.score, result.answered, result.questions,
+                               full=len(whole))
     return 130 if result.interrupted else 0

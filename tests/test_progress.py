@@ -94,6 +94,55 @@ def test_quiz_results_keep_last_best_and_attempts(state):
     assert quiz["last"]["when"] == "t4" and quiz["best"]["when"] == "t3"
 
 
+def test_the_furthest_stage_is_kept_apart_from_where_resume_starts(state):
+    store, steps = Progress(state), steps_of("girl_bangs")
+    store.record_stage("girl_bangs", 10, steps)  # walked to the end, Z
+    store.record_stage("girl_bangs", 1, steps)  # later quit at E
+    walk = store.load()["girl_bangs"]["walk"]
+    assert (walk["furthest"], walk["furthest_key"]) == (10, "Z")
+    out = runner.invoke(app, ["progress"], env={"COLUMNS": "150"}).stdout
+    assert "11 / 11 (Z)" in out and "2 / 11 (E)" in out
+    assert "furthest stage" in out and "--resume starts at" in out
+    assert out.index("11 / 11 (Z)") < out.index("2 / 11 (E)")  # furthest first, then --resume
+    zh = runner.invoke(app, ["progress", "--lang", "zh"], env={"COLUMNS": "150"}).stdout
+    assert "11 / 11 (Z)" in zh and "2 / 11 (E)" in zh
+
+
+def test_a_record_from_before_furthest_was_kept_shows_its_stage(state):
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"version": 1, "scenarios": {"g": {"walk": {
+        "stage": 3, "total": 11, "stage_key": "Q", "head": 0, "when": "2026-01-01T00:00:00+00:00"}}}}),
+        encoding="utf-8")
+    out = runner.invoke(app, ["progress"], env={"COLUMNS": "150"}).stdout
+    assert out.count("4 / 11") == 2  # furthest and --resume: all that is known
+
+
+def test_a_short_quiz_is_never_the_best_and_says_it_was_short(state):
+    store = Progress(state)
+    store.record_quiz("g", 12, 16, 16, full=16, when="t1")
+    store.record_quiz("g", 2, 2, 2, full=16, when="t2")  # --count 2: all of it right, but 2 of 16
+    quiz = store.load()["g"]["quiz"]
+    assert quiz["best"]["when"] == "t1" and quiz["last"]["full"] == 16
+    out = runner.invoke(app, ["progress"], env={"COLUMNS": "150"}).stdout
+    assert "12 / 16" in out and "2 / 2 (of 16 questions)" in out
+
+
+def test_a_best_saved_from_a_short_quiz_gives_way_to_a_whole_one(state):
+    state.parent.mkdir(parents=True)
+    old = {"score": 2, "answered": 2, "questions": 2, "when": "old"}  # before 'full': a --count 2 run
+    state.write_text(json.dumps({"version": 1, "scenarios": {"g": {"quiz": {
+        "last": old, "best": old, "attempts": 1}}}}), encoding="utf-8")
+    store = Progress(state)
+    store.record_quiz("g", 9, 16, 16, full=16, when="new")
+    assert store.load()["g"]["quiz"]["best"]["when"] == "new"
+
+
+def test_cli_quiz_with_count_does_not_set_the_best(state):
+    runner.invoke(app, ["quiz", "girl_bangs", "-n", "2"], input="7.29\n3x3\n")
+    quiz = Progress(state).load()["girl_bangs"]["quiz"]
+    assert quiz["best"] is None and quiz["last"]["questions"] == 2 and quiz["last"]["full"] > 2
+
+
 def test_reset_one_or_all(state):
     store = Progress(state)
     store.record_quiz("a", 1, 1, 1)
