@@ -74,6 +74,7 @@ class Question:
     tokens: tuple[str, ...] = ()  # TOKEN: the labels that may be named, in order
     cell: tuple[str, int, int, int] | None = None  # (stage key, head, row, col) to work out
     worked: str = ""  # questions without a cell: the arithmetic behind the answer
+    example: str = ""  # SHAPE: the format to answer in, as a shape that is not the answer ("5x2")
 
 
 def tolerance(value: float) -> float:
@@ -187,9 +188,22 @@ def _cell_question(walk: Walk, tx: Text, key: str, head: int, row: int, col: int
 
 def _shape_question(walk: Walk, tx: Text) -> Question:
     scn = walk.scenario
-    return Question("shape", SHAPE, tx.t("quiz.shape.question"), tx.t("quiz.shape.hint"),
-                    (scn.n, scn.m), f"{scn.n} × {scn.m}", ("scores_shape",),
-                    worked=tx.t("quiz.shape.worked", n=scn.n, m=scn.m, d_k=scn.d_k))
+    example = shape_example(scn.n, scn.m, scn.d_k)
+    return Question("shape", SHAPE, tx.t("quiz.shape.question", example=example),
+                    tx.t("quiz.shape.hint"), (scn.n, scn.m), f"{scn.n} × {scn.m}", ("scores_shape",),
+                    worked=tx.t("quiz.shape.worked", n=scn.n, m=scn.m, d_k=scn.d_k), example=example)
+
+
+_EXAMPLES = ((5, 2), (4, 7), (6, 3), (2, 8))
+
+
+def shape_example(n: int, m: int, d_k: int) -> str:
+    """A shape to show the answer's format with, "5x2", that is neither the answer nor a shape the
+    learner might take for it (n × m either way round, n × d_k, d_k × m): a hint of "3x3" gave
+    the answer away for three tokens."""
+    near = {(n, m), (m, n), (n, d_k), (d_k, m), (d_k, n), (m, d_k), (d_k, d_k)}
+    rows, cols = next(shape for shape in _EXAMPLES if shape not in near)  # n, m, d_k can't rule out all 4
+    return f"{rows}x{cols}"
 
 
 def _argmax_question(walk: Walk, tx: Text, head: int, row: int) -> Question:
@@ -291,10 +305,19 @@ def unreadable(q: Question, tx: Text) -> str:
     if q.kind == NUMBER:
         return tx.t("quiz.not_a_number")
     if q.kind == SHAPE:
-        return tx.t("quiz.not_a_shape")
+        return tx.t("quiz.not_a_shape", example=q.example)
     if q.kind == CHOICE:
         return tx.t("quiz.not_a_choice", choices=choice_list(q))
     return tx.t("quiz.not_a_token", tokens=", ".join(q.tokens), count=len(q.tokens))
+
+
+def counted_wrong(q: Question, raw: str, tx: Text) -> str:
+    """Why a piped line that `check` could not read is scored wrong: "(not a number: counted as
+    wrong)". A script cannot be asked again, and skipping the line would shift every later answer."""
+    if not raw.strip():
+        return tx.t("quiz.piped_empty")
+    kind = {NUMBER: "number", SHAPE: "shape", CHOICE: "choice"}.get(q.kind, "token")
+    return tx.t(f"quiz.piped_{kind}", choices=choice_list(q), count=len(q.tokens))
 
 
 def choice_list(q: Question) -> str:

@@ -1,9 +1,10 @@
 """The quiz as the learner meets it: ask, read an answer, reveal, and a score at the end.
 
 The loop is given its console and its answer source: a terminal prompts and lets a mistyped
-answer be typed again; lines piped on stdin answer one question each (a line that cannot be read
-counts as wrong, so answers never shift onto the wrong question). The end of input, or q, stops
-the quiz early; the score of what was answered is still printed and recorded.
+answer be typed again; lines piped on stdin answer one question each (a line that cannot be read,
+an empty one too, counts as wrong, so answers never shift onto the wrong question; the intro line
+says so). The end of input, or q, stops the quiz early; the score of what was answered is still
+printed and recorded.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rich.text import Text
 
 from .i18n import pick, text
 from .pipeline import Walk
-from .quiz import CHOICE, LETTERS, NUMBER, Question, check, choice_list, unreadable
+from .quiz import CHOICE, LETTERS, NUMBER, Question, check, choice_list, counted_wrong, unreadable
 from .render.options import ViewOptions
 
 QUIT_WORDS = ("q", "quit", "exit", "退出")
@@ -88,7 +89,7 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
     total = len(questions)
     score = answered = 0
     interrupted = False
-    console.print(Text(tx.t("quiz.intro", total=total)))
+    console.print(Text(tx.t("quiz.intro" if answers.interactive else "quiz.intro_piped", total=total)))
     try:
         for index, q in enumerate(questions, 1):
             console.print()
@@ -96,7 +97,7 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
             console.print(Text(q.text))
             if q.choices:
                 console.print(_choices(q))
-            verdict = _answer(q, console, answers, tx)
+            verdict, read = _answer(q, console, answers, tx)
             if verdict is None:
                 break
             answered += 1
@@ -107,7 +108,7 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
                     console.print(Text(tx.t("quiz.answer", answer=q.shown)))
             else:
                 _reveal(walk, q, console, tx, ViewOptions(precision=precision, lang=lang,
-                                                           width=console.width))
+                                                           width=console.width), read)
     except KeyboardInterrupt:
         interrupted = True
         console.print()
@@ -128,26 +129,29 @@ def _choices(q: Question) -> Table:
     return grid
 
 
-def _answer(q: Question, console: Console, answers: AnswerSource, tx) -> bool | None:
-    """True or False for the learner's answer; None when they stop (q, end of input)."""
+def _answer(q: Question, console: Console, answers: AnswerSource, tx) -> tuple[bool | None, bool]:
+    """True or False for the learner's answer (None when they stop: q, end of input), and whether
+    it was an answer at all (a piped line that was not is counted wrong, not asked again)."""
     prompt = tx.t("quiz.choose", choices=choice_list(q)) if q.kind == CHOICE else tx.t("quiz.prompt")
     while True:
         raw = answers.ask(prompt)
         if raw is None:
-            return None
+            return None, True
         verdict = check(q, raw)
         if verdict is None and raw.strip().casefold() in QUIT_WORDS:
-            return None
+            return None, True
         if verdict is not None:
-            return verdict
-        console.print(Text(unreadable(q, tx), style="yellow"))
+            return verdict, True
         if not answers.interactive:
-            return False
+            console.print(Text(counted_wrong(q, raw, tx), style="yellow"))
+            return False, False
+        console.print(Text(unreadable(q, tx), style="yellow"))
 
 
-def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions) -> None:
-    """After a wrong answer: the hint, the worked arithmetic and the right answer."""
-    console.print(Text(tx.t("quiz.wrong", hint=q.hint), style="yellow"))
+def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, read: bool = True) -> None:
+    """After a wrong answer: the hint, the worked arithmetic and the right answer. ("Not quite"
+    only when there was an answer to be not quite right.)"""
+    console.print(Text(tx.t("quiz.wrong" if read else "quiz.hint", hint=q.hint), style="yellow"))
     if q.cell is not None:
         from .render.worked import worked_cell
 

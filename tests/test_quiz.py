@@ -171,6 +171,36 @@ def test_questions_speak_chinese():
     assert any("W_Q 是参数" in c for q in qs for c in q.choices)
 
 
+FIVE_TOKENS = """
+tokens: [a, b, c, d, e]
+embeddings: [[1, 0], [0, 1], [1, 1], [2, 0], [0, 2]]
+W_Q: [[1, 0], [0, 1]]
+W_K: [[1, 0], [0, 1]]
+W_V: [[1, 0], [0, 1]]
+"""
+
+
+def shape_spellings(rows: int, cols: int) -> list[str]:
+    return [f"{rows}{sep}{cols}" for sep in ("x", "X", "×", " x ", " × ", "*", ", ", " by ")]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("walk", [walk_of("girl_bangs"), walk_of("causal_mask"), walk_of("river_bank"),
+                                  compute(scenario_from_text(FIVE_TOKENS, "five.yaml"), "scaled")],
+                         ids=["3x3", "causal", "4x4", "5x5, d_k 2"])
+def test_the_shape_question_gives_no_shape_away(walk, lang):
+    # girl_bangs is 3 tokens, so QKᵀ is 3 × 3 (lesson 002): its format hint once said "e.g. 3x3"
+    shape = next(q for q in questions(walk, lang) if q.kind == SHAPE)
+    scn = walk.scenario
+    given_away = {(scn.n, scn.m), (scn.m, scn.n), (scn.n, scn.d_k), (scn.d_k, scn.m)}
+    tx = text(lang)
+    for said in (shape.text, tx.t("quiz.not_a_shape", example=shape.example)):
+        for rows, cols in given_away:
+            assert not any(s in said for s in shape_spellings(rows, cols)), said
+    assert parse_shape(shape.example) not in given_away and parse_shape(shape.example) is not None
+    assert shape.example in shape.text
+
+
 def test_tolerance_is_stated_and_applied():
     assert tolerance(7.2868) == 0.073
     assert tolerance(0.1) == 0.005 and tolerance(0.0) == 0.005
@@ -269,8 +299,30 @@ def test_q_stops_and_unreadable_lines_count_as_wrong_when_scripted():
     con = console()
     result = run_quiz(walk, qs, con, LineAnswers(io.StringIO("seven\n3x3\nq\n7\n"), con))
     out = con.file.getvalue()
-    assert "Please type a number." in out
+    assert "Your answer: seven\n(not a number: counted as wrong)\nHint: " in out
+    assert "Please type" not in out and "Not quite" not in out
     assert (result.score, result.answered) == (1, 2)  # "seven" is wrong, 3x3 right, then q
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_piped_answers_that_are_no_answer_read_sensibly(lang):
+    walk = walk_of("girl_bangs")
+    qs = questions(walk, lang)
+    kinds = [NUMBER, SHAPE, CHOICE, TOKEN]
+    picked = [next(q for q in qs if q.kind == kind) for kind in kinds] + [qs[0]]
+    con = Console(width=300, file=io.StringIO(), color_system=None)  # the intro on one line
+    result = run_quiz(walk, picked, con, LineAnswers(io.StringIO("seven\n3\nd\nzebra\n\n"), con), lang)
+    out = con.file.getvalue()
+    tx = text(lang)
+    assert (result.score, result.answered) == (0, 5)
+    assert out.startswith(tx.t("quiz.intro_piped", total=5))
+    for key, values in (("number", {}), ("shape", {}), ("choice", {"choices": "a/b/c"}),
+                        ("token", {"count": 3}), ("empty", {})):
+        assert tx.t(f"quiz.piped_{key}", **values) in out
+    assert out.count(tx.t("quiz.wrong", hint="").strip()) == 0  # no "Not quite." after no answer
+    if lang == "en":
+        assert "(not one of a/b/c: counted as wrong)" in out and "Please type" not in out
+        assert "counts as wrong" in out.splitlines()[0]
 
 
 class Typed:
@@ -294,6 +346,18 @@ def test_on_a_terminal_a_mistyped_answer_is_asked_again():
     con = console()
     result = run_quiz(walk, qs, con, source)
     assert result.score == 1 and len(source.prompts) == 3
+
+
+def test_a_terminal_still_says_what_to_type_and_asks_again():
+    walk = walk_of("girl_bangs")
+    q = next(q for q in questions(walk) if q.kind == CHOICE)
+    source = Typed(["d", "", LETTERS[q.answer]])
+    con = console()
+    result = run_quiz(walk, [q], con, source)
+    out = con.file.getvalue()
+    assert out.startswith("Questions: 1. Type q to stop.")
+    assert out.count("Please type one of a/b/c.") == 2 and "counted as wrong" not in out
+    assert result.score == 1
 
 
 # -- the command ------------------------------------------------------------------------------
