@@ -12,7 +12,9 @@ HEAD_KEYS = ("Q", "K", "V", "QK^T", "S", "A", "Z")
 
 
 def walk_data(walk: Walk) -> dict[str, Any]:
-    """The export contract: name, tokens, mode, mask and every stage as lists of rows of floats."""
+    """The export contract: name, tokens, mode, mask, every stage as lists of rows of floats, the
+    shape, and the weights (the parameters W_Q, W_K, W_V and W_O when there is one: a stage is an
+    activation of this input, a weight is what training learned)."""
     scn = walk.scenario
     stages: dict[str, Any] = {key: walk.mats[key].tolist() for key in ("E", "P", "X", "Q", "K", "V")}
     if scn.heads == 1:
@@ -31,6 +33,8 @@ def walk_data(walk: Walk) -> dict[str, Any]:
         "shape": {"n": scn.n, "m": scn.m, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v,
                   "heads": scn.heads},
     }
+    weights = {"W_Q": scn.W_Q, "W_K": scn.W_K, "W_V": scn.W_V, "W_O": scn.W_O}
+    data["weights"] = {key: W.tolist() for key, W in weights.items() if W is not None}
     if scn.main.ids is not None:
         data["ids"] = list(scn.main.ids)
     if scn.source is not None:

@@ -67,3 +67,22 @@ def test_missing_file_is_one_line_exit_2(tmp_path):
 def test_mode_choices_are_checked():
     result = runner.invoke(app, ["export", "girl_bangs", "--mode", "sharp"])
     assert result.exit_code == 2
+
+
+def test_export_json_carries_the_weights_and_keeps_every_other_key():
+    data = json.loads(runner.invoke(app, ["export", "girl_bangs", "--format", "json"]).stdout)
+    # lesson 002, step three: the three projection matrices
+    assert data["weights"] == {"W_Q": [[-0.6, 0.9], [0.8, -0.5]], "W_K": [[0.6, 0.1], [-0.1, 1.4]],
+                               "W_V": [[1.0, -0.5], [-0.4, 1.2]]}  # no W_O in lesson 002
+    assert list(data)[:6] == ["name", "tokens", "mode", "mask", "stages", "shape"]  # the contract
+    assert data["ids"] == [1258, 875, 9527] and data["shape"]["d_k"] == 2
+
+
+def test_export_json_has_w_o_when_the_scenario_does(tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text("tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\nheads: 2\n"
+                    "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 2], [3, 4]]\n"
+                    "W_O: [[0, 1], [1, 0]]\n", encoding="utf-8")
+    data = json.loads(runner.invoke(app, ["export", str(path)]).stdout)
+    assert data["weights"]["W_O"] == [[0, 1], [1, 0]] and data["weights"]["W_V"] == [[1, 2], [3, 4]]
+    assert set(data["weights"]) == {"W_Q", "W_K", "W_V", "W_O"}
