@@ -1,10 +1,10 @@
 """The command line. The only place that turns errors into messages and exit codes.
 
 Heavy modules (numpy, yaml, the renderers) are imported inside the commands, so `attnwalk --help`
-costs only typer and rich.
+costs only typer and rich. Unlike the other modules this one has no `from __future__ import
+annotations`: typer reads every command's annotations on each start, and evaluating them from
+strings took ~5 ms of the ~8 ms it spends parsing a command line.
 """
-
-from __future__ import annotations
 
 import functools
 import sys

@@ -125,13 +125,18 @@ class Text:
         if lang not in LANGS:
             raise ValueError(f"no text for language {lang!r}; known: {', '.join(LANGS)}")
         self.lang = lang
+        self._found: dict[tuple[str, ...], str | None] = {}  # a screen asks for the same keys again
 
     def _template(self, parts: list[str]) -> str | None:
-        for lang in dict.fromkeys((self.lang, DEFAULT_LANG)):
-            found = _find(_table(lang), parts)
-            if found is not None:
-                return found
-        return None
+        key = tuple(parts)
+        if key not in self._found:
+            self._found[key] = None
+            for lang in dict.fromkeys((self.lang, DEFAULT_LANG)):
+                found = _find(_table(lang), parts)
+                if found is not None:
+                    self._found[key] = found
+                    break
+        return self._found[key]
 
     def has(self, key: str) -> bool:
         """True when the key exists in this language or in English (for optional fields)."""

@@ -172,6 +172,9 @@ class FastTable(Table):
                 blank = [Segment(" " * width, style)]
                 while len(c) < height:  # a shorter cell: top-aligned, headers bottom-aligned
                     c.insert(0, blank) if header else c.append(blank)
+                if not height:  # a row with nothing in it is still one (unstyled) line
+                    c.append([Segment(" " * width)])
+            height = max(height, 1)
             if box:
                 first, last = r == 0, r == rows - 1
                 row_kind = 0 if first else (2 if last else 1)
@@ -211,14 +214,29 @@ class FastTable(Table):
         text = layout.cells[i][r]
         pad_left, pad_right = layout.pads[i]
         inner = layout.widths[i] - pad_left - pad_right
+        if inner < 1:
+            return []  # Rich renders nothing at width 0; the row's shaping fills the cell
         justify = text.justify or column.justify
         overflow = text.overflow or column.overflow
         no_wrap = text.no_wrap if text.no_wrap is not None else column.no_wrap
+        null = Style.null()
+        rendered: Iterable[list[Segment]]
+        plain = text.plain
+        if not text.spans and justify in ("left", "right", "center") and cell_len(plain) <= inner:
+            # Fits on one line in one style: justified as Lines.justify does it (left pads the
+            # text; right and center strip its trailing spaces first), in the text's style
+            if justify == "left":
+                body = plain + " " * (inner - cell_len(plain))
+            else:
+                body = plain.rstrip()
+                gap = inner - cell_len(body)
+                left = gap if justify == "right" else gap // 2
+                body = " " * left + body + " " * (gap - left)
+            rendered = [[Segment(body, console.get_style(text.style) if text.style else None)]]
+            return [self._padded(line, pad_left, pad_right, style) for line in rendered]
         tab_size = console.tab_size if text.tab_size is None else text.tab_size
         wrapped = text.wrap(console, inner, justify=justify, overflow=overflow,
                             tab_size=tab_size or 8, no_wrap=no_wrap)
-        null = Style.null()
-        rendered: Iterable[list[Segment]]
         line = wrapped[0]
         if len(wrapped) == 1 and not (line.spans and line.style):
             # One line whose style and spans cannot clash: what Text.__rich_console__ would give
@@ -230,14 +248,17 @@ class FastTable(Table):
             segments = Text("\n").join(wrapped).render(console, end=text.end)
             rendered = Segment.split_and_crop_lines(segments, inner, pad=True, style=null,
                                                     include_new_lines=False)
-        lines = []
-        for line in rendered:
-            out = [Segment(" " * pad_left, null)] if pad_left else []
-            out += line
-            if pad_right:
-                out.append(Segment(" " * pad_right, null))
-            lines.append(list(Segment.apply_style(out, style)) if style else out)
-        return lines
+        return [self._padded(line, pad_left, pad_right, style) for line in rendered]
+
+    @staticmethod
+    def _padded(line: _Line, left: int, right: int, style: Style) -> _Line:
+        """A cell's line between its padding, under the cell's style (the column's or header's)."""
+        null = Style.null()
+        out = [Segment(" " * left, null)] if left else []
+        out += line
+        if right:
+            out.append(Segment(" " * right, null))
+        return list(Segment.apply_style(out, style)) if style else out
 
 
 def _as_text(console: Console, cell: object, column: Column, options: ConsoleOptions) -> Text | None:

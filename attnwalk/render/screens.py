@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from rich.console import Group, RenderableType
+from rich.console import Group, NewLine, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
@@ -52,7 +52,7 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
         parts.append(worked_cell(walk, stage.key, row, col, head, opts))
     spaced: list[RenderableType] = []
     for part in parts:  # one blank line between the sections of a screen
-        spaced += [part, Text("")]
+        spaced += [part, NewLine()]
     return Group(*spaced[:-1])
 
 
