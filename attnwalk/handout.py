@@ -2,7 +2,8 @@
 
 Every screen of the walk (Walk.steps), in order: its title, formula and shape, its matrix with
 row and column labels, and its explanation (what, why, the common mistake, and what this
-scenario does differently) in the chosen language.
+scenario does differently) in the chosen language. Q, K, V and O are preceded by the weight
+they are made with (W_Q, W_K, W_V, W_O), labelled by dimension index.
 
 - markdown: a heading per stage, the formula in backticks, one pipe table per matrix.
 - latex: a document that compiles on its own: each matrix as a labelled `tabular` and as a
@@ -11,14 +12,14 @@ scenario does differently) in the chosen language.
 - csv: one row per cell, long format: stage,head,row,row_label,col,col_label,value. head, row
   and col are 0-based array indices, as in the JSON export's lists (stages.heads[head][stage]
   [row][col]; head is empty for stages shared by every head and 0 in a one-head walk);
-  row_label and col_label are the tokens or dimension indices the screens show. Every value is
-  at full float64 precision (-inf for masked scores), so a spreadsheet or script can pivot it.
+  row_label and col_label are the tokens or dimension indices the screens show. The weights
+  come before the stage they make, as stages W_Q, W_K, W_V, W_O (head empty: every head's
+  columns side by side, as in the JSON's weights). Every value is at full float64 precision
+  (-inf for masked scores), so a spreadsheet or script can pivot it.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 
 import numpy as np
@@ -29,13 +30,45 @@ from .pipeline import Walk
 from .render.options import ViewOptions
 from .render.screens import _note_values, _notes, shape_text
 from .render.style import number
-from .render.heatmap import GAP, shown_indices
+from .render.heatmap import GAP, dim_labels, shown_indices
 from .render.worked import axes
 from .stages import TOKENS, Stage, formula
 
 DEFAULT_MODE = "scaled"  # the mode scenario descriptions are written for
 
 FORMATS = ("markdown", "latex", "csv")
+
+# The weight each stage is made with, and the named dimensions of its rows and columns.
+WEIGHT_OF = {"Q": ("W_Q", "d_model", "d_k"), "K": ("W_K", "d_model", "d_k"),
+             "V": ("W_V", "d_model", "d_v"), "O": ("W_O", "d_v", "d_model")}
+
+
+class Weight:
+    """A weight matrix (W_Q, W_K, W_V or W_O), rows and columns labelled by dimension index."""
+
+    def __init__(self, walk: Walk, stage_key: str, opts: ViewOptions) -> None:
+        scn = walk.scenario
+        self.name, *names = WEIGHT_OF[stage_key]
+        if scn.heads > 1:  # every head's block side by side: h·d_k columns (W_O: h·d_v rows)
+            names = [name if name == "d_model" else f"h·{name}" for name in names]
+        self.matrix = getattr(scn, self.name)
+        rows, cols = self.matrix.shape
+        self.shape = f"{rows} × {cols} = {names[0]} × {names[1]}"
+        self.row_shown = shown_indices(rows, opts.max_rows)
+        self.col_shown = shown_indices(cols, opts.max_cols)
+        labels = dim_labels(max(rows, cols))
+        self.rows = [labels[i] if i is not GAP else None for i in self.row_shown]
+        self.cols = [labels[j] if j is not GAP else None for j in self.col_shown]
+        tx = text(opts.lang)
+        self.corner = tx.t("handout.dim")
+        self.caption = tx.t("handout.weight", name=self.name, shape=self.shape)
+
+
+def _weight(walk: Walk, stage: Stage, opts: ViewOptions) -> Weight | None:
+    made_with = WEIGHT_OF.get(stage.key)
+    if made_with is None or getattr(walk.scenario, made_with[0]) is None:
+        return None
+    return Weight(walk, stage.key, opts)
 
 
 class Section:
@@ -51,6 +84,9 @@ class Section:
         self.per_head = stage.per_head and scn.heads > 1
         self.head_text = tx.t("ui.head", head=head + 1, heads=scn.heads) if self.per_head else ""
         self.shape = "" if stage.kind == TOKENS else shape_text(walk, stage, head, opts)
+        self.weight = _weight(walk, stage, opts)
+        self.caption = tx.t("handout.activation", symbol=self.symbol) if self.weight else ""
+        self.corner = tx.t("ui.token")
         # Big matrices keep their first and last rows and columns, as on screen; CSV has them all.
         if stage.kind == TOKENS:
             ids = scn.main.ids
@@ -110,8 +146,8 @@ def _md_cell(s: str) -> str:
     return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def _md_matrix(s: Section, opts: ViewOptions) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of a section's table as text, "⋮" and "…" where rows or columns are left out."""
+def _md_matrix(s: Section | Weight, opts: ViewOptions) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a matrix's table as text, "⋮" and "…" where rows or columns are left out."""
     def cell(i: int | None, j: int | None) -> str:
         if i is GAP:
             return "⋮" if j is not GAP else "⋱"
@@ -119,7 +155,7 @@ def _md_matrix(s: Section, opts: ViewOptions) -> tuple[list[str], list[list[str]
 
     if s.matrix is None:
         return s.cols, [row if row is not None else ["⋮"] * 3 for row in s.cells]
-    header = [text(opts.lang).t("ui.token"), *(c if c is not None else "…" for c in s.cols)]
+    header = [s.corner, *(c if c is not None else "…" for c in s.cols)]
     rows = [[label if label is not None else "⋮", *(cell(i, j) for j in s.col_shown)]
             for i, label in zip(s.row_shown, s.rows)]
     return header, rows
@@ -146,6 +182,8 @@ def markdown(walk: Walk, opts: ViewOptions) -> str:
     for s in sections(walk, opts):
         lines += [f"## {s.heading}", "", f"{tx.t('ui.formula')}{colon}`{s.formula}`"
                   + (f" · {tx.t('ui.shape')}{colon}{s.shape}" if s.shape else ""), ""]
+        if s.weight:
+            lines += [s.weight.caption, "", *_md_table(*_md_matrix(s.weight, opts)), "", s.caption, ""]
         lines += _md_table(*_md_matrix(s, opts), left=1 if s.matrix is None else 0)
         lines.append("")
         lines += [f"- **{label}**{colon}{body}" for label, body in s.explained]
@@ -176,17 +214,16 @@ def latex(walk: Walk, opts: ViewOptions) -> str:
                  f"\\noindent {latex_text(tx.t('ui.formula'))}{colon}${math_text(s.formula)}$"
                  + (f"\\\\\n{latex_text(tx.t('ui.shape'))}{colon}${math_text(s.shape)}$" if s.shape else ""),
                  ""]
+        if s.weight:
+            body += [f"\\noindent {latex_text(s.weight.caption)}", "",
+                     *_tex_matrix(s.weight, s.weight.name, opts), "", f"\\noindent {latex_text(s.caption)}", ""]
+            widest = max(widest, len(s.weight.cols))
         if s.matrix is None:
             body += tabular([latex_text(c, math=False) for c in s.cols],
                             [[latex_text(c, math=False) for c in row] if row is not None
                              else [r"$\vdots$"] * 3 for row in s.cells], spec="rlr")
         else:
-            cells = [[_tex_cell(s, i, j, opts) for j in s.col_shown] for i in s.row_shown]
-            body += tabular(["", *(latex_text(c, math=False) if c is not None else r"$\cdots$"
-                                   for c in s.cols)],
-                            [[latex_text(r, math=False) if r is not None else r"$\vdots$",
-                              *(f"${x}$" for x in row)] for r, row in zip(s.rows, cells)])
-            body += matrix_env(math_text(s.symbol), cells)
+            body += _tex_matrix(s, s.symbol, opts)
             widest = max(widest, len(s.cols))
         body += ["", "\\begin{description}"]
         body += [f"  \\item[{latex_text(label)}] {latex_text(text_)}" for label, text_ in s.explained]
@@ -195,7 +232,16 @@ def latex(walk: Walk, opts: ViewOptions) -> str:
     return document(body, max_cols=widest)
 
 
-def _tex_cell(s: Section, i: int | None, j: int | None, opts: ViewOptions) -> str:
+def _tex_matrix(s: Section | Weight, symbol: str, opts: ViewOptions) -> list[str]:
+    """A matrix as a labelled tabular and as `symbol = bmatrix`, to paste into slides."""
+    cells = [[_tex_cell(s, i, j, opts) for j in s.col_shown] for i in s.row_shown]
+    table = tabular(["", *(latex_text(c, math=False) if c is not None else r"$\cdots$" for c in s.cols)],
+                    [[latex_text(r, math=False) if r is not None else r"$\vdots$",
+                      *(f"${x}$" for x in row)] for r, row in zip(s.rows, cells)])
+    return table + matrix_env(math_text(symbol), cells)
+
+
+def _tex_cell(s: Section | Weight, i: int | None, j: int | None, opts: ViewOptions) -> str:
     """One entry of a matrix in math mode: a number, −∞, or dots where rows or columns are left out."""
     if i is GAP:
         return r"\vdots" if j is not GAP else r"\ddots"
@@ -214,18 +260,31 @@ CSV_HEADER = ("stage", "head", "row", "row_label", "col", "col_label", "value")
 
 
 def csv_text(walk: Walk, opts: ViewOptions) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
+    out = [",".join(CSV_HEADER)]
+
+    def cells(key: str, head: int | str, M: np.ndarray, rows, cols) -> None:
+        # M[i, j] as a script indexes it, then the labels; repr keeps every digit of a float64.
+        # Written line by line (the csv module's writer takes twice as long for a 512 × 512 W_Q).
+        cols = [_csv_field(str(c)) for c in cols]
+        for i, row in enumerate(np.asarray(M, dtype=float).tolist()):
+            lead = f"{key},{head},{i},{_csv_field(str(rows[i]))},"
+            out.extend(f"{lead}{j},{cols[j]},{x!r}" for j, x in enumerate(row))
+
     for stage, head in walk.steps:
         if stage.kind == TOKENS:
             continue
+        weight = _weight(walk, stage, opts)
+        if weight is not None:  # before the stage it makes, shared by every head
+            W = weight.matrix
+            cells(weight.name, "", W, range(W.shape[0]), range(W.shape[1]))
         rows, cols = axes(walk, stage, head)
-        M = np.asarray(walk.matrix(stage.key, head))
-        head_cell = head if stage.per_head else ""
-        for i, j in np.ndindex(M.shape):  # M[i, j] as a script indexes it, then the labels
-            writer.writerow((stage.key, head_cell, i, rows[i], j, cols[j], repr(float(M[i, j]))))
-    return out.getvalue()
+        cells(stage.key, head if stage.per_head else "", walk.matrix(stage.key, head), rows, cols)
+    return "\n".join(out) + "\n"
+
+
+def _csv_field(s: str) -> str:
+    """A field as csv.writer(lineterminator="\\n") writes it: quoted when it holds , " or \\n."""
+    return '"' + s.replace('"', '""') + '"' if any(ch in s for ch in ',"\n') else s
 
 
 def handout(walk: Walk, fmt: str, opts: ViewOptions) -> str:

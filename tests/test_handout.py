@@ -14,11 +14,13 @@ import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from attnwalk.builtins import builtin_names
 from attnwalk.cli import app
-from attnwalk.handout import CSV_HEADER, handout
+from attnwalk.handout import CSV_HEADER, _csv_field, handout
 from attnwalk.i18n import text
 from attnwalk.latex import latex_text, math_text
 from attnwalk.pipeline import compute
@@ -116,8 +118,8 @@ def test_latex_is_a_whole_document_with_tabular_and_bmatrix():
     assert "\\usepackage[UTF8,scheme=plain]{ctex}" in tex
     assert environments_balance(tex)
     matrices = len([s for s, _ in walk.steps if s.key != "tokens"])
-    assert tex.count("\\begin{bmatrix}") == matrices
-    assert tex.count("\\begin{tabular}") == len(walk.steps)
+    assert tex.count("\\begin{bmatrix}") == matrices + 3  # and W_Q, W_K, W_V
+    assert tex.count("\\begin{tabular}") == len(walk.steps) + 3
     assert "4.5140 & 5.4184 & 7.2868" in tex
     assert "撩 & $4.5140$ & $5.4184$ & $7.2868$ \\\\" in tex
     assert "$QK^{\\top}[i,\\ j] = q_i \\cdot k_j$" in tex
@@ -214,11 +216,14 @@ def test_csv_is_long_format_at_full_precision():
     walk = walk_of("causal_mask")
     rows = list(csv.DictReader(io.StringIO(handout(walk, "csv", ViewOptions()))))
     assert tuple(rows[0]) == CSV_HEADER
+    scn = walk.scenario
+    weights = {"W_Q": scn.W_Q, "W_K": scn.W_K, "W_V": scn.W_V}
     expected = sum(walk.matrix(s.key, h).size for s, h in walk.steps if s.key != "tokens")
-    assert len(rows) == expected
+    assert len(rows) == expected + sum(W.size for W in weights.values())
     for r in rows:
         stage, head = r["stage"], int(r["head"]) if r["head"] else 0
-        assert float(r["value"]) == walk.matrix(stage, head)[int(r["row"]), int(r["col"])]
+        M = weights[stage] if stage in weights else walk.matrix(stage, head)
+        assert float(r["value"]) == M[int(r["row"]), int(r["col"])]
     sm = [r for r in rows if r["stage"] == "S+M" and r["row_label"] == "T1" and r["col_label"] == "T3"]
     assert sm[0]["value"] == "-inf" and sm[0]["head"] == "0"
     assert (sm[0]["row"], sm[0]["col"]) == ("0", "2")
@@ -233,7 +238,22 @@ def test_csv_keeps_heads_apart():
     for h in (0, 1):
         M = walk.matrix("A", h)
         assert np.array_equal([[a[(str(h), str(i), str(j))] for j in range(4)] for i in range(4)], M)
-    assert {r["row_label"] for r in rows} == {"a_b", "c&d", "50%", "{x}"}
+    assert {r["row_label"] for r in rows if not r["stage"].startswith("W_")} == {"a_b", "c&d", "50%", "{x}"}
+
+
+def test_csv_labels_with_commas_and_quotes_read_back():
+    walk = compute(scenario_from_text(NASTY.replace('"{x}"]', "'say \"hi\", x']"), "q.yaml"), "scaled")
+    rows = list(csv.DictReader(io.StringIO(handout(walk, "csv", ViewOptions()))))
+    assert {r["row_label"] for r in rows if r["stage"] == "A"} == {"a_b", "c&d", "50%", 'say "hi", x'}
+    assert all(len(r) == len(CSV_HEADER) and None not in r for r in rows)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('ab ,"\n\r;\'女')), max_size=8))
+def test_csv_fields_are_quoted_as_the_csv_module_quotes_them(label):
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(["x", label, "y"])
+    assert out.getvalue() == f"x,{_csv_field(label)},y\n"
 
 
 def test_csv_indices_count_from_0_like_the_json_lists_and_labels_stay():
@@ -303,6 +323,52 @@ def test_big_latex_fits_the_page(tmp_path):
     subprocess.run(["xelatex", "-interaction=nonstopmode", "-halt-on-error", "handout.tex"],
                    cwd=tmp_path, capture_output=True, timeout=300, check=True)
     assert "Overfull" not in (tmp_path / "handout.log").read_text(encoding="utf-8", errors="replace")
+
+
+# -- the weights: the parameters beside the activations ---------------------------------------
+
+# Lesson 002, step three: W_Q, W_K and W_V as "| row | col 0 | col 1 |" rows of a 4-decimal table.
+LESSON_002_WEIGHTS = {"W_Q": ("| 0 | -0.6000 | 0.9000 |", "| 1 | 0.8000 | -0.5000 |"),
+                      "W_K": ("| 0 | 0.6000 | 0.1000 |", "| 1 | -0.1000 | 1.4000 |"),
+                      "W_V": ("| 0 | 1.0000 | -0.5000 |", "| 1 | -0.4000 | 1.2000 |")}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_markdown_shows_each_weight_before_the_matrix_it_makes(lang):
+    md = handout(walk_of("girl_bangs"), "markdown", ViewOptions(lang=lang))
+    tx = text(lang)
+    for key, (name, dim) in {"Q": ("W_Q", "d_k"), "K": ("W_K", "d_k"), "V": ("W_V", "d_v")}.items():
+        section = md.split(f"## {'5' if key == 'Q' else '6' if key == 'K' else '7'}. {key} — ", 1)[1]
+        section = section.split("\n## ", 1)[0]
+        caption = tx.t("handout.weight", name=name, shape=f"2 × 2 = d_model × {dim}")
+        assert caption in section
+        first, second = LESSON_002_WEIGHTS[name]
+        assert f"| {tx.t('handout.dim')} | 0 | 1 |" in section
+        assert section.index(caption) < section.index(first) < section.index(second) < section.index("| 女生 |")
+    assert "W_O" not in md  # lesson 002 has no output projection
+
+
+def test_latex_and_csv_carry_the_weights_too():
+    walk = walk_of("girl_bangs")
+    tex = handout(walk, "latex", ViewOptions())
+    assert "W_Q = \\begin{bmatrix}" in tex and "-0.6000 & 0.9000 \\\\" in tex
+    assert "\\noindent $W_Q$ (2 $\\times$ 2 = $d_{\\mathrm{model}}$ $\\times$ $d_k$): a parameter" in tex
+    matrices = len([s for s, _ in walk.steps if s.key != "tokens"])
+    assert tex.count("\\begin{bmatrix}") == matrices + 3 and environments_balance(tex)
+    lines = handout(walk, "csv", ViewOptions()).splitlines()
+    assert "W_Q,,0,0,0,0,-0.6" in lines and "W_Q,,1,1,1,1,-0.5" in lines
+    assert "W_K,,1,1,1,1,1.4" in lines and "W_V,,1,1,0,0,-0.4" in lines
+    assert lines.index("W_Q,,0,0,0,0,-0.6") < next(i for i, line in enumerate(lines) if line.startswith("Q,"))
+
+
+def test_several_heads_and_w_o_name_their_dimensions():
+    walk = compute(scenario_from_text(NASTY + "W_O: [[1, 0], [0, 1]]\n", "nasty.yaml"), "scaled")
+    md = handout(walk, "markdown", ViewOptions())
+    tx = text("en")
+    assert tx.t("handout.weight", name="W_Q", shape="2 × 2 = d_model × h·d_k") in md
+    assert tx.t("handout.weight", name="W_O", shape="2 × 2 = h·d_v × d_model") in md
+    rows = list(csv.DictReader(io.StringIO(handout(walk, "csv", ViewOptions()))))
+    assert sum(1 for r in rows if r["stage"] == "W_O" and r["head"] == "") == 4
 
 
 # -- the mode: a handout never contradicts its own tables -------------------------------------
