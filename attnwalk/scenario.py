@@ -47,6 +47,8 @@ class Sequence:
 
 @dataclass(frozen=True)
 class Scenario:
+    """A validated scenario: one sequence (and a source for cross-attention) and the layer's weights."""
+
     name: str
     main: Sequence
     W_Q: np.ndarray  # (d_model, h·d_k)

@@ -6,8 +6,7 @@ means adding one entry here and its text in attnwalk/text/*.toml.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .scenario import Scenario
@@ -19,8 +18,9 @@ MASKED = "masked"  # scores with -inf where the mask forbids: grey cells
 TOKENS = "tokens"  # the token list itself, no matrix
 
 
-@dataclass(frozen=True)
-class Stage:
+class Stage(NamedTuple):
+    """One stage of the layer, as every command names, computes and explains it."""
+
     key: str  # the name in exports, in `explain` and in the text files: "QK^T"
     symbol: str  # how it is printed: "QKᵀ"
     title: str  # English title; translations live in attnwalk/text/

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class ViewOptions:
+class ViewOptions(NamedTuple):
+    """How every screen of one command is drawn. (A NamedTuple, not a frozen dataclass: as
+    immutable, and cheaper to define on every start.)"""
+
     precision: int = 4  # decimals printed in every cell
     ascii: bool = False  # plain ASCII boxes and markers instead of Unicode
     lang: str = "en"  # "en" | "zh": the language of titles, explanations, prompts
@@ -16,4 +18,4 @@ class ViewOptions:
     bar_rows: int = 8  # A's bar lines: all queries up to this many, else the first and last few
 
     def with_(self, **changes) -> "ViewOptions":
-        return replace(self, **changes)
+        return self._replace(**changes)

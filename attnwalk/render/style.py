@@ -7,7 +7,7 @@ NO_COLOR or in a pipe. With --ascii every box is rich.box.ASCII and every marker
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rich import box
 
@@ -40,8 +40,9 @@ LONG_SUM = 8  # sums with more terms than this show the first and last LONG_SUM_
 LONG_SUM_SHOWN = 6
 
 
-@dataclass(frozen=True)
-class Markers:
+class Markers(NamedTuple):
+    """The characters a screen draws with besides letters and numbers: Unicode or ASCII."""
+
     row_max: str
     bar: str
     ellipsis: str

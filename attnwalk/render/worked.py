@@ -8,7 +8,6 @@ factors (the total always equals the matrix cell).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -67,16 +66,12 @@ def elided(count: int, also: int | None = None) -> list[int | Hidden]:
     return out
 
 
-@dataclass
 class _Cell:
-    walk: Walk
-    stage: Stage
-    row: int
-    col: int
-    head: int
-    opts: ViewOptions
+    """One cell being worked out, with the helpers that write its arithmetic."""
 
-    def __post_init__(self) -> None:
+    def __init__(self, walk: Walk, stage: Stage, row: int, col: int, head: int,
+                 opts: ViewOptions) -> None:
+        self.walk, self.stage, self.row, self.col, self.head, self.opts = walk, stage, row, col, head, opts
         self.scn = self.walk.scenario
         self.mk = style.markers(self.opts)
         self.rows, self.cols = axes(self.walk, self.stage, self.head)
