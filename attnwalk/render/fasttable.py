@@ -28,11 +28,21 @@ class _Layout:
     """Column widths (padding included) and every cell as Text, for the fast path."""
 
     def __init__(self, widths: list[int], pads: list[tuple[int, int]], cells: list[list[Text]],
-                 minimums: list[int]) -> None:
+                 lengths: list[list[int]]) -> None:
         self.widths = widths
         self.pads = pads  # (left, right) padding of each column
         self.cells = cells  # cells[column][row], the header first when shown
-        self.minimums = minimums  # each column's narrowest width (longest word + padding)
+        self.lengths = lengths  # the cells' widths in terminal cells, likewise
+
+    def naturals(self) -> list[int]:
+        """Each column's widest cell, padding included."""
+        return [max(lengths) + sum(pad) for lengths, pad in zip(self.lengths, self.pads)]
+
+    def minimums(self) -> list[int]:
+        """Each column's narrowest width: its longest word (a cell without one: its width)."""
+        return [max(max((cell_len(word) for word in text.plain.split()), default=length)
+                    for text, length in zip(texts, lengths)) + sum(pad)
+                for texts, lengths, pad in zip(self.cells, self.lengths, self.pads)]
 
 
 class FastTable(Table):
@@ -60,7 +70,7 @@ class FastTable(Table):
             return super().__rich_measure__(console, options)
         total = sum(layout.widths)
         columns = [(min(low, total), min(high, total)) for low, high in
-                   zip(layout.minimums, self._natural(layout))]
+                   zip(layout.minimums(), layout.naturals())]
         for i, column in enumerate(self.columns):
             if column.min_width is not None:
                 floor = max(0, column.min_width + sum(layout.pads[i]))
@@ -88,7 +98,7 @@ class FastTable(Table):
             return None
         count = len(self.columns)
         top, right, bottom, left = self.padding
-        widths, pads, cells, minimums = [], [], [], []
+        widths, pads, cells, all_lengths = [], [], [], []
         for i, column in enumerate(self.columns):
             pad_left, pad_right = left, right
             if self.collapse_padding and i:
@@ -107,9 +117,7 @@ class FastTable(Table):
             if not texts:
                 return None
             lengths = [cell_len(t.plain) for t in texts]
-            natural = max(lengths, default=0) + pad
-            shortest = max((max((cell_len(w) for w in t.plain.split()), default=n)
-                            for t, n in zip(texts, lengths)), default=0) + pad
+            natural = max(lengths) + pad
             if natural > available:  # Rich caps a column at the width there is, then narrows it
                 if column.no_wrap or column.min_width is not None:
                     return None
@@ -121,7 +129,7 @@ class FastTable(Table):
             widths.append(natural or 1)
             pads.append((pad_left, pad_right))
             cells.append(texts)
-            minimums.append(shortest)
+            all_lengths.append(lengths)
         excess = sum(widths) - available
         if excess > 0:  # as Rich does: only a column that may wrap gives up width
             wrapping = [i for i, c in enumerate(self.columns) if not c.no_wrap]
@@ -129,14 +137,10 @@ class FastTable(Table):
                 return None
             k = wrapping[0]
             if (widths[k] - excess - sum(pads[k]) < 1 or self.columns[k].min_width is not None
-                    or 0 in (max((cell_len(t.plain) for t in col), default=0) for col in cells)):
+                    or 0 in (max(lengths) for lengths in all_lengths)):
                 return None
             widths[k] -= excess
-        return _Layout(widths, pads, cells, minimums)
-
-    def _natural(self, layout: _Layout) -> list[int]:
-        return [max((cell_len(t.plain) for t in texts), default=0) + sum(pad)
-                for texts, pad in zip(layout.cells, layout.pads)]
+        return _Layout(widths, pads, cells, all_lengths)
 
     # -- drawing ---------------------------------------------------------------------------------
 
@@ -211,7 +215,7 @@ class FastTable(Table):
               header: bool) -> list[_Line]:
         """One cell's lines, each exactly its column's width, as Table's Padding would draw them."""
         column = self.columns[i]
-        text = layout.cells[i][r]
+        text, length = layout.cells[i][r], layout.lengths[i][r]
         pad_left, pad_right = layout.pads[i]
         inner = layout.widths[i] - pad_left - pad_right
         if inner < 1:
@@ -222,11 +226,11 @@ class FastTable(Table):
         null = Style.null()
         rendered: Iterable[list[Segment]]
         plain = text.plain
-        if not text.spans and justify in ("left", "right", "center") and cell_len(plain) <= inner:
+        if not text.spans and justify in ("left", "right", "center") and length <= inner:
             # Fits on one line in one style: justified as Lines.justify does it (left pads the
             # text; right and center strip its trailing spaces first), in the text's style
             if justify == "left":
-                body = plain + " " * (inner - cell_len(plain))
+                body = plain + " " * (inner - length)
             else:
                 body = plain.rstrip()
                 gap = inner - cell_len(body)
