@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import functools
 import os
-import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
+from attnwalk import simpletoml
 from attnwalk.errors import UsageError
 
 # The text files sit beside this module in a wheel and in a checkout alike; a plain path is all
@@ -49,56 +49,15 @@ def detect_lang(cli_lang: str | None = None, environ: Mapping[str, str] = os.env
 
 
 @functools.lru_cache(maxsize=None)
-def _table(lang: str) -> Mapping:
-    """The text file of one language, read once; each top-level table parsed when first used."""
-    return _LazyTables((TEXT_DIR / f"{lang}.toml").read_text(encoding="utf-8"))
+def _table(lang: str) -> dict:
+    """The parsed text file of one language, read once."""
+    source = (TEXT_DIR / f"{lang}.toml").read_text(encoding="utf-8")
+    try:
+        return simpletoml.loads(source)  # the forms the text files use, without tomllib's cost
+    except ValueError:
+        import tomllib
 
-
-class _LazyTables(Mapping):
-    """A TOML file's top-level tables ([stage."A"], [ui], [quiz.cell], …), each parsed by tomllib
-    the first time it is looked up. A walk reads stage, ui and mode text and never the quiz's;
-    parsing only what is read saves a few ms on every start. A file this cannot cut safely (keys
-    above the first table, arrays of tables) is parsed whole."""
-
-    def __init__(self, source: str) -> None:
-        self._chunks: dict[str, list[str]] = {}  # top-level name -> the text of its tables
-        self._parsed: dict[str, object] = {}
-        current: list[str] | None = None
-        in_string = False  # inside a multi-line """ string, where "[" starts no table
-        for line in source.splitlines(keepends=True):
-            starts_table = not in_string and line.startswith("[")
-            if (line.count('"""') + line.count("'''")) % 2:
-                in_string = not in_string
-            if starts_table:
-                name = line[1:].split(".", 1)[0].split("]", 1)[0].strip()
-                if line.startswith("[[") or not name.replace("_", "").replace("-", "").isalnum():
-                    self._parse_whole(source)
-                    return
-                current = self._chunks.setdefault(name, [])
-            elif current is None and line.strip() and not line.lstrip().startswith("#"):
-                self._parse_whole(source)  # a key at the top level, before any table
-                return
-            if current is not None:
-                current.append(line)
-
-    def _parse_whole(self, source: str) -> None:
-        self._chunks = {}
-        self._parsed = dict(tomllib.loads(source))
-
-    def __getitem__(self, name: str) -> object:
-        if name not in self._parsed:
-            chunk = self._chunks[name]  # KeyError for a name the file lacks, as a dict would
-            self._parsed[name] = tomllib.loads("".join(chunk))[name]
-        return self._parsed[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._parsed or name in self._chunks
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*self._parsed, *self._chunks]))
-
-    def __len__(self) -> int:
-        return len(dict.fromkeys([*self._parsed, *self._chunks]))
+        return tomllib.loads(source)
 
 
 def _find(table: Mapping, parts: list[str]) -> str | None:

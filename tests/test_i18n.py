@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from attnwalk import i18n
+from attnwalk import i18n, simpletoml
 from attnwalk.errors import UsageError
 from attnwalk.i18n import LANGS, detect_lang, pick, text
 from attnwalk.stages import EXTRA_MODES, MODES, STAGES
@@ -290,3 +290,38 @@ def test_every_built_in_walk_is_chinese_from_start_to_end(name, how, tmp_path):
     for key in ENGLISH_LABELS:  # no English label or note is left in the Chinese walk
         assert not re.search(rf"(?<!\w){re.escape(en.t(key))}(?!\w)", out), en.t(key)
     assert "Stage " not in out
+
+
+# -- the text files' TOML, read without tomllib ---------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_text_files_read_exactly_as_tomllib_reads_them(lang):
+    source = (TEXT_DIR / f"{lang}.toml").read_text(encoding="utf-8")
+    assert simpletoml.loads(source) == tomllib.loads(source)
+    assert i18n._table(lang) == tomllib.loads(source)
+
+
+def test_simple_toml_reads_escapes_quoted_names_and_long_strings_as_tomllib_does():
+    source = ('# a comment\n[stage."QK^T"]\ntitle = "Raw \\"scores\\" \\u00e9\\t\\\\ x"\n'
+              '[mode.scaled]\nname="scaled"\n[ui]\nhelp = """\nline one\n  "two"\n"""\n'
+              'short = """one line"""\n[a.b]\n[a]\nc = ""\n')
+    assert simpletoml.loads(source) == tomllib.loads(source)
+
+
+@pytest.mark.parametrize("source", ['[ui]\nn = 1\n', '[ui]\na = "x"  # note\n', "[ui]\na = 'x'\n",
+                                    '[[ui]]\na = "x"\n', '[ui]\na = "x"\na = "y"\n',
+                                    '[ui]\n[ui]\n', '[ui]\na = """x \\\n  y"""\n', 'a = [1, 2]\n',
+                                    '[ui]\na = "\\q"\n'])
+def test_simple_toml_gives_other_toml_to_tomllib(source, tmp_path, monkeypatch):
+    with pytest.raises(ValueError):
+        simpletoml.loads(source)
+    (tmp_path / "en.toml").write_text(source, encoding="utf-8")
+    monkeypatch.setattr(i18n, "TEXT_DIR", tmp_path)
+    try:
+        expected = tomllib.loads(source)
+    except tomllib.TOMLDecodeError:
+        with pytest.raises(tomllib.TOMLDecodeError):  # an invalid file still fails as before
+            i18n._table.__wrapped__("en")
+    else:
+        assert i18n._table.__wrapped__("en") == expected
