@@ -12,10 +12,18 @@ import sys
 from rich.console import Console
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader left (`attnwalk run x | head`): stop writing and leave it to the CLI, which
+        exits 0 for every command (rich's own handler exits 1)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def make_console(*, record: bool = False, width: int | None = None, stderr: bool = False) -> Console:
     """A Console for stdout (or stderr). Wide tables are never squeezed: renderers split them."""
-    return Console(record=record, width=width, stderr=stderr, highlight=False, soft_wrap=False,
-                   emoji=False)
+    return _Console(record=record, width=width, stderr=stderr, highlight=False, soft_wrap=False,
+                    emoji=False)
 
 
 def interactive() -> bool:

@@ -86,3 +86,26 @@ def test_export_json_has_w_o_when_the_scenario_does(tmp_path):
     data = json.loads(runner.invoke(app, ["export", str(path)]).stdout)
     assert data["weights"]["W_O"] == [[0, 1], [1, 0]] and data["weights"]["W_V"] == [[1, 2], [3, 4]]
     assert set(data["weights"]) == {"W_Q", "W_K", "W_V", "W_O"}
+
+
+def _piped_into_head(*args):
+    """`attnwalk ARGS | head -5` in bash: (head's output then STATUS=attnwalk's exit status, stderr)."""
+    import shlex
+    import tempfile
+
+    command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "attnwalk", *args])
+    env = {k: v for k, v in os.environ.items() if k not in ("ATTNWALK_LANG", "FORCE_COLOR")}
+    env.update(NO_COLOR="1", COLUMNS="100")
+    with tempfile.NamedTemporaryFile("r", suffix=".err") as err:
+        script = f'{command} 2>{shlex.quote(err.name)} | head -5; echo "STATUS=${{PIPESTATUS[0]}}"'
+        out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120,
+                             stdin=subprocess.DEVNULL)
+        return out.stdout, err.read()
+
+
+def test_run_and_step_into_head_exit_0_without_a_word_on_stderr():
+    for command in (["run", "girl_bangs"], ["step", "shapes", "--head", "all"], ["compare", "shapes"]):
+        stdout, stderr = _piped_into_head(*command)
+        assert "STATUS=0" in stdout, (command, stdout, stderr)
+        assert stdout.count("\n") == 6  # head's five lines, then the status
+        assert stderr == "", (command, stderr)
