@@ -83,8 +83,20 @@ def _silence_stdout() -> None:
         pass
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from . import __version__
+
+        print(f"attnwalk {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False) -> None:
+def main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Show attnwalk's version and exit.")] = False,
+) -> None:
     _state["debug"] = debug
 
 
@@ -98,7 +110,8 @@ def export_cmd(
     scenario: ScenarioArg,
     format: Annotated[ExportFormat, typer.Option(
         "--format", "-f", help="json for scripts; markdown, latex or csv for handouts (csv: one row per cell, "
-        "stage,head,row,row_label,col,col_label,value).")] = ExportFormat.json,
+        "stage,head,row,row_label,col,col_label,value; head, row and col are 0-based, as in the JSON lists, "
+        "and the weights appear as stages W_Q, W_K, W_V and, when the scenario has one, W_O).")] = ExportFormat.json,
     mode: ModeOpt = Mode.scaled,
     lang: Annotated[Optional[str], typer.Option("--lang", help="Language of the handout's text: en or zh.")] = None,
     precision: Annotated[int, typer.Option("--precision", "-p", min=0, max=12,
@@ -172,8 +185,8 @@ def run_cmd(
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
 ) -> None:
-    """Walk a built-in lesson stage by stage; keys: n next, b back, g jump, c cell, ? help, q quit.
-    e.g. attnwalk run girl_bangs"""
+    """Walk a built-in lesson stage by stage; keys: n next, b back, g jump, c cell, m mode,
+    h head, ? help, q quit.  e.g. attnwalk run girl_bangs"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
@@ -189,7 +202,8 @@ def step_cmd(
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
 ) -> None:
-    """Step through your own scenario file, stage by stage.  e.g. attnwalk step --scenario my.yaml"""
+    """Step through your own scenario file, stage by stage; keys: n next, b back, g jump,
+    c cell, m mode, h head, ? help, q quit.  e.g. attnwalk step --scenario my.yaml"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
@@ -285,7 +299,9 @@ def quiz_cmd(
     lang: LangOpt = None,
 ) -> None:
     """Predict, then see: questions on the scenario's own numbers; scored and remembered.
-    Answers come from stdin when it is not a terminal, one per line.
+    Answers come from stdin when it is not a terminal, one per line; there a line that is not an
+    answer (empty, or d for a/b/c) counts as wrong instead of being asked again, so later answers
+    stay on their questions.
     e.g. printf '7.29\\n3x3\\n' | attnwalk quiz girl_bangs"""
     from .quizcmd import quiz_command
 
@@ -295,7 +311,8 @@ def quiz_cmd(
 @app.command("progress")
 @handles_errors
 def progress_cmd(lang: LangOpt = None) -> None:
-    """Show what you have done: the stage reached and the quiz scores, per scenario.
+    """Show what you have done, per scenario: the furthest stage reached and where --resume starts,
+    and the quiz scores.
     e.g. attnwalk progress"""
     from .i18n import detect_lang
     from .progressview import progress_view

@@ -88,6 +88,27 @@ def test_export_json_has_w_o_when_the_scenario_does(tmp_path):
     assert set(data["weights"]) == {"W_Q", "W_K", "W_V", "W_O"}
 
 
+def test_version():
+    from attnwalk import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"attnwalk {__version__}\n"
+
+
+def test_help_texts_name_every_key_and_what_the_numbers_mean():
+    def help_of(*command):
+        return " ".join(runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).stdout.split())
+
+    for command in ("run", "step"):
+        assert "n next, b back" in help_of(command) and "m mode, h head, ? help, q quit" in help_of(command)
+    assert ("Answers come from stdin when it is not a terminal, one per line; there a line that is not an "
+            "answer (empty, or d for a/b/c) counts as wrong instead of being asked again, so later answers "
+            "stay on their questions.") in help_of("quiz")
+    assert "the furthest stage reached and where --resume starts" in help_of("progress")
+    export = help_of("export")
+    assert "head, row and col are 0-based" in export and "W_Q" in export and "W_O" in export
+
+
 def _piped_into_head(*args):
     """`attnwalk ARGS | head -5` in bash: (head's output then STATUS=attnwalk's exit status, stderr)."""
     import shlex
