@@ -390,3 +390,75 @@ def test_explain_asks_for_the_index_of_a_repeated_token(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "positions 1, 3" in result.stderr
     assert explain(str(path), "A", "3", "cat").exit_code == 0
     assert explain(str(path), "A", "the#3", "cat").exit_code == 0
+
+
+# -- the explanation panel -------------------------------------------------------------------------
+
+HEADS_2 = ("tokens: [the, cat, sat, the]\n"
+           "embeddings: [[1, 0, 0.5, 0], [0, 1, 0, 0.5], [0.5, 0, 1, 0], [1, 0, 0.5, 0]]\n"
+           "heads: 2\nmask: causal\n"
+           "W_Q: [[1,0,0,1],[0,1,1,0],[1,1,0,0],[0,0,1,1]]\n"
+           "W_K: [[0,1,0,1],[1,0,1,0],[1,0,0,1],[0,0,1,1]]\n"
+           "W_V: [[1,0,2,0],[0,1,0,2],[1,1,0,0],[0,0,1,1]]\n"
+           "W_O: [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]\n")
+
+
+def panel_rows(walk, key: str, opts: ViewOptions) -> list[tuple[str, str]]:
+    """The explanation panel of stage `key` as (label, text) rows, wrapped lines joined."""
+    from attnwalk.render.screens import explanation
+
+    out = render(explanation(walk, BY_KEY[key], opts), width=opts.width)
+    rows: list[list[str]] = []
+    for line in out.splitlines()[1:-1]:
+        inner = line[2:-2]
+        label, body = inner[:16].strip(), inner[16:].strip()
+        if label or not rows:
+            rows.append([label, body])
+        else:
+            rows[-1][1] += " " + body
+    return [(label, body) for label, body in rows]
+
+
+def test_extra_notes_sit_under_note_not_common_mistake() -> None:
+    scn = scenario_from_text(LESSON_002, "girl_bangs.yaml")
+    from attnwalk.i18n import text
+
+    tx = text("en")
+    for mode, key in (("unscaled", "S"), ("uniform", "A"), ("hard", "A")):
+        rows = panel_rows(compute(scn, mode), key, ViewOptions())
+        labels = [label for label, _ in rows]
+        assert labels[:3] == ["What", "Why", "Common mistake"]
+        assert labels[3:] == ["Note"], (mode, rows)  # the mode's explanation is a note
+        assert rows[3][1] == tx.t(f"mode.{mode}.explain")
+        assert tx.t(f"mode.{mode}.explain") not in rows[2][1]
+
+
+def test_no_text_twice_in_one_panel() -> None:
+    walk = compute(scenario_from_text(HEADS_2, "heads.yaml"))
+    for key in ("Q", "concat", "O"):
+        rows = panel_rows(walk, key, ViewOptions())
+        sentences = [s.strip() for _, body in rows for s in body.split(". ") if s.strip()]
+        assert len(sentences) == len(set(sentences)), (key, rows)
+    concat = dict(panel_rows(walk, "concat", ViewOptions()))
+    assert "Heads are not the same attention repeated" not in " ".join(concat.values())
+    assert concat["Note"].startswith("Each head returns an n × 2 output")
+    o = panel_rows(walk, "O", ViewOptions())
+    assert [label for label, _ in o] == ["What", "Why", "Common mistake"]  # nothing restating What
+
+
+def test_chinese_explanations_break_between_characters(walk) -> None:
+    """Rich broke only at spaces: "X = E +⏎P，逐元素相加", "把 E⏎的行打乱", "S = QKᵀ /⏎√d_k：…"."""
+    opts = ViewOptions(lang="zh", width=80)
+    steps = walk.steps
+    screens_zh = {stage.key: render(stage_screen(walk, stage, head, opts, index=i, count=len(steps)),
+                                    width=80)
+                  for i, (stage, head) in enumerate(steps, start=1)}
+    assert "X = E + P，逐元素相加" in screens_zh["X"]
+    assert "把 E 的行打乱" in screens_zh["P"]
+    assert "S = QKᵀ / √d_k：" in screens_zh["S"]
+    for text_ in screens_zh.values():  # a panel line ends short only where its text ends
+        lines = text_.splitlines()
+        for line, after in zip(lines, lines[1:]):
+            if line.startswith("│ ") and after.startswith("│ ") and after[2:12].strip() == "":
+                body = line[12:-1].rstrip()  # this line's text, continued on the next
+                assert cell_len(line[:12] + body) >= 80 - 4 - 12, (line, after)

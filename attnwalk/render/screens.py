@@ -20,6 +20,7 @@ from .options import ViewOptions
 from .overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
                        wants_overview)
 from .worked import axes, default_cell, worked_cell
+from .wrap import Prose
 
 
 def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,
@@ -44,7 +45,7 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     if explained_at is None:
         parts.append(explanation(walk, stage, opts))
     else:
-        parts.append(Text(style.say(opts, "heads.same_text", "What, why and the common mistake "
+        parts.append(Prose(style.say(opts, "heads.same_text", "What, why and the common mistake "
                                     "are the same in every head: see stage {index} (head 1).",
                                     index=explained_at), style=style.NOTE))
     if stage.kind != TOKENS:
@@ -158,7 +159,7 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
         legend.append(style.say(opts, "ui.bars_legend", "the largest weight in each row is "
                                 "marked ▲"))
     if legend:
-        out.append(Text(f" {style.markers(opts).dot} ".join(legend), style=style.NOTE))
+        out.append(Prose(f" {style.markers(opts).dot} ".join(legend), style=style.NOTE))
     blocks = head_blocks(walk, stage, opts)
     if blocks is not None:
         out.append(blocks)
@@ -168,18 +169,25 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
 
 
 def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
-    """What / why / common mistake, plus what this scenario does differently at this stage."""
+    """What / why / common mistake, then under "Note" what this scenario or mode does differently
+    at this stage; no text twice. Prose wraps Chinese between characters at the panel's width."""
     tx = text(opts.lang)
     scn = walk.scenario
     grid = FastTable.grid(padding=(0, 2))
     grid.add_column(style=style.LABEL, no_wrap=True)
-    grid.add_column(overflow="fold")  # Chinese has no spaces to wrap at: break between characters
+    grid.add_column(overflow="fold")  # a word wider than the panel is folded, never cut
+    shown = set()
     for field, fallback in (("what", "What"), ("why", "Why"), ("mistake", "Common mistake")):
-        grid.add_row(Text(style.say(opts, f"ui.{field}", fallback)),
-                     Text(style.plain(tx.stage(stage.key, field), opts)))
+        body = style.plain(tx.stage(stage.key, field), opts)
+        shown.add(body)
+        grid.add_row(Text(style.say(opts, f"ui.{field}", fallback)), Prose(body))
+    label: Text | None = Text(style.say(opts, "ui.note", "Note"))
     for note in _notes(walk, stage):
-        if tx.has(note):
-            grid.add_row(None, Text(style.plain(tx.t(note, **_note_values(walk, note)), opts)))
+        body = style.plain(tx.t(note, **_note_values(walk, note)), opts) if tx.has(note) else ""
+        if body and body not in shown:
+            shown.add(body)
+            grid.add_row(label, Prose(body))
+            label = None  # one label over all the notes
     return Panel(grid, box=style.panel_box(opts), border_style=style.PANEL_BORDER,
                  title=Text(style.plain(tx.stage(stage.key, "title"), opts)), title_align="left")
 
@@ -206,11 +214,9 @@ def _notes(walk: Walk, stage: Stage) -> list[str]:
             notes.append("score.qk_norm.explain")
     if key in ("S", "A") and walk.mode != "scaled":
         notes.append(f"mode.{walk.mode}.explain")
-    if key == "concat":
-        notes += ["heads.why", "heads.concat"]
-    if key == "O" and scn.heads > 1:
-        notes.append("heads.w_o")
-    return notes
+    if key == "concat":  # heads.why opens each head's screens, and concat's mistake says it too
+        notes.append("heads.concat")
+    return notes  # (heads.w_o would repeat O's own what)
 
 
 def _note_values(walk: Walk, note: str) -> dict[str, object]:
