@@ -82,7 +82,7 @@ def softmax_signal(A: np.ndarray, mode: str) -> np.ndarray:
     return np.max(A * (1.0 - A), axis=-1)
 
 
-@dataclass
+@dataclass(eq=False)  # no __eq__: == on numpy fields can only raise; defines faster
 class Head:
     """One head's matrices, keyed like the stages: Q, K, V (its slices), QK^T, S, S+M, A, Z."""
 
@@ -90,7 +90,7 @@ class Head:
     mats: dict[str, np.ndarray]
 
 
-@dataclass
+@dataclass(eq=False)  # no __eq__, as Head
 class Walk:
     """Every intermediate matrix of one layer for one scenario and mode, in stage order."""
 

@@ -26,7 +26,7 @@ MASKS = ("none", "causal")
 SCORES = ("dot", "additive")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # no __eq__: == on numpy fields can only raise; defines faster
 class Sequence:
     """A run of tokens and their embeddings: the main sequence, or a cross-attention source."""
 
@@ -45,7 +45,7 @@ class Sequence:
         return self.E.shape[1]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # no __eq__, as Sequence
 class Scenario:
     """A validated scenario: one sequence (and a source for cross-attention) and the layer's weights."""
 
