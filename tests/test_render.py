@@ -462,3 +462,17 @@ def test_chinese_explanations_break_between_characters(walk) -> None:
             if line.startswith("│ ") and after.startswith("│ ") and after[2:12].strip() == "":
                 body = line[12:-1].rstrip()  # this line's text, continued on the next
                 assert cell_len(line[:12] + body) >= 80 - 4 - 12, (line, after)
+
+
+def test_chinese_prose_breaks_between_characters_in_compare_and_head_panels() -> None:
+    from attnwalk.compare import compare
+    from attnwalk.render.compareview import compare_view
+    from attnwalk.render.overview import head_intro
+
+    zh = ViewOptions(lang="zh", width=80)
+    out = render(compare_view(compare(scenario_from_text(LESSON_002, "girl_bangs.yaml")), zh), 80)
+    assert "若 q、k 各分量大致独立" in out  # Rich put "各分量…" on the next line
+    assert "此时 softmax 的雅可比矩阵" in out.replace("\n", "")  # no line left ending "此时 softmax"
+    walk = compute(scenario_from_text(HEADS_2, "heads.yaml"))
+    intro = render(head_intro(walk, 0, zh), 80)
+    assert "每个头有自己那一份 W_Q、W_K、W_V，" in intro

@@ -20,6 +20,7 @@ from ..stages import BY_KEY, SIGNED, WEIGHTS, formula
 from . import style
 from .heatmap import GAP, heat_table, shown_indices, token_labels
 from .options import ViewOptions
+from .wrap import Prose
 
 PANEL_FRAME = 4  # a panel's border and padding take 2 cells on each side
 PANEL_GAP = 2  # blank cells between panels side by side
@@ -50,9 +51,9 @@ def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:
         if scn.score == "additive":
             how += " · " + style.say(opts, "compare.additive_same", "additive scores are not "
                                      "divided by √d_k, so scaled and unscaled agree")
-        lines.append(Text(how, style=style.NOTE))
+        lines.append(Prose(how, style=style.NOTE))
     if scn.source is not None:
-        lines.append(Text(style.say(opts, "compare.cross", "cross-attention: queries from the {n} "
+        lines.append(Prose(style.say(opts, "compare.cross", "cross-attention: queries from the {n} "
                                     "tokens of the main sequence, keys and values from the {m} "
                                     "source tokens", n=scn.n, m=scn.m), style=style.NOTE))
     return Group(*lines)
@@ -162,14 +163,14 @@ def explanations(cmp: Comparison, opts: ViewOptions) -> RenderableType:
                                         style=style.LABEL)]
     for mode in cmp.modes:
         name = mode_name(mode, opts)
-        line = Text(style.say(opts, "compare.mode_line", "{name}: {explain}", name=name,
+        line = Prose(style.say(opts, "compare.mode_line", "{name}: {explain}", name=name,
                               explain=style.say(opts, f"mode.{mode}.explain", "")))
         line.stylize(style.LABEL, 0, len(name))
         lines.append(line)
     lines.append(Text())
     legends = ["entropy_legend", "signal_legend"] + (["amplified_legend"] if cmp.amplify != 1.0 else [])
     for key in legends:
-        lines.append(Text(style.say(opts, f"compare.{key}", "", k=f"{cmp.amplify:g}"), style=style.NOTE))
+        lines.append(Prose(style.say(opts, f"compare.{key}", "", k=f"{cmp.amplify:g}"), style=style.NOTE))
     return Group(*lines)
 
 

@@ -19,6 +19,7 @@ from . import style
 from .fasttable import FastTable
 from .heatmap import GAP, heat_table, shown_indices, token_labels
 from .options import ViewOptions
+from .wrap import Prose
 
 SPLIT = ("Q", "K", "V", "concat")  # full-width matrices made of one column block per head
 
@@ -61,7 +62,7 @@ def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
         elif scn.heads > 1 and stage.per_head:
             note = style.say(opts, "shapes.each_head", "in each of the {heads} heads",
                              heads=scn.heads)
-        grid.add_row(style.plain(stage.symbol, opts), shape_text(walk, stage, 0, opts), note)
+        grid.add_row(style.plain(stage.symbol, opts), shape_text(walk, stage, 0, opts), Prose(note))
     title = style.say(opts, "shapes.title", "Shapes")
     return Panel(Group(Text(f" {style.markers(opts).dot} ".join(facts), style=style.LABEL), grid),
                  title=Text(title), title_align="left", box=style.panel_box(opts),
@@ -75,7 +76,7 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
     tx = text(opts.lang)
     q = walk.heads[head].mats["Q"]  # (n, d_k)
     v = walk.heads[head].mats["V"]  # (m, d_v)
-    body = [Text(style.say(opts, "heads.intro", "Head {head} / {heads} takes columns {start}–{end} "
+    body = [Prose(style.say(opts, "heads.intro", "Head {head} / {heads} takes columns {start}–{end} "
                            "of Q and K and columns {v_start}–{v_end} of V: Q_{head} is {q_shape}, "
                            "K_{head} is {k_shape}, V_{head} is {v_shape}.",
                            head=head + 1, heads=scn.heads, start=head * scn.d_k,
@@ -84,7 +85,7 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
                            k_shape=_shape(walk.heads[head].mats["K"].shape, opts),
                            v_shape=_shape(v.shape, opts)))]
     if tx.has("heads.why"):
-        body.append(Text(style.plain(tx.t("heads.why"), opts), style=style.NOTE))
+        body.append(Prose(style.plain(tx.t("heads.why"), opts), style=style.NOTE))
     title = style.say(opts, "ui.head", "head {head} / {heads}", head=head + 1, heads=scn.heads)
     heading = style.say(opts, "heads.title", "Multi-head attention")
     return Panel(Group(*body), title=Text(f"{heading} {style.markers(opts).dot} {title}"),
@@ -133,8 +134,8 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
     more = style.say(opts, "heads.summary_more", "Head {head} is printed in full above. To print "
                      "another head in full, add --head N (every head: --head all); stepping "
                      "through the walk, h moves to the next head.", head=shown + 1)
-    return Group(Text(title, style=style.SCREEN_TITLE), Text(what), Text(""), table,
-                 Text(entropy, style=style.NOTE), Text(""), Text(more, style=style.NOTE))
+    return Group(Text(title, style=style.SCREEN_TITLE), Prose(what), Text(""), table,
+                 Prose(entropy, style=style.NOTE), Text(""), Prose(more, style=style.NOTE))
 
 
 def starts_head(walk: Walk, stage: Stage) -> bool:
@@ -156,7 +157,7 @@ def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
     line = style.say(opts, "heads.blocks", "{symbol} holds {heads} heads side by side: {blocks}",
                      symbol=style.plain(stage.symbol, opts), heads=scn.heads,
                      blocks=f" {style.markers(opts).dot} ".join(blocks))
-    return Text(line, style=style.NOTE)
+    return Prose(line, style=style.NOTE)
 
 
 def source_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType | None:
@@ -181,12 +182,12 @@ def source_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType |
                 table.add_row(Text(style.markers(opts).ellipsis), Text(more, style=style.NOTE), None)
             else:
                 table.add_row(str(j), src.tokens[j], str(src.ids[j]) if src.ids else "-")
-        return Group(Text(title, style=style.NOTE), table)
+        return Group(Prose(title, style=style.NOTE), table)
     M = walk.source[stage.key]  # (m, d_model)
     name = style.say(opts, "cross.source_matrix", "{symbol}_src, the source's {symbol}: {shape} = "
                      "m × d_model", symbol=style.plain(stage.symbol, opts),
                      shape=_shape(M.shape, opts))
-    return Group(Text(name, style=style.NOTE),
+    return Group(Prose(name, style=style.NOTE),
                  heat_table(M, labels, [str(j) for j in range(M.shape[1])], stage.kind, opts))
 
 
