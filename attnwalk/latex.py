@@ -24,6 +24,7 @@ _TEXT = {
     "≈": r"$\approx$", "≠": r"$\neq$", "≡": r"$\equiv$", "∈": r"$\in$", "∑": r"$\sum$",
     "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$",
     "π": r"$\pi$", "σ": r"$\sigma$", "ᵢ": r"\textsubscript{i}", "ⱼ": r"\textsubscript{j}",
+    "ℝ": r"$\mathbb{R}$",
 }
 
 # Math mode: the same symbols as commands.
@@ -32,6 +33,10 @@ _MATH = {
     "…": r"\dots ", "ᵀ": r"^{\top}", "≥": r"\geq ", "≤": r"\leq ", "∂": r"\partial ",
     "θ": r"\theta ", "±": r"\pm ", "|": r"\mid ", "#": r"\#", "%": r"\%", "&": r"\&", "$": r"\$",
     "~": r"\sim ", "²": "^{2}", "₂": "_{2}", "≈": r"\approx ", "≠": r"\neq ", "√": r"\surd ",
+    "∈": r"\in ", "ℝ": r"\mathbb{R}",
+    # A formula's own braces (a set, {0, −∞}) and |{…}| (its size), held apart by math_text from
+    # the braces LaTeX needs for groups.
+    "\x01": r"\{", "\x02": r"\}", "\x03": r"\lvert ", "\x04": r"\rvert ",
 }
 
 # Pieces of prose that read better as math: √d_k, e^−∞, e^800, 10000^(2i/d), W_Q, d_model, QKᵀ, −∞.
@@ -73,6 +78,8 @@ def latex_text(s: str, math: bool = True) -> str:
 def math_text(formula: str) -> str:
     """A formula as written in attnwalk/stages.py ("S = QKᵀ / √d_k") as LaTeX math."""
     s = _SPACE.sub(_space, formula.strip())
+    s = s.replace("{", "\x01").replace("}", "\x02")  # a set's braces, not a group: \{ \}
+    s = re.sub("\\|(\x01[^|]*\x02)\\|", "\x03\\1\x04", s)  # |{k : …}|: \lvert … \rvert
     s = re.sub(r"√(\w+)", r"\\sqrt{\1}", s)
     s = re.sub("(\\w)\u0302", r"\\hat{\1}", s)  # QK-norm's q̂ (a combining circumflex)
     s = _WORD.sub(_word, s)
@@ -80,7 +87,7 @@ def math_text(formula: str) -> str:
     s = _superscripts(s)
     s = re.sub(r"\^([−-]?(?:∞|\d+(?:\.\d+)?))", r"^{\1}", s)  # e^−∞, e^800: one group
     s = "".join(_MATH.get(ch, ch) for ch in s)
-    s = re.sub(" +([})\\]])", r"\1", re.sub(" {2,}", " ", s))  # "\infty }" -> "\infty}"
+    s = re.sub(r" +(?=[})\]]|\\\}|\\rvert)", "", re.sub(" {2,}", " ", s))  # "\infty }" -> "\infty}"
     return s.replace("\x00", "\\ ").strip()
 
 
@@ -97,6 +104,8 @@ def _word(m: re.Match) -> str:
     word = m.group()
     if word in ("sin", "cos", "exp", "log", "max"):
         return "\\" + word + " "
+    if word == "argmax":
+        return r"\arg\max"
     if word.isupper():  # QK, QKᵀ: a product of matrices, each letter a symbol
         return word
     return f"\\mathrm{{{word}}}"
@@ -164,6 +173,7 @@ def document(body: list[str], max_cols: int) -> str:
         r"\documentclass[11pt]{article}",
         r"\usepackage[a4paper,margin=2cm]{geometry}",
         r"\usepackage{amsmath}",
+        r"\usepackage{amssymb}",  # \mathbb{R}
         r"\usepackage{graphicx}",
         *([r"\usepackage[UTF8,scheme=plain]{ctex}"] if wide else []),
         f"\\setcounter{{MaxMatrixCols}}{{{max(max_cols, 10)}}}",

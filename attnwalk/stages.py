@@ -37,7 +37,7 @@ class Stage(NamedTuple):
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("tokens", "tokens", "Tokens and ids", "text → tokens → ids", "n", "-", TOKENS),
+    Stage("tokens", "tokens", "Tokens and ids", "token_i → id_i", "n", "-", TOKENS),
     Stage("E", "E", "Token embeddings", "E = EmbeddingTable[ids]", "n", "d_model"),
     Stage("P", "P", "Positional encoding", "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)", "n", "d_model"),
     Stage("X", "X", "Input to the layer", "X = E + P", "n", "d_model"),
@@ -46,7 +46,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("V", "V", "Values", "V = X · W_V", "m", "d_v"),
     Stage("QK^T", "QKᵀ", "Raw scores", "QKᵀ[i, j] = q_i · k_j", "n", "m", SIGNED, True),
     Stage("S", "S", "Scaled scores", "S = QKᵀ / √d_k", "n", "m", SIGNED, True),
-    Stage("S+M", "S + M", "Masked scores", "S + M,  M[i, j] = 0 or −∞", "n", "m", MASKED, True),
+    Stage("S+M", "S + M", "Masked scores", "S + M,  M[i, j] ∈ {0, −∞}", "n", "m", MASKED, True),
     Stage("A", "A", "Attention weights", "A[i, :] = softmax((S + M)[i, :])", "n", "m", WEIGHTS, True),
     Stage("Z", "Z", "Output", "Z = A · V", "n", "d_v", SIGNED, True),
     Stage("concat", "concat", "Heads concatenated", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v"),
@@ -83,6 +83,8 @@ def formula(stage: Stage, scn: "Scenario | None" = None, mode: str = "scaled") -
     if scn is None:
         return base
     key = stage.key
+    if key == "P" and scn.main.positional != "sinusoidal":
+        return "P = 0" if scn.main.positional == "none" else "P ∈ ℝ^(n × d_model)"  # given rows
     if key in ("Q", "K", "V"):
         if scn.source is not None and key != "Q":
             base = base.replace("= X ·", "= X_src ·")  # keys and values come from the source
@@ -100,10 +102,13 @@ def formula(stage: Stage, scn: "Scenario | None" = None, mode: str = "scaled") -
         return f"QKᵀ[i, j] = {score}"
     if key == "S" and (scn.score == "additive" or mode == "unscaled"):
         return "S = QKᵀ"  # additive scores and unscaled mode are not divided by √d_k
+    # Formulas are math only, the same in every language; the words belong in the stage texts.
     if key == "A" and mode == "uniform":
-        return "A[i, j] = 1 / (number of keys row i may attend to), 0 where masked"
+        if not scn.masked:  # every key allowed: 1 / (number of keys)
+            return f"A[i, j] = 1 / {'m' if scn.source is not None else 'n'}"
+        return "A[i, :] = softmax(M[i, :]) = exp(M[i, :]) / |{k : M[i, k] = 0}|"
     if key == "A" and mode == "hard":
-        return "A[i, j] = 1 where (S + M)[i, j] is the row's largest, else 0"
+        return "A[i, :] = onehot(argmax_k (S + M)[i, k])"
     if key == "concat" and scn.heads > 1:
         return f"concat = {_blocks('Z', scn.heads)}"
     return base
