@@ -4,6 +4,7 @@ text without Chinese wraps exactly as Rich wraps it."""
 from __future__ import annotations
 
 import io
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,7 +14,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from attnwalk.render.wrap import NO_END, NO_START, Prose, break_offsets
+from attnwalk.render.wrap import _CJK_CLASS, NO_END, NO_START, Prose, break_offsets, has_cjk
 
 # The review's examples: stage texts from zh.toml that Rich broke before a run of Chinese.
 P_WHY = ("注意力本身不考虑顺序：把 E 的行打乱，输出也只是按同样的方式打乱。Transformer "
@@ -81,3 +82,15 @@ def test_a_piece_wider_than_the_line_is_folded_not_lost() -> None:
 def test_measure_lets_a_panel_shrink_to_a_chinese_phrase() -> None:
     lines = lines_of(Panel(Prose(X_WHAT), expand=False), 24)
     assert "".join(line.strip("│ ╭╮╰╯─") for line in lines).replace(" ", "") == X_WHAT.replace(" ", "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x3ffff), max_size=12))
+def test_has_cjk_agrees_with_the_cjk_class_without_compiling_it_for_lower_text(text: str) -> None:
+    # has_cjk skips the (slow to compile) regex when every character is below U+2E80
+    assert has_cjk(text) == (re.search(_CJK_CLASS, text) is not None)
+
+
+def test_the_cjk_ranges_start_at_u2e80() -> None:
+    assert not any(re.match(_CJK_CLASS, chr(c)) for c in range(0x2e80))
+    assert not has_cjk("S = QKᵀ / √d_k × − → … ▲ █") and has_cjk("注意") and has_cjk("x中")

@@ -11,6 +11,7 @@ Text without CJK characters wraps exactly as Rich wraps it.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from rich.cells import cell_len, chop_cells
@@ -20,15 +21,26 @@ from rich.measure import Measurement
 from rich.text import Text
 
 # Han, kana, hangul, CJK and full-width punctuation: a line may break before or after any of them.
-_CJK = re.compile("[\u2e80-\u2fff\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-                  "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
-                  "\U00020000-\U0003ffff]")
+_CJK_CLASS = ("[\u2e80-\u2fff\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+              "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
+              "\U00020000-\U0003ffff]")
+
+
+@functools.cache
+def _cjk() -> re.Pattern:
+    # Compiled when first needed: compiling a class of such wide ranges takes ~3 ms, which an
+    # English walk never needs (has_cjk answers for its text without it).
+    return re.compile(_CJK_CLASS)
+
+
 NO_START = set("，。：；、！？）」』》〉】〕”’…,.:;!?)]}%")  # never the first character of a line
 NO_END = set("（「『《〈【〔“‘([{")  # never the last character of a line
 
 
 def has_cjk(s: str) -> bool:
-    return _CJK.search(s) is not None
+    # Every character below U+2E80, where the CJK ranges start (as ASCII, ×, √, −, → and … are):
+    # no CJK, and no need for the regex.
+    return s > "" and max(s) >= "\u2e80" and _cjk().search(s) is not None
 
 
 def _units(s: str) -> list[tuple[int, str]]:
@@ -46,7 +58,7 @@ def _units(s: str) -> list[tuple[int, str]]:
             text_yet = True
             continue
         text_yet = True
-        if ((_CJK.match(before) or _CJK.match(here))
+        if ((_cjk().match(before) or _cjk().match(here))
                 and here not in NO_START and before not in NO_END):
             starts.append(i)
     return [(a, s[a:b]) for a, b in zip(starts, [*starts[1:], len(s)])]
