@@ -167,3 +167,18 @@ def test_random_tables_draw_alike(rows, headers, justify, no_wrap, column_style,
     assert cells(fast, width) == cells(slow, width)
     con = console(width)
     assert fast.__rich_measure__(con, con.options) == slow.__rich_measure__(con, con.options)
+
+
+def test_chinese_prose_cells_measure_and_wrap_as_in_a_table() -> None:
+    from attnwalk.render.wrap import Prose
+
+    def build(cls):
+        grid = cls.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row(Text("为什么"), Prose("注意力本身不考虑顺序：把 E 的行打乱，输出也只是按同样的方式打乱。"))
+        grid.add_row(Text("常见误区"), Prose("位置从 0 开始数：第一个词的编码是 [sin 0, cos 0] = [0, 1]。"))
+        return grid
+
+    assert_same(build)
+    assert_same(lambda cls: Panel(build(cls), expand=False))

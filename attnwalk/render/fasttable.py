@@ -38,10 +38,15 @@ class _Layout:
         """Each column's widest cell, padding included."""
         return [max(lengths) + sum(pad) for lengths, pad in zip(self.lengths, self.pads)]
 
-    def minimums(self) -> list[int]:
-        """Each column's narrowest width: its longest word (a cell without one: its width)."""
-        return [max(max((cell_len(word) for word in text.plain.split()), default=length)
-                    for text, length in zip(texts, lengths)) + sum(pad)
+    def minimums(self, console: Console, options: ConsoleOptions) -> list[int]:
+        """Each column's narrowest width: its longest word (a cell without one: its width), or
+        what a Text subclass's own measure says (render/wrap.py's Prose breaks Chinese)."""
+        def narrowest(text: Text, length: int) -> int:
+            if type(text).__rich_measure__ is not Text.__rich_measure__:
+                return Measurement.get(console, options, text).minimum
+            return max((cell_len(word) for word in text.plain.split()), default=length)
+
+        return [max(narrowest(text, length) for text, length in zip(texts, lengths)) + sum(pad)
                 for texts, lengths, pad in zip(self.cells, self.lengths, self.pads)]
 
 
@@ -70,7 +75,7 @@ class FastTable(Table):
             return super().__rich_measure__(console, options)
         total = sum(layout.widths)
         columns = [(min(low, total), min(high, total)) for low, high in
-                   zip(layout.minimums(), layout.naturals())]
+                   zip(layout.minimums(console, options), layout.naturals())]
         for i, column in enumerate(self.columns):
             if column.min_width is not None:
                 floor = max(0, column.min_width + sum(layout.pads[i]))
