@@ -173,9 +173,9 @@ def test_worked_scores_cell_is_the_lessons_example(screens: dict[str, str], walk
 def test_worked_projection_uses_x_row_and_w_column(walk) -> None:
     # Lesson 3.1: Q女生 = [3×(-0.6) + 2×0.8, …] = [-0.2000, …]; K女生[0] = 3×0.6 + 2×(-0.1) = 1.6
     text = cell(walk, "Q", 0, 0)
-    assert "3.0000 × -0.6000 + 2.0000 × 0.8000" in text and "-0.2000" in text
+    assert "3.0000 × (-0.6000) + 2.0000 × 0.8000" in text and "-0.2000" in text
     text = cell(walk, "K", 0, 0)
-    assert "3.0000 × 0.6000 + 2.0000 × -0.1000" in text and "1.6000" in text
+    assert "3.0000 × 0.6000 + 2.0000 × (-0.1000)" in text and "1.6000" in text
 
 
 def test_worked_embedding_and_position(walk) -> None:
@@ -476,3 +476,51 @@ def test_chinese_prose_breaks_between_characters_in_compare_and_head_panels() ->
     walk = compute(scenario_from_text(HEADS_2, "heads.yaml"))
     intro = render(head_intro(walk, 0, zh), 80)
     assert "每个头有自己那一份 W_Q、W_K、W_V，" in intro
+
+
+# -- narrow terminals, signs, ties, precision, names of cells --------------------------------------
+
+
+@pytest.mark.parametrize("width", [40, 45, 50, 60, 72])
+def test_narrow_terminals_stack_the_exponentials_instead_of_cutting_them(walk, width) -> None:
+    """COLUMNS=50 cut the softmax table to "…   e^3.1919 = 24…"."""
+    out = render(worked_cell(walk, "A", 1, 2, 0, ViewOptions(width=width)), width=width)
+    assert "…" not in out
+    for number in ("e^3.1919 = 24.33", "e^5.1526 = 172.9", "e^(3.1919 − 5.1526) = 0.1408",
+                   "172.9 / 243.3 = 0.7104", "A[撩, 刘海] = 0.7104"):
+        assert number in out, (width, number)
+    assert max(cell_len(line) for line in out.splitlines()) <= width
+
+
+def test_a_negative_number_after_an_operator_is_bracketed(walk) -> None:
+    k = cell(walk, "K", 1, 0)  # lesson 3.1 writes 3×(-0.6), 2×(-0.5)
+    assert "2.8415 × 0.6000 + 2.5403 × (-0.1000) = 1.7049 + (-0.2540) = 1.4509" in k
+    q = cell(walk, "Q", 1, 0)
+    assert "2.8415 × (-0.6000) + 2.5403 × 0.8000 = -1.7049 + 2.0322 = 0.3274" in q
+    x = cell(walk, "X", 2, 1)
+    assert "4.0000 + (-0.4161) = 3.5839" in x
+    assert "x (-0.1000) = 1.7049 + (-0.2540)" in cell(walk, "K", 1, 0, ascii=True)
+    for key in ("Q", "K", "V", "X", "Z"):
+        for row in range(3):
+            assert not re.search(r"[×+−x] -\d", cell(walk, key, row, 1)), (key, row)
+
+
+def test_worked_arithmetic_keeps_two_decimals_at_precision_zero(walk) -> None:
+    """--precision 0 read "172.9 / 243.3 = 1" and "A[撩, 刘海] = 1"; lesson 5: 0.7104."""
+    a = cell(walk, "A", 1, 2, precision=0)
+    assert "172.9 / 243.3 = 0.71" in a and "A[撩, 刘海] = 0.71" in a
+    assert "(worked to 2 decimals; the tables show 0)" in a
+    table = heat_table(walk.matrix("A"), ["女生", "撩", "刘海"], ["女生", "撩", "刘海"], "weights",
+                       ViewOptions(precision=0), mark_row_max=True)
+    assert "0.71" not in render(table)  # the tables print as asked
+    assert "worked to" not in cell(walk, "A", 1, 2, precision=3)
+
+
+def test_worked_cells_are_named_by_their_labels(walk) -> None:
+    """"Worked cell: E[2, 0]: 撩, dimension 0" over "position 1" mixed 1- and 0-based numbers."""
+    assert "Worked cell: E[撩, 0] " in cell(walk, "E", 1, 0)
+    assert "Worked cell: QKᵀ[撩, 刘海] " in cell(walk, "QK^T", 1, 2)
+    assert "Worked cell: Z[撩, 0] " in cell(walk, "Z", 1, 0)
+    assert "单格演算：A[撩, 刘海] " in cell(walk, "A", 1, 2, lang="zh")
+    heads = compute(scenario_from_text(HEADS_2, "heads.yaml"))
+    assert "Worked cell: A[the#4, cat] " in cell(heads, "A", 3, 1)

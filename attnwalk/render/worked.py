@@ -1,8 +1,10 @@
 """One cell of one stage worked out with the scenario's own numbers, the way the lessons do by hand.
 
 Every product and sum is computed from the unrounded numbers and only then printed at
-opts.precision, so the last digit of a printed product can differ from multiplying the printed
-factors (the total always equals the matrix cell).
+opts.precision (at least WORKED_DECIMALS), so the last digit of a printed product can differ from
+multiplying the printed factors (the total always equals the matrix cell). A negative number after
+an operator is bracketed, as the lessons write 3×(-0.6). Every line and table fits the width or
+folds at its spaces: no number is ever cut short.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from . import style
 from .fasttable import FastTable
 from .heatmap import dim_labels, token_labels
 from .options import ViewOptions
+from .wrap import Prose
 
 EXP_SAFE = 700.0  # e^x overflows float64 past ~709.78: beyond this only the stable form is shown
+WORKED_DECIMALS = 2  # arithmetic at --precision 0 or 1 would read "172.9 / 243.3 = 1"
+FRAME = 4  # a worked panel's border and padding: 2 cells on each side
 
 
 def axes(walk: Walk, stage: Stage, head: int = 0) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -90,6 +95,11 @@ class _Cell:
     def num(self, x: float) -> str:
         return style.number(float(x), self.opts)
 
+    def operand(self, x: float) -> str:
+        """A number after an operator: bracketed when negative, "2.8415 × (-0.6000)"."""
+        out = self.num(x)
+        return f"({out})" if out.startswith("-") else out
+
     def vec(self, v: np.ndarray) -> str:
         parts = [self.num(v[i]) if isinstance(i, int) else self.mk.ellipsis for i in elided(len(v))]
         return "[" + ", ".join(parts) + "]"
@@ -114,16 +124,17 @@ class _Cell:
         t = self.mk.times
         d = len(a)
         self.unrounded = True
-        factors = self.terms({i: f"{self.num(a[i])} {t} {self.num(b[i])}" for i in _shown(d)}, d)
+        lead = {i: self.num if i == 0 else self.operand for i in _shown(d)}  # "-1.7 + (-0.3)"
+        factors = self.terms({i: f"{lead[i](a[i])} {t} {self.operand(b[i])}" for i in _shown(d)}, d)
         if d == 1:
             return [f"{lhs} = {factors} = {self.num(total)}"]
-        products = self.terms({i: self.num(a[i] * b[i]) for i in _shown(d)}, d)
+        products = self.terms({i: lead[i](a[i] * b[i]) for i in _shown(d)}, d)
         return self.chain(f"{lhs} = {factors}", f"{products} = {self.num(total)}")
 
     def chain(self, first: str, *rest: str) -> list[str]:
         """first = rest[0] = … on one line if it fits the panel, else each "= …" on its own."""
         line = " = ".join((first, *rest))
-        if cell_len(line) <= self.opts.width - 4:
+        if cell_len(line) <= self.opts.width - FRAME:
             return [line]
         return [first, *(f"    = {part}" for part in rest)]
 
@@ -138,21 +149,20 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     stage = BY_KEY[key]
     if stage.kind == TOKENS:
         return Text(style.say(opts, "ui.no_cells", "This stage has no cells to work out."))
-    c = _Cell(walk, stage, row, col, head, opts)
+    worked = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
+    c = _Cell(walk, stage, row, col, head, worked)
     lines = _EXPLAIN[key](c)
-    body = [Text(line) if isinstance(line, str) else line for line in lines]
-    body.append(Text(f"{c.ref()} = {c.num(c.value)}", style=style.RESULT))
+    body = [Prose(line) if isinstance(line, str) else line for line in lines]
+    body.append(Prose(f"{c.ref()} = {c.num(c.value)}", style=style.RESULT))
     if c.unrounded:
-        body.append(Text(c.say("ui.unrounded_note", "(products and powers are of the unrounded "
-                               "numbers, then rounded)"), style=style.NOTE))
-    if stage.square:
-        heading = c.say("ui.cell_heading", "{stage}[{row}, {col}]: {row_token} → {col_token}",
-                        stage=c.sym(), row=row + 1, col=col + 1, row_token=c.rows[row],
-                        col_token=c.cols[col])
-    else:
-        heading = c.say("ui.cell_heading_dim", "{stage}[{row}, {col}]: {row_token}, dimension {col}",
-                        stage=c.sym(), row=row + 1, col=col, row_token=c.rows[row])
-    title = c.say("ui.worked_cell", "Worked cell") + c.colon() + heading
+        body.append(Prose(c.say("ui.unrounded_note", "(products and powers are of the unrounded "
+                                "numbers, then rounded)"), style=style.NOTE))
+    if worked.precision != opts.precision:
+        body.append(Prose(c.say("ui.worked_decimals", "(worked to {decimals} decimals; the tables "
+                                "show {precision})", decimals=worked.precision,
+                                precision=opts.precision), style=style.NOTE))
+    # Named by its row and column labels, as the tables show them: E[撩, 0], QKᵀ[撩, 刘海], the#4
+    title = c.say("ui.worked_cell", "Worked cell") + c.colon() + c.ref()
     return Panel(Group(*body), title=Text(title), title_align="left", box=style.panel_box(opts),
                  border_style=style.WORKED_BORDER, expand=False)
 
@@ -197,7 +207,7 @@ def _input(c: _Cell) -> list[str]:
     E, P, X = (c.walk.mats[k][r] for k in ("E", "P", "X"))
     return [*c.chain(f"X[{tok}] = E[{tok}] + P[{tok}]", f"{c.vec(E)} + {c.vec(P)}", c.vec(X)),
             c.say("ui.aside", "{text}  ({note})",
-                  text=f"E[{tok}, {j}] + P[{tok}, {j}] = {c.num(E[j])} + {c.num(P[j])} = {c.num(X[j])}",
+                  text=f"E[{tok}, {j}] + P[{tok}, {j}] = {c.num(E[j])} + {c.operand(P[j])} = {c.num(X[j])}",
                   note=c.say("ui.elementwise", "added element by element"))]
 
 
@@ -310,27 +320,22 @@ def _softmax(c: _Cell) -> list:
         stable = np.exp(SM - top)  # (m,) every exponent ≤ 0
     minus = c.mk.minus
     top_text = c.num(top) if top >= 0 else f"({c.num(top)})"
-    grid = FastTable(box=None, padding=(0, 3, 0, 0), pad_edge=False, header_style=style.NOTE)
     heads = ["", "e^s"] if naive else [""]
     heads.append(f"e^(s {minus} max)")
-    for head in heads:
-        grid.add_column(Text(head), no_wrap=True)
+    rows: list[tuple[Text, list[Text]]] = []  # per key: its label, then its exponentials
     for j in elided(m, also=c.col):
         if isinstance(j, Hidden):
             more = c.say("ui.more_terms", "… ({count} more terms) …", count=j.count)
-            grid.add_row(Text(c.mk.ellipsis), Text(more), *([None] * (len(heads) - 2)))
-            continue
-        if not allowed[j]:
+            rows.append((Text(c.mk.ellipsis), [Text(more)]))
+        elif not allowed[j]:
             masked = Text(f"e^{c.mk.neg_inf} = 0", style=style.MASKED_CELL)
-            grid.add_row(Text(c.cols[j]), *([masked] * (len(heads) - 1)))
-            continue
-        cells = [Text(c.cols[j])]
-        if naive:
-            cells.append(Text(f"e^{c.num(SM[j])} = {style.exp_value(e[j])}"))
-        cells.append(Text(f"e^({c.num(SM[j])} {minus} {top_text}) = "
-                          f"{style.exp_value(stable[j])}"))
-        grid.add_row(*cells)
-    lines.append(grid)
+            rows.append((Text(c.cols[j]), [masked] * (len(heads) - 1)))
+        else:
+            cells = [Text(f"e^{c.operand(SM[j])} = {style.exp_value(e[j])}")] if naive else []
+            cells.append(Text(f"e^({c.num(SM[j])} {minus} {top_text}) = "
+                              f"{style.exp_value(stable[j])}"))
+            rows.append((Text(c.cols[j]), cells))
+    lines.append(_exponentials(heads, rows, c.opts.width - FRAME))
     if not naive:
         lines.append(c.say("ui.overflow_note", "e^{max} would overflow to inf: only the stable "
                            "form can be computed", max=c.num(top)))
@@ -346,6 +351,33 @@ def _softmax(c: _Cell) -> list:
                        max=c.num(top)) + f"{c.colon()}{row_sum} = {style.exp_value(total)}, "
                  f"{style.exp_value(stable[c.col])} / {style.exp_value(total)} = {c.num(c.value)}")
     return lines
+
+
+def _exponentials(heads: list[str], rows: list[tuple[Text, list[Text]]], room: int) -> FastTable:
+    """Each key's exponentials in columns under their headings ("e^s", "e^(s − max)") when that
+    fits in `room` cells, else each under its key's label on lines of its own, where a line still
+    too long folds at its spaces: the numbers are always printed whole."""
+    gap = 3
+    widths = [cell_len(h) for h in heads]
+    for label, cells in rows:
+        if len(cells) == len(heads) - 1:
+            for k, cell in enumerate([label, *cells]):
+                widths[k] = max(widths[k], cell.cell_len)
+    if sum(widths) + gap * (len(widths) - 1) <= room:
+        grid = FastTable(box=None, padding=(0, gap, 0, 0), pad_edge=False, header_style=style.NOTE)
+        for head in heads:
+            grid.add_column(Text(head), no_wrap=True)
+        for label, cells in rows:
+            grid.add_row(label, *cells, *([None] * (len(heads) - 1 - len(cells))))
+        return grid
+    grid = FastTable(box=None, padding=(0, gap, 0, 0), pad_edge=False, show_header=False)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, cells in rows:
+        for k, cell in enumerate(cells):
+            if k == 0 or cell is not cells[k - 1]:  # a masked key's "e^−∞ = 0" once
+                grid.add_row(label if k == 0 else None, cell)
+    return grid
 
 
 def _output(c: _Cell) -> list[str]:
