@@ -481,6 +481,12 @@ def test_chinese_prose_breaks_between_characters_in_compare_and_head_panels() ->
 # -- narrow terminals, signs, ties, precision, names of cells --------------------------------------
 
 
+def a_screen(walk, opts: ViewOptions) -> str:
+    steps = walk.steps
+    i, (stage, head) = next((i, s) for i, s in enumerate(steps, start=1) if s[0].key == "A")
+    return render(stage_screen(walk, stage, head, opts, index=i, count=len(steps)), width=opts.width)
+
+
 @pytest.mark.parametrize("width", [40, 45, 50, 60, 72])
 def test_narrow_terminals_stack_the_exponentials_instead_of_cutting_them(walk, width) -> None:
     """COLUMNS=50 cut the softmax table to "…   e^3.1919 = 24…"."""
@@ -490,6 +496,28 @@ def test_narrow_terminals_stack_the_exponentials_instead_of_cutting_them(walk, w
                    "172.9 / 243.3 = 0.7104", "A[撩, 刘海] = 0.7104"):
         assert number in out, (width, number)
     assert max(cell_len(line) for line in out.splitlines()) <= width
+
+
+@pytest.mark.parametrize("width", [40, 45, 50, 60, 72])
+def test_narrow_terminals_shrink_the_bars_instead_of_cutting_the_runner_up(walk, width) -> None:
+    """COLUMNS=50 cut the bars to "(next: 撩 14…"."""
+    out = a_screen(walk, ViewOptions(width=width))
+    bars = out[out.index("Where each token looks"):out.index("╭─ Attention weights")]
+    assert "…" not in bars
+    for line in ("女生 → 刘海", "81%", "(next: 撩 14%)", "71%", "(next: 撩 19%)", "56%", "(next: 撩 25%)"):
+        assert line in bars, (width, line)
+    assert max(cell_len(line) for line in out.splitlines()) <= width
+
+
+@pytest.mark.parametrize("name", ["girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog"])
+def test_no_worked_cell_or_bar_is_cut_at_forty_columns(name: str) -> None:
+    walk = compute(load_scenario(name))
+    opts = ViewOptions(width=40)
+    for i, (stage, head) in enumerate(walk.steps, start=1):
+        out = render(stage_screen(walk, stage, head, opts, index=i, count=len(walk.steps)), width=40)
+        start = out.find("Where each token looks") if stage.key == "A" else out.find("╭─ Worked")
+        assert start >= 0 or stage.key == "tokens"
+        assert "…" not in out[max(start, 0):] or stage.key == "tokens", (name, stage.key, out)
 
 
 def test_a_negative_number_after_an_operator_is_bracketed(walk) -> None:
@@ -503,6 +531,25 @@ def test_a_negative_number_after_an_operator_is_bracketed(walk) -> None:
     for key in ("Q", "K", "V", "X", "Z"):
         for row in range(3):
             assert not re.search(r"[×+−x] -\d", cell(walk, key, row, 1)), (key, row)
+
+
+def test_every_tied_maximum_is_marked_and_the_bars_say_it_is_a_tie() -> None:
+    river = compute(load_scenario("river_bank"))  # the row "the" scores 0 against every key
+    out = a_screen(river, ViewOptions())
+    the_row = next(line for line in out.splitlines() if line.startswith(" the "))
+    assert the_row.count("▲") == 4
+    assert re.search(r"the +→ by, the, river, bank +█+ +25% each \(4-way tie\)", out)
+    assert "every one where several tie" in out
+    zh = a_screen(river, ViewOptions(lang="zh"))
+    assert re.search(r"the +→ by、the、river、bank +█+ +25% （4 个键并列，各占此数）", zh)
+    uniform = a_screen(compute(scenario_from_text(LESSON_002, "girl_bangs.yaml"), "uniform"),
+                       ViewOptions())
+    rows = [line for line in uniform.splitlines() if line.startswith((" 女生", " 撩", " 刘海"))]
+    assert [row.count("▲") for row in rows] == [3, 3, 3]
+    assert "女生 → 女生, 撩, 刘海 ███████              33% each (3-way tie)" in uniform
+    assert "(next:" not in uniform
+    scaled = a_screen(compute(scenario_from_text(LESSON_002, "girl_bangs.yaml")), ViewOptions())
+    assert "tie" not in scaled  # no tie, no word of one
 
 
 def test_worked_arithmetic_keeps_two_decimals_at_precision_zero(walk) -> None:

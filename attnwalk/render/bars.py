@@ -5,42 +5,77 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from . import style
 from .fasttable import FastTable
-from .heatmap import GAP, shown_indices
+from .heatmap import GAP, row_maxima, shown_indices
 from .options import ViewOptions
+from .wrap import Prose
+
+MIN_BAR = 5  # on a narrow terminal the bars shrink to this before anything wraps
+TIED_SHOWN = 4  # a tie among more keys than this names the first TIED_SHOWN - 1 and "…"
 
 
 def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
                    opts: ViewOptions) -> RenderableType:
-    """For each query: its most-attended key, a bar as long as that weight, and the runner-up."""
+    """For each query: its most-attended key (every key, when several tie), a bar as long as that
+    weight, and the runner-up. On a narrow terminal the bars shrink, then each note moves under
+    its bar, and what still does not fit wraps at its spaces: every percentage is printed whole."""
     mk = style.markers(opts)
     n, m = A.shape
     rows = shown_indices(n, max(opts.bar_rows, 2))
-    grid = FastTable.grid(padding=(0, 1))
-    for justify in ("left", "center", "left", "left", "right", "left"):
-        grid.add_column(justify=justify, no_wrap=True)
+    lines = []  # per shown row: label, key(s), weight, note; None for the hidden rows' "…"
     for r in rows:
         if r is GAP:
+            lines.append(None)
+            continue
+        order = np.argsort(-A[r], kind="stable")  # (m,) keys by weight, ties in key order
+        tied = np.flatnonzero(row_maxima(A[r:r + 1])[0])  # (ties,) every key holding the peak
+        peak = float(A[r, order[0]])
+        keys = [col_labels[k] for k in tied]
+        if len(keys) > TIED_SHOWN:
+            keys = keys[:TIED_SHOWN - 1] + [mk.ellipsis]
+        notes = []
+        if len(tied) > 1:
+            notes.append(style.say(opts, "ui.bars_tie", "each ({count}-way tie)", count=len(tied)))
+        if m > len(tied) and A[r, order[len(tied)]] >= 0.005:  # a runner-up at 0% says nothing
+            second = int(order[len(tied)])
+            notes.append(style.say(opts, "ui.bars_next", "(next: {token} {percent})",
+                                   token=col_labels[second], percent=_percent(A[r, second])))
+        lines.append((row_labels[r], style.say(opts, "ui.list_sep", ", ").join(keys), peak,
+                      " ".join(notes)))
+    shown = [line for line in lines if line is not None]
+    widest = [max((cell_len(line[k]) for line in shown), default=0) for k in (0, 1, 3)]
+    room = opts.width - widest[0] - cell_len(mk.arrow) - 4 - 4  # less label, arrow, "100%", gaps
+    beside = room - widest[1] - 1 - widest[2] >= MIN_BAR  # the notes fit beside their bars
+    if beside:
+        width = min(style.BAR_WIDTH, room - widest[1] - 1 - widest[2])
+    else:  # each note on the line under its bar, in the key column, which wraps at its spaces
+        width = max(MIN_BAR, min(style.BAR_WIDTH, room - max(widest[1:])))
+    grid = FastTable.grid(padding=(0, 1))
+    # label, arrow, key(s), bar, percent, and the notes: the one column that may wrap
+    for justify, no_wrap in (("left", True), ("center", True), ("left", beside), ("left", True),
+                             ("right", True), ("left", False))[:6 if beside else 5]:
+        grid.add_column(justify=justify, no_wrap=no_wrap, overflow="fold")
+    for line in lines:
+        if line is None:
             more = style.say(opts, "ui.more_rows", "… {count} more rows …", count=n - len(rows) + 1)
             grid.add_row(Text(mk.ellipsis, style=style.NOTE), None, None, Text(more, style=style.NOTE))
             continue
-        order = np.argsort(-A[r], kind="stable")  # (m,) keys by weight, ties in key order
-        best = int(order[0])
-        peak = float(A[r, best])
-        length = round(peak * style.BAR_WIDTH)
+        label, keys, peak, note = line
+        length = round(peak * width)
         bar = mk.bar * max(length, 1 if peak > 0 else 0)
-        runner_up = ""
-        if m > 1 and A[r, order[1]] >= 0.005:  # a runner-up that rounds to 0% says nothing
-            second = int(order[1])
-            runner_up = style.say(opts, "ui.bars_next", "(next: {token} {percent})",
-                                  token=col_labels[second], percent=_percent(A[r, second]))
-        grid.add_row(Text(row_labels[r]), Text(mk.arrow), Text(col_labels[best]),
-                     Text(bar.ljust(style.BAR_WIDTH), style=style.BAR),
-                     Text(_percent(peak)), Text(runner_up, style=style.NOTE))
+        cells = [Text(label), Text(mk.arrow), Prose(keys), Text(bar.ljust(width), style=style.BAR),
+                 Text(_percent(peak))]
+        if beside:
+            grid.add_row(*cells, Prose(note, style=style.NOTE))
+        else:
+            grid.add_row(*cells)
+            if note:
+                grid.add_row(None, None, Prose(note, style=style.NOTE))
     heading = Text(style.say(opts, "ui.bars_heading", "Where each token looks"), style=style.HEADER)
     return Group(heading, grid)
 

@@ -45,6 +45,15 @@ def dim_labels(count: int) -> tuple[str, ...]:
     return tuple(str(j) for j in range(count))
 
 
+def row_maxima(M: np.ndarray) -> np.ndarray:
+    """(rows, cols) True at each row's largest finite value: at every one of them where several tie
+    (equal within 1e-12 of the largest, so float rounding cannot split a tie such as uniform's
+    1/3, 1/3, 1/3). A row with no finite value has none."""
+    finite = np.where(np.isfinite(M), M, -np.inf)
+    top = finite.max(axis=1, keepdims=True)  # (rows, 1)
+    return np.isfinite(top) & (finite >= top - 1e-12 * np.maximum(np.abs(top), 1.0))
+
+
 def shown_indices(total: int, limit: int) -> list[int | None]:
     """All of range(total), or its first and last limit // 2 with GAP between them."""
     if total <= limit:
@@ -60,7 +69,8 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
     """M as one table, or several side by side in reading order when it is wider than opts.width.
 
     kind (stages.SIGNED / WEIGHTS / MASKED) picks the colours; `allowed` greys forbidden cells;
-    `mark_row_max` puts a marker beside each row's largest value (works without colour).
+    `mark_row_max` puts a marker beside each row's largest value, beside every one where several
+    tie (works without colour).
     """
     M = np.asarray(M, dtype=np.float64)
     n_rows, n_cols = M.shape
@@ -72,15 +82,15 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
     shown = M[np.ix_(ri, ci)]  # (shown rows, shown cols): the only cells formatted below
     finite = shown[np.isfinite(shown)]
     top = float(np.max(np.abs(finite))) if finite.size else 0.0  # colours scale to what is shown
-    row_max: dict[int, int] = {}
+    row_max: dict[int, set[int]] = {}
     if mark_row_max:
-        full_rows = np.where(np.isfinite(M[ri]), M[ri], -np.inf)  # (shown rows, n_cols)
-        row_max = dict(zip(ri, np.argmax(full_rows, axis=1).tolist()))
+        maxima = row_maxima(M[ri])  # (shown rows, n_cols)
+        row_max = {r: set(np.flatnonzero(row).tolist()) for r, row in zip(ri, maxima)}
     pad = " " * (1 + cell_len(mk.row_max)) if mark_row_max else ""
 
     def cell(r: int, c: int, value: float) -> Text:
         body = style.number(value, opts)
-        body += f" {mk.row_max}" if row_max.get(r) == c else pad
+        body += f" {mk.row_max}" if c in row_max.get(r, ()) else pad
         forbidden = allowed is not None and not allowed[r, c]
         if forbidden or (kind == MASKED and np.isneginf(value)):
             return Text(body, style=style.MASKED_CELL)

@@ -15,7 +15,7 @@ from ..stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name
 from . import style
 from .bars import attention_bars
 from .fasttable import FastTable
-from .heatmap import GAP, heat_table, shown_indices, token_labels
+from .heatmap import GAP, heat_table, row_maxima, shown_indices, token_labels
 from .options import ViewOptions
 from .overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
                        wants_overview)
@@ -156,8 +156,13 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
         legend.append(style.say(opts, "ui.masked_legend", "masked (−∞)"))
     if stage.kind == WEIGHTS:
         legend.append(style.say(opts, "ui.rows_sum_legend", "each row sums to 1"))
-        legend.append(style.say(opts, "ui.bars_legend", "the largest weight in each row is "
-                                "marked ▲"))
+        shown = [r for r in shown_indices(M.shape[0], opts.max_rows) if r is not GAP]
+        if (row_maxima(M[shown]).sum(axis=1) > 1).any():  # the table shows a tie
+            legend.append(style.say(opts, "ui.bars_legend_ties", "the largest weight in each row "
+                                    "is marked ▲, every one where several tie"))
+        else:
+            legend.append(style.say(opts, "ui.bars_legend", "the largest weight in each row is "
+                                    "marked ▲"))
     if legend:
         out.append(Prose(f" {style.markers(opts).dot} ".join(legend), style=style.NOTE))
     blocks = head_blocks(walk, stage, opts)
