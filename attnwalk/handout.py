@@ -32,7 +32,7 @@ from .render.screens import _note_values, _notes, shape_text
 from .render.style import number
 from .render.heatmap import GAP, dim_labels, shown_indices
 from .render.worked import axes
-from .stages import TOKENS, Stage, formula
+from .stages import TOKENS, Stage, formula, stage_text
 
 DEFAULT_MODE = "scaled"  # the mode scenario descriptions are written for
 
@@ -78,7 +78,7 @@ class Section:
         tx = text(opts.lang)
         scn = walk.scenario
         self.stage, self.head, self.index = stage, head, index
-        self.title = tx.stage(stage.key, "title")
+        self.title = stage_text(opts.lang, stage, scn, walk.mode)
         self.symbol = "" if stage.kind == TOKENS else stage.symbol
         self.formula = formula(stage, scn, walk.mode)
         self.per_head = stage.per_head and scn.heads > 1
@@ -103,7 +103,7 @@ class Section:
             self.col_shown = shown_indices(self.matrix.shape[1], opts.max_cols)
             self.rows = [rows[i] if i is not GAP else None for i in self.row_shown]
             self.cols = [cols[j] if j is not GAP else None for j in self.col_shown]
-        self.explained = [(tx.t(f"ui.{field}"), tx.stage(stage.key, field))
+        self.explained = [(tx.t(f"ui.{field}"), stage_text(opts.lang, stage, scn, walk.mode, field))
                           for field in ("what", "why", "mistake")]
         self.notes = [tx.t(note, **_note_values(walk, note)) for note in _notes(walk, stage)
                       if tx.has(note)]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from .i18n import text
+
 if TYPE_CHECKING:
     from .scenario import Scenario
 
@@ -112,6 +114,37 @@ def formula(stage: Stage, scn: "Scenario | None" = None, mode: str = "scaled") -
     if key == "concat" and scn.heads > 1:
         return f"concat = {_blocks('Z', scn.heads)}"
     return base
+
+
+def stage_text(lang: str, stage: Stage, scn: "Scenario | None" = None, mode: str = "scaled",
+               field: str = "title") -> str:
+    """A field of the stage's text (title, what, why, mistake) in `lang`, as `scn` computes it
+    under `mode`: the variant's own field where attnwalk/text has one ([stage."S".unscaled]), else
+    the stage's. Beside formula(), the one place a stage's words vary; every screen, explanation
+    and handout that names or explains a stage reads this."""
+    tx = text(lang)
+    for variant in _variants(stage, scn, mode):
+        key = f"stage.{stage.key}.{variant}.{field}"
+        if tx.has(key):
+            return tx.t(key)
+    return tx.stage(stage.key, field)
+
+
+def _variants(stage: Stage, scn: "Scenario | None", mode: str) -> tuple[str, ...]:
+    """The names of the text variants that fit, most specific first."""
+    if scn is None:
+        return ()
+    key = stage.key
+    if key == "P" and scn.main.positional != "sinusoidal":
+        return (scn.main.positional,)  # none, explicit
+    if key == "S":
+        additive = ("additive",) if scn.score == "additive" else ()  # never divided by √d_k
+        if mode in ("uniform", "hard"):  # S computed as usual, then ignored or only ranked
+            return (mode, *additive)
+        return additive or (("unscaled",) if mode == "unscaled" else ())
+    if key == "A" and mode in ("uniform", "hard"):
+        return (mode,)
+    return ()
 
 
 def _blocks(symbol: str, heads: int) -> str:

@@ -14,7 +14,7 @@ import pytest
 from attnwalk import i18n, simpletoml
 from attnwalk.errors import UsageError
 from attnwalk.i18n import LANGS, detect_lang, pick, text
-from attnwalk.stages import EXTRA_MODES, MODES, STAGES
+from attnwalk.stages import EXTRA_MODES, MODES, STAGES, stage_text
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "attnwalk" / "text"
 
@@ -126,8 +126,9 @@ def test_missing_key_falls_back_to_english_then_to_the_key(monkeypatch):
 
 
 def test_optional_stage_fields_are_detectable():
-    assert text("en").has("stage.P.none")
-    assert not text("en").has("stage.Q.none")
+    assert text("en").has("stage.S+M.none")  # an extra note
+    assert text("en").has("stage.P.none.what")  # a variant: a table of the stage's fields
+    assert not text("en").has("stage.P.none") and not text("en").has("stage.Q.none")
 
 
 def test_text_is_loaded_once_per_language():
@@ -282,11 +283,12 @@ def test_every_built_in_walk_is_chinese_from_start_to_end(name, how, tmp_path):
         out = run_walk(name, tmp_path, [], {"LANG": "zh_CN.UTF-8"})
     zh, en = text("zh"), text("en")
     flat = squeeze(out)
-    steps = compute(load_scenario(name)).steps
+    scn = load_scenario(name)
+    steps = compute(scn).steps
     assert out.count(zh.t("ui.stage_header", index=1, count=len(steps))) == 1
     for stage, _head in steps:
-        assert zh.stage(stage.key, "title") in out, stage.key
-        assert squeeze(zh.stage(stage.key, "what")) in flat, stage.key
+        assert stage_text("zh", stage, scn) in out, stage.key
+        assert squeeze(stage_text("zh", stage, scn, field="what")) in flat, stage.key
     for key in ENGLISH_LABELS:  # no English label or note is left in the Chinese walk
         assert not re.search(rf"(?<!\w){re.escape(en.t(key))}(?!\w)", out), en.t(key)
     assert "Stage " not in out

@@ -1,26 +1,36 @@
-"""stages.formula: what each stage says it computes matches what the scenario and the mode
-compute, in math that reads the same in every language.
+"""stages.formula and stages.stage_text: what each stage says it computes matches what the scenario
+and the mode compute, in every language.
 
-A new-user review found the sinusoidal formula on a walk without positions, and English words in
-the formulas of a Chinese walk.
+A new-user review found S titled "Scaled scores" in unscaled mode, the sinusoidal formula and "positions
+start at 0" on a walk without positions, and English words in the formulas of a Chinese walk.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import subprocess
+import tomllib
+from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from attnwalk.builtins import builtin_names
+from attnwalk.handout import handout
+from attnwalk.i18n import LANGS
 from attnwalk.latex import document, math_text
+from attnwalk.pipeline import compute
 from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
+from attnwalk.render.screens import explain_view, stage_screen
 from attnwalk.scenario import load_scenario, scenario_from_text
-from attnwalk.stages import BY_KEY, EXTRA_MODES, MODES, STAGES, formula
+from attnwalk.stages import BY_KEY, EXTRA_MODES, MODES, STAGES, formula, stage_text
 
 ALL_MODES = MODES + EXTRA_MODES
+FIELDS = ("title", "what", "why", "mistake")
+TEXT_DIR = Path(__file__).resolve().parents[1] / "attnwalk" / "text"
 
 SMALL = """\
 tokens: [a, b, c]
@@ -55,7 +65,89 @@ def scenario(name: str):
 SCENARIOS = [*builtin_names(), *EXTRA]
 
 
-# -- P's formula follows the scenario's positions ------------------------------------------------
+def render(renderable, width: int = 100) -> str:
+    console = Console(width=width, file=io.StringIO(), color_system=None, force_terminal=False)
+    console.print(renderable)
+    # Panels wrap their text between borders: compare words, not lines.
+    return " ".join(console.file.getvalue().replace("│", " ").split())
+
+
+def screen(name: str, key: str, mode: str = "scaled", lang: str = "en") -> str:
+    """The stage's screen as words; Chinese, which wraps between any two characters, with no spaces."""
+    walk = compute(scenario(name), mode)
+    shown = render(stage_screen(walk, BY_KEY[key], 0, ViewOptions(lang=lang), index=1, count=1))
+    return shown.replace(" ", "") if lang == "zh" else shown
+
+
+@pytest.fixture(autouse=True)
+def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES", "ATTNWALK_LANG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+# -- 1. S and A say what the mode does ---------------------------------------------------------------
+
+
+def test_unscaled_scores_are_not_called_scaled() -> None:
+    en = screen("girl_bangs", "S", "unscaled")
+    assert "formula S = QKᵀ " in en and "√d_k formula" not in en
+    assert "S Scores, not scaled" in en  # the header's title, beside the symbol
+    assert "Scaled scores" not in en and "This is the \"scaled\"" not in en
+    assert "S = QKᵀ: unscaled mode leaves out the division by √d_k" in en
+    assert "softmax sharpens toward one-hot" in en
+    zh = screen("girl_bangs", "S", "unscaled", "zh")
+    assert "未缩放的分数" in zh and "缩放后的分数" not in zh and "「缩放」" not in zh
+    # scaled mode keeps its title and text
+    assert "S Scaled scores" in screen("girl_bangs", "S")
+    assert "缩放后的分数" in screen("girl_bangs", "S", lang="zh")
+
+
+@pytest.mark.parametrize(("mode", "title", "says"), [
+    ("uniform", "Scores, not used", "uniform mode ignores it"),
+    ("hard", "Scores, only their order counts", "which allowed score in each row is largest"),
+])
+def test_scores_in_uniform_and_hard_mode_say_how_they_are_used(mode, title, says) -> None:
+    text = screen("causal_mask", "S", mode)
+    assert f"S {title}" in text and says in text
+    assert "Scaled scores" not in text and "This is the \"scaled\"" not in text
+
+
+@pytest.mark.parametrize(("mode", "formula_shown", "title", "says"), [
+    ("uniform", "A[i, :] = softmax(M[i, :]) = exp(M[i, :]) / |{k : M[i, k] = 0}|",
+     "Attention weights, uniform", "1 divided by the number of such keys; a masked key gets 0"),
+    ("hard", "A[i, :] = onehot(argmax_k (S + M)[i, k])",
+     "Attention weights, hard (argmax)", "Each row is one-hot: weight 1 on the key with the row's"),
+])
+def test_weights_in_uniform_and_hard_mode(mode, formula_shown, title, says) -> None:
+    text = screen("causal_mask", "A", mode)
+    assert f"formula {formula_shown}" in text
+    assert f"A {title}" in text and says in text
+    assert "A = softmax(S + M), row by row" not in text
+    zh = screen("causal_mask", "A", mode, "zh")
+    assert stage_text("zh", BY_KEY["A"], scenario("causal_mask"), mode) in zh
+    assert stage_text("zh", BY_KEY["A"], scenario("causal_mask"), mode) != "注意力权重"
+
+
+def test_uniform_weights_without_a_mask_are_one_over_n_or_m() -> None:
+    assert formula(BY_KEY["A"], scenario("river_bank"), "uniform") == "A[i, j] = 1 / n"
+    assert formula(BY_KEY["A"], scenario("cross"), "uniform") == "A[i, j] = 1 / m"
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_additive_scores_say_they_are_never_divided(mode) -> None:
+    scn = scenario("additive")
+    assert formula(BY_KEY["S"], scn, mode) == "S = QKᵀ"
+    text = screen("additive", "S", mode)
+    assert "Scaled scores" not in text and "This is the \"scaled\"" not in text
+    if mode in ("scaled", "unscaled"):
+        assert "S Scores, additive (not divided)" in text
+        assert "are never divided by √d_k" in text
+    assert "Additive attention has no such correction" in text  # the why, in every mode
+    zh = screen("additive", "S", mode, "zh")
+    assert "缩放后的分数" not in zh and "加性注意力没有这种修正" in zh
+
+
+# -- 2. P says which positions the scenario has ------------------------------------------------------
 
 
 def test_positional_formula_follows_the_scenario() -> None:
@@ -66,12 +158,48 @@ def test_positional_formula_follows_the_scenario() -> None:
     assert "sin(" in P.formula and "cos(" in P.formula
 
 
-def test_uniform_weights_without_a_mask_are_one_over_n_or_m() -> None:
-    assert formula(BY_KEY["A"], scenario("river_bank"), "uniform") == "A[i, j] = 1 / n"
-    assert formula(BY_KEY["A"], scenario("cross"), "uniform") == "A[i, j] = 1 / m"
+def test_no_positions_says_permutation_equivariant_not_positions_start_at_0() -> None:
+    text = screen("river_bank", "P")
+    assert "formula P = 0 " in text and "sin(" not in text
+    assert "P No positional encoding" in text
+    assert "No positional encoding: P = 0 and X = E." in text
+    assert "permutation-equivariant" in text
+    assert "Positions start at 0" not in text and "counted from 0" not in text
+    zh = screen("river_bank", "P", lang="zh")
+    assert "置换等变" in zh and "位置从0开始" not in zh
 
 
-# -- formulas are math, the same in every language ----------------------------------------------------
+def test_given_positions_are_explained_as_given() -> None:
+    text = screen("explicit_p", "P")
+    assert "formula P ∈ ℝ^(n × d_model)" in text
+    assert "This scenario gives P directly" in text and "P belongs to positions" in text
+    assert "Positions start at 0" not in text and "sin(" not in text
+
+
+def test_sinusoidal_positions_keep_their_text_once() -> None:
+    text = screen("girl_bangs", "P")
+    assert "sin(pos/10000^(2i/d_model))" in text and "Positions start at 0" in text
+    assert text.count("Low dimensions turn quickly") == 1
+
+
+# -- the same words in handouts and `attnwalk explain` -----------------------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_handouts_and_explain_read_the_variant(lang) -> None:
+    walk = compute(scenario("girl_bangs"), "unscaled")
+    unscaled = stage_text(lang, BY_KEY["S"], walk.scenario, "unscaled")
+    md = handout(walk, "markdown", ViewOptions(lang=lang))
+    assert unscaled in md and stage_text(lang, BY_KEY["S"]) not in md
+    assert stage_text(lang, BY_KEY["S"], walk.scenario, "unscaled", "what") in md
+    river = handout(compute(scenario("river_bank")), "markdown", ViewOptions(lang=lang))
+    assert stage_text(lang, BY_KEY["P"], scenario("river_bank"), field="mistake") in river
+    assert stage_text(lang, BY_KEY["P"], field="mistake") not in river
+    shown = render(explain_view(walk, "S", "1", "1", 1, ViewOptions(lang=lang)))
+    assert unscaled in shown
+
+
+# -- 3. formulas are math, the same in every language -------------------------------------------------
 
 # Function names and identifiers a formula may use; anything else of two letters or more is a word.
 MATH_NAMES = {"softmax", "exp", "onehot", "argmax", "tanh", "RMS", "sin", "cos", "pos", "concat",
@@ -126,3 +254,30 @@ def test_every_formula_compiles(tmp_path) -> None:
     log = (tmp_path / "formulas.log").read_text(encoding="utf-8", errors="replace")
     assert out.returncode == 0, log[-3000:]
     assert "Missing character" not in log
+
+
+# -- the text files' variants ----------------------------------------------------------------------
+
+
+def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
+    stages = tomllib.loads((TEXT_DIR / f"{lang}.toml").read_text(encoding="utf-8"))["stage"]
+    return {(key, name): value for key, table in stages.items()
+            for name, value in table.items() if isinstance(value, dict)}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
+    tables = variant_tables(lang)
+    assert {key for key, _ in tables} == {"P", "S", "A"}
+    shown = {stage_text(lang, stage, scenario(name), mode, field)
+             for name in SCENARIOS for mode in ALL_MODES for stage in STAGES for field in FIELDS}
+    for (key, name), fields in tables.items():
+        assert set(fields) <= set(FIELDS), f"stage.{key}.{name}"
+        for field, value in fields.items():
+            assert value in shown, f"{lang}: stage.{key}.{name}.{field} is never shown"
+
+
+def test_stage_text_without_a_scenario_is_the_stage_text() -> None:
+    assert stage_text("en", BY_KEY["S"]) == "Scaled scores"
+    assert stage_text("zh", BY_KEY["P"], field="mistake").startswith("位置从 0 开始")
+    assert stage_text("en", BY_KEY["Q"], scenario("additive"), "hard", "why").startswith("Raw embeddings")

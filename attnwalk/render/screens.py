@@ -11,7 +11,7 @@ from rich.text import Text
 from ..errors import UsageError
 from ..i18n import text
 from ..pipeline import Walk
-from ..stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name
+from ..stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name, stage_text
 from . import style
 from .bars import attention_bars
 from .fasttable import FastTable
@@ -85,7 +85,8 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     title.append("   ")
     if stage.kind != TOKENS:  # the tokens stage has no symbol of its own
         title.append(style.plain(stage.symbol, opts) + "  ", style=style.SCREEN_TITLE)
-    title.append(style.plain(tx.stage(stage.key, "title"), opts), style=style.SCREEN_TITLE)
+    title.append(style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts),
+                 style=style.SCREEN_TITLE)
     if scn.heads > 1 and stage.per_head:  # which head, in the line that names the screen
         title.append("   " + style.say(opts, "ui.head", "head {head} / {heads}", head=head + 1,
                                        heads=scn.heads), style=style.POSITION)
@@ -183,7 +184,7 @@ def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
     grid.add_column(overflow="fold")  # a word wider than the panel is folded, never cut
     shown = set()
     for field, fallback in (("what", "What"), ("why", "Why"), ("mistake", "Common mistake")):
-        body = style.plain(tx.stage(stage.key, field), opts)
+        body = style.plain(stage_text(opts.lang, stage, scn, walk.mode, field), opts)
         shown.add(body)
         grid.add_row(Text(style.say(opts, f"ui.{field}", fallback)), Prose(body))
     label: Text | None = Text(style.say(opts, "ui.note", "Note"))
@@ -194,7 +195,8 @@ def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
             grid.add_row(label, Prose(body))
             label = None  # one label over all the notes
     return Panel(grid, box=style.panel_box(opts), border_style=style.PANEL_BORDER,
-                 title=Text(style.plain(tx.stage(stage.key, "title"), opts)), title_align="left")
+                 title=Text(style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts)),
+                 title_align="left")
 
 
 def _notes(walk: Walk, stage: Stage) -> list[str]:
@@ -250,7 +252,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
     c = pick_index(col, scn.key_tokens, cols, "column") if stage.square else pick_dim(col, cols)
     title = Text()
     title.append(style.plain(stage.symbol, opts), style=style.SCREEN_TITLE)
-    title.append("  " + style.plain(text(opts.lang).stage(stage.key, "title"), opts),
+    title.append("  " + style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts),
                  style=style.SCREEN_TITLE)
     title.append("   " + style.plain(formula(stage, scn, walk.mode), opts), style=style.FORMULA)
     facts = Text(shape_text(walk, stage, h, opts), style=style.SHAPE)
