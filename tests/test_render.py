@@ -387,7 +387,7 @@ def test_explain_asks_for_the_index_of_a_repeated_token(tmp_path: Path) -> None:
                     "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n",
                     encoding="utf-8")
     result = explain(str(path), "A", "the", "cat")
-    assert result.exit_code == 2 and "positions 1, 3" in result.stderr
+    assert result.exit_code == 2 and "rows 1, 3" in result.stderr
     assert explain(str(path), "A", "3", "cat").exit_code == 0
     assert explain(str(path), "A", "the#3", "cat").exit_code == 0
 
@@ -571,3 +571,14 @@ def test_worked_cells_are_named_by_their_labels(walk) -> None:
     assert "单格演算：A[撩, 刘海] " in cell(walk, "A", 1, 2, lang="zh")
     heads = compute(scenario_from_text(HEADS_2, "heads.yaml"))
     assert "Worked cell: A[the#4, cat] " in cell(heads, "A", 3, 1)
+
+
+def test_tokens_table_numbers_rows_from_one_and_positions_from_zero(screens: dict[str, str]) -> None:
+    lines = screens["tokens"].splitlines()
+    header = next(line for line in lines if "token" in line and "pos" in line)
+    assert header.split()[:2] == ["#", "pos"]
+    rows = [line.split() for line in lines if line.strip().startswith(("1 ", "2 ", "3 "))]
+    assert rows == [["1", "0", "女生", "1258"], ["2", "1", "撩", "875"], ["3", "2", "刘海", "9527"]]
+    assert "# counts rows from 1, as c and explain do" in screens["tokens"]
+    # explain takes the # column: row 2 is 撩, the lesson's 第 2 行 (§4.1: 撩 → 刘海 is row 2, column 3)
+    assert "A[撩, 刘海] = 0.7104" in explain("girl_bangs", "A", "2", "3").stdout

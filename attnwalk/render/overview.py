@@ -7,6 +7,7 @@ of it is read off the stage list and the walk's own matrices.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
@@ -171,24 +172,37 @@ def source_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType |
     title = style.say(opts, "cross.source_title", "source: the {m} tokens whose keys and values "
                       "the queries read", m=src.n)
     if stage.kind == TOKENS:
-        table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
-        for key, fallback in (("ui.position_col", "pos"), ("ui.token", "token"), ("ui.id", "id")):
-            table.add_column(Text(style.say(opts, key, fallback)), no_wrap=True,
-                             justify="left" if key == "ui.token" else "right")
-        for j in shown_indices(src.n, opts.max_rows):
-            if j is GAP:
-                more = style.say(opts, "ui.more_rows", "… {count} more rows …",
-                                 count=src.n - opts.max_rows)
-                table.add_row(Text(style.markers(opts).ellipsis), Text(more, style=style.NOTE), None)
-            else:
-                table.add_row(str(j), src.tokens[j], str(src.ids[j]) if src.ids else "-")
-        return Group(Prose(title, style=style.NOTE), table)
+        return Group(Prose(title, style=style.NOTE), tokens_table(src.tokens, src.ids, opts))
     M = walk.source[stage.key]  # (m, d_model)
     name = style.say(opts, "cross.source_matrix", "{symbol}_src, the source's {symbol}: {shape} = "
                      "m × d_model", symbol=style.plain(stage.symbol, opts),
                      shape=_shape(M.shape, opts))
     return Group(Prose(name, style=style.NOTE),
                  heat_table(M, labels, [str(j) for j in range(M.shape[1])], stage.kind, opts))
+
+
+def tokens_table(tokens: Sequence[str], ids: Sequence[int] | None,
+                 opts: ViewOptions) -> RenderableType:
+    """Each token's row number (#, from 1: what c and `attnwalk explain` take), position (pos, from
+    0, as the positional encoding counts) and vocabulary id, and a line saying which is which."""
+    table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
+    heads = [style.say(opts, key, fallback) for key, fallback in
+             (("ui.row_col", "#"), ("ui.position_col", "pos"), ("ui.token", "token"), ("ui.id", "id"))]
+    for heading in heads:
+        table.add_column(Text(heading), no_wrap=True,
+                         justify="left" if heading == heads[2] else "right")
+    for i in shown_indices(len(tokens), opts.max_rows):
+        if i is GAP:
+            more = style.say(opts, "ui.more_rows", "… {count} more rows …",
+                             count=len(tokens) - opts.max_rows)
+            table.add_row(Text(style.markers(opts).ellipsis), None, Text(more, style=style.NOTE))
+        else:
+            table.add_row(Text(str(i + 1)), Text(str(i)), Text(tokens[i]),
+                          Text(str(ids[i]) if ids else "-"))
+    legend = style.say(opts, "ui.rows_legend", "{row} counts rows from 1, as c and explain do · "
+                       "{pos} counts from 0, as the positional encoding does", row=heads[0],
+                       pos=heads[1])
+    return Group(table, Prose(legend, style=style.NOTE))
 
 
 def _shape(shape: tuple[int, ...], opts: ViewOptions) -> str:

@@ -18,7 +18,7 @@ from .fasttable import FastTable
 from .heatmap import GAP, heat_table, row_maxima, shown_indices, token_labels
 from .options import ViewOptions
 from .overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
-                       wants_overview)
+                       tokens_table, wants_overview)
 from .worked import axes, default_cell, worked_cell
 from .wrap import Prose
 
@@ -124,21 +124,9 @@ def shape_text(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> str:
 
 
 def token_table(walk: Walk, opts: ViewOptions) -> RenderableType:
-    """Position (from 0, as the positional encoding counts), token and vocabulary id."""
+    """Row number, position, token and vocabulary id of each token."""
     scn = walk.scenario
-    table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
-    for key, fallback in (("ui.position_col", "pos"), ("ui.token", "token"), ("ui.id", "id")):
-        table.add_column(Text(style.say(opts, key, fallback)), no_wrap=True,
-                         justify="left" if key == "ui.token" else "right")
-    ids = scn.main.ids
-    for i in shown_indices(scn.n, opts.max_rows):
-        if i is GAP:
-            more = style.say(opts, "ui.more_rows", "… {count} more rows …",
-                             count=scn.n - opts.max_rows)
-            table.add_row(Text(style.markers(opts).ellipsis), Text(more, style=style.NOTE), None)
-        else:
-            table.add_row(Text(str(i)), Text(scn.tokens[i]), Text(str(ids[i]) if ids else "-"))
-    return table
+    return tokens_table(scn.tokens, scn.main.ids, opts)
 
 
 def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[RenderableType]:
@@ -278,18 +266,19 @@ def pick_stage(walk: Walk, name: str) -> Stage:
 
 
 def pick_index(value: str, tokens: tuple[str, ...], labels: Sequence[str], what: str) -> int:
-    """A 0-based position from a token ("撩", or "the#4" for a repeated one) or a 1-based index."""
+    """A 0-based index from a token ("撩", or "the#4" for a repeated one) or a row number counted
+    from 1 (the tokens table's # column)."""
     value = value.strip()
     if value in labels:  # unique tokens, or a repeated one written as its label "the#4"
         return labels.index(value)
     if value in tokens:
         where = ", ".join(str(i + 1) for i, t in enumerate(tokens) if t == value)
-        raise UsageError(f"{what} '{value}' appears more than once (positions {where}); "
-                         f"give its position instead, e.g. {where.split(', ')[-1]}")
+        raise UsageError(f"{what} '{value}' appears more than once (rows {where}, counted from 1); "
+                         f"give its row number instead, e.g. {where.split(', ')[-1]}")
     if value.isdigit() and 1 <= int(value) <= len(tokens):
         return int(value) - 1
-    raise UsageError(f"no {what} '{value}': give a position 1–{len(tokens)} or one of the tokens: "
-                     f"{', '.join(labels)}")
+    raise UsageError(f"no {what} '{value}': give a row number 1–{len(tokens)} (the tokens' # column) "
+                     f"or one of the tokens: {', '.join(labels)}")
 
 
 def pick_dim(value: str, labels: Sequence[str]) -> int:
