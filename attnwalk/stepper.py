@@ -152,8 +152,7 @@ class Stepper:
         target = self._find_step(answer.strip())
         if target is None:
             example = plain(self.steps[-1][0].symbol, self.opts)
-            self.message = (f"{self.t('ui.no_stage', value=answer.strip())}; "
-                            f"{self.t('ui.jump_choices', count=count, example=example)}")
+            self.message = self.t("ui.no_stage", value=answer.strip(), count=count, example=example)
         else:
             self.go(target)
 
@@ -195,14 +194,14 @@ class Stepper:
         col = _pick_token(answer, col_labels) if stage.square else _pick_dim(answer, col_labels)
         if col is None:
             self.message = (self._no_such("ui.no_col", answer, col_labels) if stage.square else
-                            f"{self.t('ui.no_col', value=answer.strip())}; "
-                            f"{self.t('ui.valid_dims', last=len(col_labels) - 1)}")
+                            self.t("ui.no_dim", value=answer.strip(), last=len(col_labels) - 1))
             return
         self.cell = (row, col)
 
     def _no_such(self, key: str, answer: str, labels: Sequence[str]) -> str:
-        choices = self.t("ui.valid_tokens", count=len(labels), tokens=", ".join(labels))
-        return f"{self.t(key, value=answer.strip())}; {choices}"
+        """"No such row: 4; choose 1–3 or a token: 女生, 撩, 刘海", in the learner's language."""
+        tokens = self.t("ui.list_sep").join(labels)
+        return self.t(key, value=answer.strip(), count=len(labels), tokens=tokens)
 
     def next_mode(self) -> None:
         """scaled → unscaled → uniform → scaled: recompute the walk, stay on the same screen."""
@@ -219,7 +218,8 @@ class Stepper:
             self.message = self.t("ui.one_head")
             return
         if not stage.per_head:
-            per_head = ", ".join(dict.fromkeys(plain(s.symbol, self.opts) for s, _ in self.steps if s.per_head))
+            per_head = self.t("ui.list_sep").join(dict.fromkeys(plain(s.symbol, self.opts)
+                                                                for s, _ in self.steps if s.per_head))
             self.message = self.t("ui.shared_stage", stage=plain(stage.symbol, self.opts), stages=per_head)
             return
         target = (head + 1) % heads

@@ -42,11 +42,14 @@ def probe_screen(walk, stage, head, opts, *, index, count, cell=None):
     return Text(line)
 
 
-def stepper(script: list[str], name: str = "girl_bangs", **kw) -> tuple[Stepper, io.StringIO]:
+def stepper(script: list[str], name: str = "girl_bangs", *, width: int = 100, height: int = 40,
+            opts: ViewOptions = ViewOptions(), screen=probe_screen, **kw) -> tuple[Stepper, io.StringIO]:
+    """A stepper on a fixed-size console; each screen drawn starts with a form feed (see frames)."""
     out = io.StringIO()
-    console = Console(width=100, file=out, color_system=None)
-    return Stepper(load_scenario(name), console, ScriptedKeys(script), ViewOptions(), screen=probe_screen,
-                   **kw), out
+    console = Console(width=width, height=height, file=out, color_system=None)
+    console.clear = lambda home=True: out.write("\f")  # a file is no terminal: mark where each screen starts
+    keys = script if isinstance(script, ScriptedKeys) else ScriptedKeys(script)
+    return Stepper(load_scenario(name), console, keys, opts, screen=screen, **kw), out
 
 
 def screens(out: io.StringIO) -> list[str]:
@@ -296,6 +299,18 @@ def test_footer_lists_the_keys() -> None:
     s, out = stepper(["q"])
     s.run()
     assert "n" in out.getvalue() and "q quit" in out.getvalue() and "? help" in out.getvalue()
+
+
+def test_chinese_messages_use_chinese_punctuation() -> None:
+    s, out = stepper(["g", "99", "\n", "g", "10", "\n", "c", "4", "\n", "c", "1", "\n", "x", "\n",
+                      "g", "4", "\n", "c", "1", "\n", "5", "\n", "h", "q"], opts=ViewOptions(lang="zh"))
+    assert s.run() == 0
+    text = out.getvalue()
+    assert "没有这个阶段：99；请输入 1–11 或阶段名，例如 Z" in text
+    assert "没有这一行：4；请输入 1–3 或一个 token：女生、撩、刘海" in text
+    assert "没有这一列：x；请输入 1–3 或一个 token：女生、撩、刘海" in text
+    assert "没有这一列：5；列是维度 0–1" in text
+    assert ";" not in text and ", " not in text.replace("Enter/n/→", "")
 
 
 # -- the real screens: run and step through the CLI (a CliRunner is not a terminal) ------------
