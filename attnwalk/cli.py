@@ -185,8 +185,8 @@ def run_cmd(
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
 ) -> None:
-    """Walk a built-in lesson stage by stage; keys: n next, b back, g jump, c cell, m mode,
-    h head, ? help, q quit.  e.g. attnwalk run girl_bangs"""
+    """Walk a built-in lesson stage by stage; keys: n next, b back, j/k scroll, g jump, c cell,
+    m mode, h head, ? help, q quit.  e.g. attnwalk run girl_bangs"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
@@ -202,8 +202,8 @@ def step_cmd(
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
 ) -> None:
-    """Step through your own scenario file, stage by stage; keys: n next, b back, g jump,
-    c cell, m mode, h head, ? help, q quit.  e.g. attnwalk step --scenario my.yaml"""
+    """Step through your own scenario file, stage by stage; keys: n next, b back, j/k scroll,
+    g jump, c cell, m mode, h head, ? help, q quit.  e.g. attnwalk step --scenario my.yaml"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,

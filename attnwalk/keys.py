@@ -17,6 +17,8 @@ from typing import IO, Protocol
 
 NEXT, BACK, QUIT, HELP = "next", "back", "quit", "help"
 JUMP, CELL, MODE, HEAD = "jump", "cell", "mode", "head"
+DOWN, UP, PAGE_DOWN, PAGE_UP = "down", "up", "page down", "page up"  # within a tall screen
+SCROLLS = (DOWN, UP, PAGE_DOWN, PAGE_UP)
 RESIZE = "resize"  # not a key: the terminal changed size, so the screen is drawn again
 
 ESC, CTRL_C, CTRL_D = "\x1b", "\x03", "\x04"
@@ -28,6 +30,8 @@ KEYMAP: dict[str, str] = {
     "b": BACK, "\x1b[D": BACK, "\x1bOD": BACK,
     "q": QUIT, CTRL_D: QUIT,
     "?": HELP, "g": JUMP, "c": CELL, "m": MODE, "h": HEAD,
+    "j": DOWN, "\x1b[B": DOWN, "\x1bOB": DOWN, "k": UP, "\x1b[A": UP, "\x1bOA": UP,
+    "d": PAGE_DOWN, "\x1b[6~": PAGE_DOWN, "u": PAGE_UP, "\x1b[5~": PAGE_UP,
 }
 
 

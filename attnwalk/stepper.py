@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
+from rich.segment import SegmentLines
 from rich.text import Text
 
 from . import keys as K
@@ -22,6 +23,7 @@ from .render.style import plain, say
 from .render.worked import axes
 from .scenario import Scenario
 from .stages import MODES, TOKENS, Stage, stage_by_name
+from .viewport import Line, Window, render_lines, split_header, window
 
 # stage_screen(walk, stage, head, opts, *, index, count, cell) -> renderable; see render/screens.py
 ScreenFn = Callable[..., RenderableType]
@@ -48,6 +50,8 @@ class Stepper:
         self.index = 0  # into walk.steps
         self.cell: tuple[int, int] | None = None  # (row, col), 0-based, shown below the stage
         self.message = ""
+        self.offset = 0  # the first line of the screen's body in view (_END: its end), on a tall screen
+        self.shown = Window(0, 0, 0, 0, 0)  # the window last drawn: how far the keys can scroll it
 
     # -- what is on screen -------------------------------------------------------------------
 
@@ -61,7 +65,8 @@ class Stepper:
 
     def t(self, key: str, **values: object) -> str:
         """A UI string from attnwalk/text/<lang>.toml (spelled in ASCII under --ascii)."""
-        return say(self.opts, key, key, **values)
+        said = say(self.opts, key, key, **values)
+        return said.translate(_ARROWS_IN_ASCII) if self.opts.ascii else said
 
     def view_options(self) -> ViewOptions:
         """The options for this screen: its width is the terminal's now, so resizing re-renders."""
@@ -76,7 +81,8 @@ class Stepper:
         return Text(self.t("ui.footer"), style=style.NOTE)
 
     def status(self) -> Text:
-        """Where the learner is, repeated at the bottom: a tall screen scrolls its header away."""
+        """Where the learner is, at the bottom: it stays in view over the help, and when a screen too
+        tall to pin its header scrolls."""
         stage, head = self.step
         where = self.t("ui.stage_header", index=self.index + 1, count=len(self.steps))
         where += f"  {plain(stage.symbol, self.opts)}" if stage.kind != TOKENS else ""
@@ -86,15 +92,40 @@ class Stepper:
         return Text(where, style=style.POSITION)
 
     def draw(self, body: RenderableType | None = None) -> None:
-        """Clear the terminal and show `body` (the current stage by default), where the learner is,
-        the footer and any message. Clearing does nothing when the console is not a terminal."""
-        self.console.clear()
-        parts: list[RenderableType] = [self.current_screen() if body is None else body, Text(""),
-                                       self.status(), self.footer()]
+        """Clear the terminal and show `body` (the current stage by default), then where the learner
+        is, the footer and any message. A body taller than the terminal shows a window of its lines
+        from self.offset, with the stage's header pinned above it. Clearing does nothing when the
+        console is not a terminal."""
+        width, height = self.console.size
+        lines = render_lines(self.console, self.current_screen() if body is None else body, width)
+        bottom = [Text(""), self.status(), self.footer()]
         if self.message:
-            parts.append(Text(self.message, style=style.RESULT))
-        self.console.print(Group(*parts))
+            bottom.append(Text(self.message, style=style.RESULT))
+        below = render_lines(self.console, Group(*bottom), width)
+        rows = height - 1  # the last row keeps the cursor, and the prompt of g or c
+        header, rest = split_header(lines, most=rows // 3) if body is None else ([], lines)
+        if rows - len(header) - len(below) < 3:
+            header, rest = [], lines  # too little room left below a pinned header: let it scroll
+        self.shown = window(len(rest), rows - len(header) - len(below), self.offset)
+        at_end = self.shown.last > 0 and self.shown.offset == self.shown.last
+        self.offset = _END if at_end else self.shown.offset  # the end stays in view when the room changes
+        in_view = rest[self.shown.offset:self.shown.offset + self.shown.shown]
+        self.console.clear()
+        self.console.print(SegmentLines(header + in_view + self.more_lines(width) + below, new_lines=True))
         self.message = ""
+
+    def more_lines(self, width: int) -> list[Line]:
+        """The row under a window that says how many lines are hidden above and below it."""
+        above, below = self.shown.above, self.shown.below
+        parts = []
+        if above:
+            parts.append(self.t("ui.more_above_one") if above == 1 else self.t("ui.more_above", count=above))
+        if below:
+            parts.append(self.t("ui.more_below_one") if below == 1 else self.t("ui.more_below", count=below))
+        if not parts:
+            return []
+        return render_lines(self.console, Text("   ".join(parts), style=style.NOTE, no_wrap=True,
+                                               overflow="ellipsis"), width)
 
     def help_panel(self) -> Panel:
         return Panel(Text(self.t("ui.help").strip("\n")), title=self.t("ui.help_title"),
@@ -110,9 +141,11 @@ class Stepper:
             if key == K.QUIT:
                 return 0
             if key == K.HELP:
-                self.draw(self.help_panel())
-                if next(pressed, K.QUIT) == K.QUIT:
+                if not self.show_help(pressed):
                     return 0
+            elif key in K.SCROLLS:
+                if not self.scroll(key):
+                    continue  # already at that end, or the whole screen is in view
             elif key == K.NEXT:
                 if self.index == len(self.steps) - 1:
                     self.console.print(Text(self.t("ui.end"), style=style.RESULT))
@@ -136,13 +169,40 @@ class Stepper:
             self.draw()
         return 0  # input ended (Ctrl-D, EOF): leave quietly
 
+    def show_help(self, pressed: Iterator[str]) -> bool:
+        """The help instead of the stage until a key is pressed; False when it is q. A help taller
+        than the terminal scrolls with the scrolling keys, like a stage."""
+        stage_offset, self.offset = self.offset, 0
+        self.draw(self.help_panel())
+        for key in pressed:
+            scrolls = key in K.SCROLLS and self.shown.last > 0
+            if scrolls or key == K.RESIZE:
+                if not scrolls or self.scroll(key):
+                    self.draw(self.help_panel())
+                continue
+            self.offset = stage_offset
+            return key != K.QUIT
+        return False
+
     # -- the actions -------------------------------------------------------------------------
 
     def go(self, index: int) -> None:
-        """Move to step `index`; a chosen cell belongs to its stage, so it is dropped."""
+        """Move to step `index`, at the top of its screen; a chosen cell belongs to its stage, so it
+        is dropped."""
         if index != self.index:
             self.cell = None
+            self.offset = 0
         self.index = index
+
+    def scroll(self, key: str) -> bool:
+        """Move the window on a tall screen by a line or a page; False when it cannot move."""
+        page = max(self.shown.shown - 1, 1)  # a page down keeps the last line in view, as less does
+        step = {K.DOWN: 1, K.UP: -1, K.PAGE_DOWN: page, K.PAGE_UP: -page}[key]
+        offset = min(max(self.shown.offset + step, 0), self.shown.last)
+        if offset == self.shown.offset:
+            return False
+        self.offset = offset
+        return True
 
     def jump(self) -> None:
         count = len(self.steps)
@@ -197,6 +257,7 @@ class Stepper:
                             self.t("ui.no_dim", value=answer.strip(), last=len(col_labels) - 1))
             return
         self.cell = (row, col)
+        self.offset = _END  # the worked cell closes the screen: show it
 
     def _no_such(self, key: str, answer: str, labels: Sequence[str]) -> str:
         """"No such row: 4; choose 1–3 or a token: 女生, 撩, 刘海", in the learner's language."""
@@ -224,10 +285,17 @@ class Stepper:
             return
         target = (head + 1) % heads
         index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)
-        cell = self.cell
+        cell, offset = self.cell, self.offset
         self.go(index)
-        self.cell = cell  # the same cell of the same stage: its shape is the same in every head
+        # the same cell and the same place on the same stage: its shape is the same in every head
+        self.cell, self.offset = cell, offset
         self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
+
+
+_END = 1 << 30  # an offset past the end of any screen: draw() clamps it to the last line
+# --ascii draws the arrows of the scrolling keys as v and ^ (style's table has only ← and →), one
+# character each so that the help's columns stay in line
+_ARROWS_IN_ASCII = str.maketrans({"↓": "v", "↑": "^"})
 
 
 def _pick_token(answer: str, labels: Sequence[str]) -> int | None:

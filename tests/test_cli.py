@@ -100,7 +100,8 @@ def test_help_texts_name_every_key_and_what_the_numbers_mean():
         return " ".join(runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).stdout.split())
 
     for command in ("run", "step"):
-        assert "n next, b back" in help_of(command) and "m mode, h head, ? help, q quit" in help_of(command)
+        assert "n next, b back, j/k scroll" in help_of(command)
+        assert "m mode, h head, ? help, q quit" in help_of(command)
     assert ("Answers come from stdin when it is not a terminal, one per line; there a line that is not an "
             "answer (empty, or d for a/b/c) counts as wrong instead of being asked again, so later answers "
             "stay on their questions.") in help_of("quiz")

@@ -112,6 +112,42 @@ def test_resizing_the_terminal_draws_the_stage_again() -> None:
     assert finish(child) == 0
 
 
+def next_frame(child) -> list[str]:
+    """The lines of the next screen drawn: from the terminal being cleared to the footer's end."""
+    import re
+
+    child.expect_exact("\x1b[2J")
+    child.expect("q quit")
+    return re.sub(r"\x1b\[[0-9;]*[mH]", "", child.before).split("\r\n")  # styles (bold under NO_COLOR)
+
+
+def test_a_screen_taller_than_the_terminal_scrolls_under_its_header() -> None:
+    child = spawn("run", "girl_bangs", rows=20, cols=60)
+    child.expect("q quit")
+    child.send("g")
+    child.expect_exact("(1–11): ")
+    child.send("10\r")
+    frame = next_frame(child)
+    assert len(frame) <= 19 and frame[0].startswith("Stage 10 / 11   A  Attention weights")
+    assert any(line.startswith("↓ ") and "more lines (j/↓)" in line for line in frame)
+    # j, ↓, PgDn, PgUp, k, ↑: lines hidden above afterwards (None: more than a page)
+    for key, above in (("j", 1), ("\x1b[B", 2), ("\x1b[6~", None), ("\x1b[5~", 2), ("k", 1), ("\x1b[A", 0)):
+        child.send(key)
+        frame = next_frame(child)  # scrolled: the header is still the first line, the formula below it
+        assert len(frame) <= 19 and frame[0].startswith("Stage 10 / 11   A  Attention weights")
+        assert frame[1].startswith("formula  A[i, :] = softmax")
+        hidden = [line for line in frame if "above (k/↑)" in line]
+        if above is None:
+            assert hidden and int(hidden[0].split()[1]) > 2, frame
+        else:
+            assert hidden == [] if above == 0 else hidden[0].startswith(f"↑ {above} line"), frame
+    child.send("n")
+    frame = next_frame(child)
+    assert frame[0].startswith("Stage 11 / 11") and not any("above (k/↑)" in line for line in frame)
+    child.send("q")
+    assert finish(child) == 0
+
+
 def test_head_option_starts_the_stepper_at_that_head() -> None:
     child = spawn("run", "shapes", "--head", "3")
     child.expect(r"\b16 / 41\b")  # head 3's QKᵀ: 7 shared screens and 2 heads × 4 come before it

@@ -12,7 +12,7 @@ import os
 import re
 
 import pytest
-from rich.console import Console
+from rich.console import Console, Group, NewLine
 from rich.text import Text
 from typer.testing import CliRunner
 
@@ -299,6 +299,162 @@ def test_footer_lists_the_keys() -> None:
     s, out = stepper(["q"])
     s.run()
     assert "n" in out.getvalue() and "q quit" in out.getvalue() and "? help" in out.getvalue()
+    assert "j/k scroll" in out.getvalue()
+
+
+# -- a screen taller than the terminal: a window on it, the header pinned ----------------------
+
+
+def tall_screen(walk, stage, head, opts, *, index, count, cell=None):
+    """A screen shaped like stage_screen's: a two-line header, a blank line, then 40 numbered lines."""
+    lines = [Text(f"line {i}") for i in range(40)]
+    return Group(Text(f"SCREEN {index}/{count} {stage.key} cell={cell}"), Text("formula F = G"), NewLine(),
+                 *lines)
+
+
+def frames(out: io.StringIO) -> list[list[str]]:
+    """Each screen drawn, as its lines."""
+    return [frame.split("\n")[:-1] for frame in out.getvalue().split("\f")[1:]]
+
+
+def visible(frame: list[str]) -> list[int]:
+    """The numbered lines of tall_screen in view."""
+    return [int(m.group(1)) for line in frame if (m := re.fullmatch(r"line (\d+)\s*", line))]
+
+
+class ResizingKeys(ScriptedKeys):
+    """Keys from a script in which (width, height) is the terminal being resized to that size."""
+
+    def __init__(self, script: list, console: Console) -> None:
+        super().__init__([])
+        self.script, self.console = script, console
+
+    def __iter__(self):
+        for raw in self.script:
+            if isinstance(raw, tuple):
+                self.console.size = raw
+                yield K.RESIZE
+            else:
+                yield key_name(raw)
+
+
+def test_window_keeps_a_row_to_say_what_is_hidden_and_clamps() -> None:
+    from attnwalk.viewport import window
+
+    assert window(10, 10, 5) == (0, 10, 0, 0, 0)  # it all fits: no scrolling
+    assert window(41, 13, 0) == (0, 12, 0, 29, 29)
+    assert window(41, 13, 7) == (7, 12, 7, 22, 29)
+    assert window(41, 13, 99) == window(41, 13, 29) == (29, 12, 29, 0, 29)
+    assert window(41, 13, -3) == window(41, 13, 0)
+
+
+def test_scroll_keys_map_to_names() -> None:
+    assert [key_name(k) for k in ("j", "\x1b[B", "\x1bOB")] == [K.DOWN] * 3
+    assert [key_name(k) for k in ("k", "\x1b[A", "\x1bOA")] == [K.UP] * 3
+    assert [key_name(k) for k in ("d", "\x1b[6~", "u", "\x1b[5~")] == [K.PAGE_DOWN] * 2 + [K.PAGE_UP] * 2
+
+
+def test_a_tall_screen_shows_a_window_under_its_pinned_header() -> None:
+    s, out = stepper(["j", "\x1b[B", "k", "d", "\x1b[6~", "u", "\x1b[5~", "\x1b[A", "q"], height=20,
+                     screen=tall_screen)
+    assert s.run() == 0
+    shown = frames(out)
+    assert len(shown) == 9
+    for frame in shown:
+        assert len(frame) == 19  # the 20th row keeps the cursor, so the top never scrolls away
+        assert frame[:2] == ["SCREEN 1/11 tokens cell=None", "formula F = G"]  # pinned
+        assert frame[-2].startswith("Stage 1 / 11") and "j/k scroll" in frame[-1]
+    # 19 rows: the header's 2, the window's 13 (12 lines and the row saying what is hidden), a
+    # blank line, the status and the footer
+    assert shown[0][2] == "" and visible(shown[0]) == list(range(12))
+    assert shown[0][15] == "↓ 28 more lines (j/↓)"
+    # the window starts with the blank line under the header, so j first scrolls that away
+    assert [visible(frame)[0] for frame in shown] == [0, 0, 1, 0, 12, 24, 12, 0, 0]  # a page keeps a line
+    assert all(len(visible(frame)) == 13 for frame in shown[1:-1])
+    assert shown[1][15] == "↑ 1 line above (k/↑)   ↓ 27 more lines (j/↓)"
+    assert shown[5][15] == "↑ 25 lines above (k/↑)   ↓ 3 more lines (j/↓)"
+
+
+def test_scrolling_stops_at_either_end_without_drawing_again() -> None:
+    s, out = stepper(["k", "u"] + ["d"] * 5 + ["j", "q"], height=20, screen=tall_screen)
+    assert s.run() == 0
+    shown = frames(out)
+    assert [visible(frame)[0] for frame in shown] == [0, 11, 23, 27]  # k, u and the last d, j did nothing
+    assert visible(shown[-1])[-1] == 39 and shown[-1][15] == "↑ 28 lines above (k/↑)"
+
+
+def test_a_screen_that_fits_draws_as_before_and_does_not_scroll() -> None:
+    s, out = stepper(["j", "d", "q"])
+    assert s.run() == 0
+    assert len(frames(out)) == 1
+    assert frames(out)[0] == ["SCREEN 1/11 tokens head=0 mode=scaled width=100", "", "Stage 1 / 11  scaled",
+                              s.t("ui.footer")]
+
+
+def test_another_stage_starts_at_the_top_and_a_resize_clamps() -> None:
+    out = io.StringIO()
+    console = Console(width=100, height=20, file=out, color_system=None)
+    console.clear = lambda home=True: out.write("\f")
+    keys = ResizingKeys(["d", "n", "d", "d", "d", (100, 30), (60, 12), "b", "q"], console)
+    s = Stepper(load_scenario("girl_bangs"), console, keys, ViewOptions(), screen=tall_screen)
+    assert s.run() == 0
+    shown = frames(out)
+    assert shown[2][0].startswith("SCREEN 2/11") and visible(shown[2])[0] == 0  # n: at the top
+    assert visible(shown[5])[-1] == 39 and len(shown[5]) == 19  # at the end of stage 2
+    assert visible(shown[6])[-1] == 39 and len(shown[6]) == 29  # taller: more in view, still the end
+    assert visible(shown[7])[-1] == 39 and len(shown[7]) == 11  # smaller: the end stays in view
+    assert shown[8][0].startswith("SCREEN 1/11") and visible(shown[8])[0] == 0  # b: the top of stage 1
+
+
+def test_a_chosen_cell_scrolls_to_the_worked_cell_at_the_end() -> None:
+    s, out = stepper(["g", "10", "\n", "c", "1", "\n", "2", "\n", "m", "k", "\x1b[C", "q"], height=20,
+                     screen=tall_screen)
+    assert s.run() == 0
+    shown = frames(out)
+    assert shown[2][0].endswith("cell=(0, 1)") and visible(shown[2])[-1] == 39
+    # the message under the footer takes a row: the window keeps the end in view
+    assert visible(shown[3])[-1] == 39 and shown[3][-1] == "Mode: unscaled"
+    assert visible(shown[4])[0] == visible(shown[3])[0] - 1  # k
+    assert shown[5][0].startswith("SCREEN 11/11") and visible(shown[5])[0] == 0  # → is still next
+
+
+@pytest.mark.parametrize("width,height", [(110, 40), (50, 20)])
+def test_the_real_stage_a_keeps_stage_formula_and_shape_in_view(width: int, height: int) -> None:
+    s, out = stepper(["g", "10", "\n"] + ["j"] * 3 + ["d", "q"], width=width, height=height, screen=None)
+    assert s.run() == 0
+    shown = frames(out)[1:]
+    for frame in shown:
+        text = "\n".join(frame)
+        assert len(frame) == height - 1
+        assert frame[0].startswith("Stage 10 / 11   A  Attention weights")
+        assert "A[i, :] = softmax" in text and "3 × 3 = n × n" in text
+    assert re.search(r"↓ \d+ more lines \(j/↓\)", "\n".join(shown[0]))
+    assert "↑ 3 lines above (k/↑)" in "\n".join(shown[3])
+    assert len({tuple(frame) for frame in shown}) == 5  # every key moved the window
+
+
+def test_a_tall_help_scrolls_and_any_other_key_closes_it() -> None:
+    s, out = stepper(["?", "j", "x", "?", "q"], width=40, height=14)
+    assert s.run() == 0
+    shown = frames(out)
+    assert "Keys" in shown[1][0] and "more line" in "\n".join(shown[1])
+    assert "line above" in "\n".join(shown[2])  # j scrolled the help
+    assert shown[3][0].startswith("SCREEN 1/11")  # x closed it
+    assert "Keys" in shown[4][0]  # ?, then q quits from the help
+    s, out = stepper(["?", "j", "q"])  # a help that fits: j closes it like any other key
+    assert s.run() == 0
+    assert frames(out)[-1][0].startswith("SCREEN 1/11")
+
+
+def test_scrolling_in_ascii_and_in_chinese() -> None:
+    s, out = stepper(["j", "q"], height=20, screen=tall_screen, opts=ViewOptions(ascii=True))
+    assert s.run() == 0
+    assert out.getvalue().isascii()
+    assert frames(out)[-1][15] == "^ 1 line above (k/^)   v 27 more lines (j/v)"
+    s, out = stepper(["j", "q"], height=20, screen=tall_screen, opts=ViewOptions(lang="zh"))
+    assert s.run() == 0
+    assert frames(out)[-1][15] == "↑ 上面还有 1 行（k/↑）   ↓ 下面还有 27 行（j/↓）"
+    assert "j/k 滚动" in frames(out)[-1][-1]
 
 
 def test_chinese_messages_use_chinese_punctuation() -> None:
