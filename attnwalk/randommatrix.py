@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fields import Fields
+from .fields import Fields, whole
 from .yamltree import Node
 
 KEYS = ("seed", "rows", "cols", "scale")
@@ -26,12 +26,13 @@ def random_matrix(fields: Fields, node: Node, field: str) -> np.ndarray:
     spec = fields.mapping(outer["random"], where, KEYS, ("seed", "rows", "cols"))
     seed = fields.integer(spec["seed"], f"{where}.seed", minimum=0)
     if seed > MAX_SEED:
-        raise fields.error(f"{where}.seed", spec["seed"], f"seed is {seed}; give a whole number "
+        raise fields.error(f"{where}.seed", spec["seed"], f"seed is {whole(seed)}; give a whole number "
                            f"from 0 to {MAX_SEED}")
     rows = fields.integer(spec["rows"], f"{where}.rows", minimum=1)
     cols = fields.integer(spec["cols"], f"{where}.cols", minimum=1)
     if rows * cols > MAX_VALUES:
-        raise fields.error(where, outer["random"], f"{rows} × {cols} is {rows * cols:,} numbers, "
+        total = f"{rows * cols:,}" if rows * cols < 10**15 else whole(rows * cols)
+        raise fields.error(where, outer["random"], f"{whole(rows)} × {whole(cols)} is {total} numbers, "
                            f"more than the {MAX_VALUES:,} a random matrix may hold; use a .npy "
                            "file for bigger weights")
     scale = 1.0
