@@ -14,7 +14,8 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from attnwalk.render.wrap import _CJK_CLASS, NO_END, NO_START, Prose, break_offsets, has_cjk
+from attnwalk.render.wrap import (_CJK_CLASS, NO_END, NO_START, Prose, break_offsets, has_cjk,
+                                  narrowest)
 
 # The review's examples: stage texts from zh.toml that Rich broke before a run of Chinese.
 P_WHY = ("注意力本身不考虑顺序：把 E 的行打乱，输出也只是按同样的方式打乱。Transformer "
@@ -94,3 +95,20 @@ def test_has_cjk_agrees_with_the_cjk_class_without_compiling_it_for_lower_text(t
 def test_the_cjk_ranges_start_at_u2e80() -> None:
     assert not any(re.match(_CJK_CLASS, chr(c)) for c in range(0x2e80))
     assert not has_cjk("S = QKᵀ / √d_k × − → … ▲ █") and has_cjk("注意") and has_cjk("x中")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["女生", "撩", "刘海", "，", "。", "（", "）", "「", "」", "E",
+                                 "softmax", "0.7104", "x"]), max_size=25), st.integers(8, 40))
+def test_mixed_text_breaks_only_where_it_may(parts: list[str], width: int) -> None:
+    """Without spaces every break is between characters: never before closing punctuation or
+    after opening punctuation, never inside a Latin word or number (unless it is folded)."""
+    text = "".join(parts)
+    lines = lines_of(Group(Prose(text)), width)
+    assert "".join(lines) == text and all(cell_len(line) <= width for line in lines)
+    if narrowest(text) > width:  # a piece wider than the line had to be folded
+        return
+    for line, after in zip(lines, lines[1:]):
+        assert line[-1:] not in NO_END and after[:1] not in NO_START, (text, width, lines)
+        assert not (line[-1:].isascii() and line[-1:].isalnum() and after[:1].isascii()
+                    and after[:1].isalnum()), (text, width, lines)

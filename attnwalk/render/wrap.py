@@ -11,8 +11,9 @@ Text without CJK characters wraps exactly as Rich wraps it.
 
 from __future__ import annotations
 
-import functools
 import re
+from bisect import bisect_right
+from functools import lru_cache
 
 from rich.cells import cell_len, chop_cells
 from rich.console import Console, ConsoleOptions
@@ -21,47 +22,51 @@ from rich.measure import Measurement
 from rich.text import Text
 
 # Han, kana, hangul, CJK and full-width punctuation: a line may break before or after any of them.
-_CJK_CLASS = ("[\u2e80-\u2fff\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-              "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
-              "\U00020000-\U0003ffff]")
-
-
-@functools.cache
-def _cjk() -> re.Pattern:
-    # Compiled when first needed: compiling a class of such wide ranges takes ~3 ms, which an
-    # English walk never needs (has_cjk answers for its text without it).
-    return re.compile(_CJK_CLASS)
-
+# Looked up by bisect, not by a regex class: compiling a class of such wide ranges takes ~3 ms
+# of a walk's start, more than all the lookups of a walk.
+_CJK_RANGES = ((0x2E80, 0x2FFF), (0x3000, 0x30FF), (0x3100, 0x31FF), (0x3400, 0x4DBF),
+               (0x4E00, 0x9FFF), (0xA960, 0xA97F), (0xAC00, 0xD7FF), (0xF900, 0xFAFF),
+               (0xFE30, 0xFE4F), (0xFF00, 0xFFEF), (0x20000, 0x3FFFF))
+_STARTS = [low for low, _ in _CJK_RANGES]
+_CJK_CLASS = "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]"  # as a class
 
 NO_START = set("，。：；、！？）」』》〉】〕”’…,.:;!?)]}%")  # never the first character of a line
 NO_END = set("（「『《〈【〔“‘([{")  # never the last character of a line
+_WIDE = "\u2e80"  # where the CJK ranges start: ASCII, ×, √, −, →, … and ▲ are all below it
+
+
+def is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    i = bisect_right(_STARTS, code) - 1
+    return i >= 0 and code <= _CJK_RANGES[i][1]
 
 
 def has_cjk(s: str) -> bool:
-    # Every character below U+2E80, where the CJK ranges start (as ASCII, ×, √, −, → and … are):
-    # no CJK, and no need for the regex.
-    return s > "" and max(s) >= "\u2e80" and _cjk().search(s) is not None
+    return s > "" and max(s) >= _WIDE and any(is_cjk(ch) for ch in s if ch >= _WIDE)
 
 
 def _units(s: str) -> list[tuple[int, str]]:
     """`s` cut at every place a line may break: (start, piece), each piece with the spaces after
-    it (as rich._wrap.words cuts at spaces alone)."""
-    starts = [0]
-    text_yet = not s[:1].isspace()  # leading spaces stay with the first word, as in Rich
-    for i in range(1, len(s)):
-        before, here = s[i - 1], s[i]
-        if here.isspace():
-            continue
-        if before.isspace():
-            if text_yet:
-                starts.append(i)
-            text_yet = True
-            continue
-        text_yet = True
-        if ((_cjk().match(before) or _cjk().match(here))
-                and here not in NO_START and before not in NO_END):
-            starts.append(i)
-    return [(a, s[a:b]) for a, b in zip(starts, [*starts[1:], len(s)])]
+    it (as rich._wrap.words cuts at spaces alone; leading spaces stay with the first word). A
+    line may also break before or after a CJK character, though never before a space or closing
+    punctuation, nor after opening punctuation."""
+    first = len(s) - len(s.lstrip())
+    starts = {m.end() for m in _SPACES.finditer(s, first)}
+    before = s[first:first + 1]
+    before_cjk = before >= _WIDE and is_cjk(before)
+    for at in range(first + 1, len(s)):
+        here = s[at]
+        # Han (most of Chinese prose) is told apart without the bisect
+        here_cjk = here >= _WIDE and ("\u4e00" <= here <= "\u9fff" or is_cjk(here))
+        if ((here_cjk or before_cjk) and here not in NO_START and before not in NO_END
+                and not here.isspace() and not before.isspace()):
+            starts.add(at)
+        before, before_cjk = here, here_cjk
+    cuts = sorted(starts)
+    return [(a, s[a:b]) for a, b in zip([0, *cuts], [*cuts, len(s)])]
+
+
+_SPACES = re.compile(r"\s+(?=\S)")
 
 
 def break_offsets(s: str, width: int, fold: bool = True) -> list[int]:
@@ -71,9 +76,10 @@ def break_offsets(s: str, width: int, fold: bool = True) -> list[int]:
     breaks: list[int] = []
     offset = 0  # cells used on the current line
     for start, piece in _units(s):
-        length = cell_len(piece.rstrip())
+        word = piece.rstrip()
+        length = cell_len(word)
         if width - offset >= length:
-            offset += cell_len(piece)
+            offset += length if word is piece else cell_len(piece)
         elif length > width:  # wider than any line: fold it, as Rich folds a long word
             if fold:
                 parts = chop_cells(piece, width)
@@ -97,10 +103,14 @@ def break_offsets(s: str, width: int, fold: bool = True) -> list[int]:
 class Prose(Text):
     """A rich Text that wraps Chinese between characters (see the module's docstring)."""
 
+    __slots__ = ()
+
     def wrap(self, console: Console, width: int, *, justify=None, overflow=None,
              tab_size: int = 8, no_wrap: bool | None = None) -> Lines:
         plain = self.plain
-        if not has_cjk(plain) or no_wrap or self.no_wrap or overflow == "ignore":
+        if (no_wrap or self.no_wrap or overflow == "ignore" or not has_cjk(plain)
+                or ("\n" not in plain and "\t" not in plain and cell_len(plain) <= width)):
+            # Rich's own wrap: the same lines where nothing needs breaking between characters
             return super().wrap(console, width, justify=justify, overflow=overflow,
                                 tab_size=tab_size, no_wrap=no_wrap)
         wrap_justify = justify or self.justify or "default"
@@ -127,7 +137,9 @@ class Prose(Text):
         return Measurement(narrowest(plain), widest)
 
 
+@lru_cache(maxsize=256)  # a footnote or legend is measured on every screen that shows it
 def narrowest(s: str) -> int:
-    """The width `s` needs at least: its widest unbreakable piece."""
-    return max((cell_len(piece.strip()) for line in s.splitlines() for _, piece in _units(line)),
+    """The width `s` needs at least: its widest unbreakable piece (a word without CJK is one)."""
+    return max((cell_len(word) if not has_cjk(word) else
+                max(cell_len(piece.strip()) for _, piece in _units(word)) for word in s.split()),
                default=0)
