@@ -182,3 +182,22 @@ def test_chinese_prose_cells_measure_and_wrap_as_in_a_table() -> None:
 
     assert_same(build)
     assert_same(lambda cls: Panel(build(cls), expand=False))
+
+
+def test_a_wrapped_paragraph_in_one_style_draws_as_table_draws_it() -> None:
+    """The shortcut for a cell of several lines without spans (the explanation panel's texts)."""
+    paragraph = ("Softmax runs along the key axis of each query's row, never down a column, and "
+                 "A reads the same way: e^800 would overflow to inf.")
+
+    def build(cls):
+        grid = cls.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold", style="italic")
+        grid.add_row(Text("What"), Text(paragraph, style="dim"))
+        grid.add_row(Text("Why"), Text(paragraph, justify="right"))
+        grid.add_row(None, Text("x" * 90 + " y", style="red"))
+        grid.add_row(Text("Note"), Text(""))
+        return grid
+
+    assert_same(build)
+    assert_same(lambda cls: Panel(build(cls)))

@@ -253,6 +253,12 @@ class FastTable(Table):
             segments = ([Segment(line.plain, console.get_style(line.style) if line.style else None)]
                         if not line.spans else list(line.render(console)))
             rendered = [Segment.adjust_line_length(segments, inner, style=null)]
+        elif not any(line.spans for line in wrapped):
+            # Several lines, each in one style (a paragraph wrapped): each line as one segment,
+            # as joining them, rendering and splitting again would give
+            rendered = [Segment.adjust_line_length(
+                [Segment(line.plain, console.get_style(line.style) if line.style else None)]
+                if line.plain else [], inner, style=null) for line in wrapped]
         else:
             segments = Text("\n").join(wrapped).render(console, end=text.end)
             rendered = Segment.split_and_crop_lines(segments, inner, pad=True, style=null,
