@@ -541,7 +541,7 @@ def test_every_tied_maximum_is_marked_and_the_bars_say_it_is_a_tie() -> None:
     assert re.search(r"the +→ by, the, river, bank +█+ +25% each \(4-way tie\)", out)
     assert "every one where several tie" in out
     zh = a_screen(river, ViewOptions(lang="zh"))
-    assert re.search(r"the +→ by、the、river、bank +█+ +25% （4 个键并列，各占此数）", zh)
+    assert re.search(r"the +→ by、the、river、bank +█+ +25% （4 个并列）", zh)
     uniform = a_screen(compute(scenario_from_text(LESSON_002, "girl_bangs.yaml"), "uniform"),
                        ViewOptions())
     rows = [line for line in uniform.splitlines() if line.startswith((" 女生", " 撩", " 刘海"))]
@@ -582,3 +582,23 @@ def test_tokens_table_numbers_rows_from_one_and_positions_from_zero(screens: dic
     assert "# counts rows from 1, as c and explain do" in screens["tokens"]
     # explain takes the # column: row 2 is 撩, the lesson's 第 2 行 (§4.1: 撩 → 刘海 is row 2, column 3)
     assert "A[撩, 刘海] = 0.7104" in explain("girl_bangs", "A", "2", "3").stdout
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_token_labels_are_never_split_across_lines(lang: str) -> None:
+    """Worked cells and bars break at their spaces only: 刘海 never ends one line as 刘 and starts
+    the next as 海 (Chinese prose around them may break between characters)."""
+    for name in ("girl_bangs", "yellow_dog"):
+        walk = compute(load_scenario(name))
+        tokens = [t for t in walk.scenario.tokens if len(t) > 1]
+        for width in range(40, 62, 3):
+            opts = ViewOptions(width=width, lang=lang)
+            for i, (stage, head) in enumerate(walk.steps, start=1):
+                out = render(stage_screen(walk, stage, head, opts, index=i, count=len(walk.steps)),
+                             width=width)
+                lines = [line.strip("│╭╮╰╯─ ") for line in out.splitlines()]
+                for line, after in zip(lines, lines[1:]):
+                    for token in tokens:
+                        for k in range(1, len(token)):
+                            assert not (line.endswith(token[:k]) and after.startswith(token[k:])), \
+                                (name, width, stage.key, line, after)

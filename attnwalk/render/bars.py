@@ -13,7 +13,6 @@ from . import style
 from .fasttable import FastTable
 from .heatmap import GAP, row_maxima, shown_indices
 from .options import ViewOptions
-from .wrap import Prose
 
 MIN_BAR = 5  # on a narrow terminal the bars shrink to this before anything wraps
 TIED_SHOWN = 4  # a tie among more keys than this names the first TIED_SHOWN - 1 and "…"
@@ -27,13 +26,14 @@ def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequenc
     mk = style.markers(opts)
     n, m = A.shape
     rows = shown_indices(n, max(opts.bar_rows, 2))
+    maxima = row_maxima(A[[r for r in rows if r is not GAP]])  # (shown rows, m)
     lines = []  # per shown row: label, key(s), weight, note; None for the hidden rows' "…"
     for r in rows:
         if r is GAP:
             lines.append(None)
             continue
         order = np.argsort(-A[r], kind="stable")  # (m,) keys by weight, ties in key order
-        tied = np.flatnonzero(row_maxima(A[r:r + 1])[0])  # (ties,) every key holding the peak
+        tied = np.flatnonzero(maxima[len(lines) - lines.count(None)])  # every key at the peak
         peak = float(A[r, order[0]])
         keys = [col_labels[k] for k in tied]
         if len(keys) > TIED_SHOWN:
@@ -68,14 +68,15 @@ def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequenc
         label, keys, peak, note = line
         length = round(peak * width)
         bar = mk.bar * max(length, 1 if peak > 0 else 0)
-        cells = [Text(label), Text(mk.arrow), Prose(keys), Text(bar.ljust(width), style=style.BAR),
+        # Keys and notes break only at their spaces, so a token (刘海) is never split
+        cells = [Text(label), Text(mk.arrow), Text(keys), Text(bar.ljust(width), style=style.BAR),
                  Text(_percent(peak))]
         if beside:
-            grid.add_row(*cells, Prose(note, style=style.NOTE))
+            grid.add_row(*cells, Text(note, style=style.NOTE))
         else:
             grid.add_row(*cells)
             if note:
-                grid.add_row(None, None, Prose(note, style=style.NOTE))
+                grid.add_row(None, None, Text(note, style=style.NOTE))
     heading = Text(style.say(opts, "ui.bars_heading", "Where each token looks"), style=style.HEADER)
     return Group(heading, grid)
 

@@ -152,8 +152,10 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     worked = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
     c = _Cell(walk, stage, row, col, head, worked)
     lines = _EXPLAIN[key](c)
-    body = [Prose(line) if isinstance(line, str) else line for line in lines]
-    body.append(Prose(f"{c.ref()} = {c.num(c.value)}", style=style.RESULT))
+    # The arithmetic breaks only at its spaces (keeping numbers and token labels whole); prose
+    # lines come as Prose, which breaks Chinese between characters
+    body = [Text(line) if isinstance(line, str) else line for line in lines]
+    body.append(Text(f"{c.ref()} = {c.num(c.value)}", style=style.RESULT))
     if c.unrounded:
         body.append(Prose(c.say("ui.unrounded_note", "(products and powers are of the unrounded "
                                 "numbers, then rounded)"), style=style.NOTE))
@@ -274,7 +276,7 @@ def _scaled(c: _Cell) -> list[str]:
     return lines
 
 
-def _masked(c: _Cell) -> list[str]:
+def _masked(c: _Cell) -> list:
     S = float(c.walk.matrix("S", c.head)[c.row, c.col])
     lines = []
     if c.walk.amplify != 1.0:
@@ -288,7 +290,7 @@ def _masked(c: _Cell) -> list[str]:
     if c.scn.mask_kind == "causal":
         why += " " + c.say("ui.causal_cell", "(key {col} comes after query {row})",
                            col=c.col + 1, row=c.row + 1)
-    return lines + [f"S + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", why]
+    return lines + [f"S + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", Prose(why)]
 
 
 def _softmax(c: _Cell) -> list:
@@ -298,13 +300,13 @@ def _softmax(c: _Cell) -> list:
     if mode == "uniform":
         count = int(allowed.sum())
         if not allowed[c.col]:
-            return [c.say("ui.masked_cell", "masked: the weight is 0")]
-        return [c.say("ui.uniform_cell", "uniform mode: each of the {count} allowed keys gets "
-                      "the same weight", count=count), f"1 / {count} = {c.num(c.value)}"]
+            return [Prose(c.say("ui.masked_cell", "masked: the weight is 0"))]
+        return [Prose(c.say("ui.uniform_cell", "uniform mode: each of the {count} allowed keys "
+                            "gets the same weight", count=count)), f"1 / {count} = {c.num(c.value)}"]
     if mode == "hard":
         best = int(np.argmax(SM))
-        return [c.say("ui.hard_cell", "hard mode: weight 1 on the row's largest allowed score, "
-                      "0 elsewhere"),
+        return [Prose(c.say("ui.hard_cell", "hard mode: weight 1 on the row's largest allowed "
+                            "score, 0 elsewhere")),
                 f"max = {c.sym('S+M')}[{tok}, {c.cols[best]}] = {c.num(SM[best])}"]
     top = float(np.max(SM))
     name = c.sym("S+M" if c.scn.masked else "S")
@@ -337,8 +339,8 @@ def _softmax(c: _Cell) -> list:
             rows.append((Text(c.cols[j]), cells))
     lines.append(_exponentials(heads, rows, c.opts.width - FRAME))
     if not naive:
-        lines.append(c.say("ui.overflow_note", "e^{max} would overflow to inf: only the stable "
-                           "form can be computed", max=c.num(top)))
+        lines.append(Prose(c.say("ui.overflow_note", "e^{max} would overflow to inf: only the "
+                                 "stable form can be computed", max=c.num(top))))
     row_sum = c.say("ui.row_sum", "row sum")
     if naive:
         total = float(e.sum())
