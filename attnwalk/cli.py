@@ -177,16 +177,13 @@ WalkHeadOpt = Annotated[Optional[str], typer.Option(
     "in one summary screen; all: every head in full); stepping, start at head N.")]
 
 
-@app.command("run")
 @handles_errors
-def run_cmd(
-    name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (see `attnwalk list`).")] = None,
+def walk_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (see `attnwalk list`), if not --scenario.")] = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
 ) -> None:
-    """Walk a built-in lesson stage by stage; keys: n next, b back, j/k scroll, g jump, c cell,
-    m mode, h head, ? help, q quit.  e.g. attnwalk run girl_bangs"""
     from .walkcmd import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
@@ -194,21 +191,11 @@ def run_cmd(
                                   head=head))
 
 
-@app.command("step")
-@handles_errors
-def step_cmd(
-    name: Annotated[Optional[str], typer.Argument(help="A built-in name, if not --scenario.")] = None,
-    scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
-    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
-    resume: ResumeOpt = False, head: WalkHeadOpt = None,
-) -> None:
-    """Step through your own scenario file, stage by stage; keys: n next, b back, j/k scroll,
-    g jump, c cell, m mode, h head, ? help, q quit.  e.g. attnwalk step --scenario my.yaml"""
-    from .walkcmd import walk_command
-
-    raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
-                                  precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
-                                  head=head))
+# run and step are one command under two names: a lesson by name, or the learner's own file.
+_KEYS = "keys: n next, b back, j/k scroll, g jump, c cell, m mode, h head, ? help, q quit."
+app.command("run", help=f"Walk a built-in lesson stage by stage; {_KEYS}  e.g. attnwalk run girl_bangs")(walk_cmd)
+app.command("step", help=f"Step through your own scenario file, stage by stage; {_KEYS}  "
+            "e.g. attnwalk step --scenario my.yaml")(walk_cmd)
 
 
 class CompareMode(str, Enum):
