@@ -25,6 +25,7 @@ from attnwalk.render.options import ViewOptions
 from attnwalk.scenario import load_scenario, scenario_from_text
 from attnwalk.stages import BY_KEY, formula
 from attnwalk.stepper import Stepper
+from snippets import SMALL
 
 TWO_HEADS = """\
 tokens: [the, cat, sat]
@@ -48,13 +49,6 @@ W_K: [[1, 0], [0, 1]]
 W_V: [[1, 0], [0, 1]]
 """
 
-SMALL = """\
-tokens: [a, b, c]
-embeddings: [[1, 0], [0, 1], [1, 1]]
-W_Q: [[1, 0], [0, 1]]
-W_K: [[1, 0.5], [0, 1]]
-W_V: [[1, 0], [0, 1]]
-"""
 
 
 @pytest.fixture(autouse=True)

@@ -27,18 +27,12 @@ from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import explain_view, stage_screen
 from attnwalk.scenario import load_scenario, scenario_from_text
 from attnwalk.stages import BY_KEY, EXTRA_MODES, MODES, STAGES, formula, stage_text
+from snippets import SMALL
 
 ALL_MODES = MODES + EXTRA_MODES
 FIELDS = ("title", "what", "why", "mistake")
 TEXT_DIR = Path(__file__).resolve().parents[1] / "attnwalk" / "text"
 
-SMALL = """\
-tokens: [a, b, c]
-embeddings: [[1, 0], [0, 1], [1, 1]]
-W_Q: [[1, 0], [0, 1]]
-W_K: [[1, 0.5], [0, 1]]
-W_V: [[1, 0], [0, 1]]
-"""
 # Scenarios beyond the built-ins, each changing what one stage computes.
 EXTRA = {
     "additive": SMALL + "score: additive\nw_a: [0.5, -1]\n",
