@@ -116,9 +116,11 @@ def export_cmd(
     lang: Annotated[Optional[str], typer.Option("--lang", help="Language of the handout's text: en or zh.")] = None,
     precision: Annotated[int, typer.Option("--precision", "-p", min=0, max=12,
                                            help="Decimals in markdown and latex handouts (json and csv keep every digit).")] = 4,
+    output: Annotated[Optional[Path], typer.Option(
+        "--output", "-o", help="Write to FILE instead of printing (all or nothing: never a half-written file).")] = None,
 ) -> None:
     """Print every stage's matrix: JSON, or a handout in Markdown, LaTeX or CSV.
-    e.g. attnwalk export girl_bangs --format latex --lang zh > handout.tex"""
+    e.g. attnwalk export girl_bangs --format latex --lang zh -o handout.tex"""
     from .export import to_json, walk_data
     from .i18n import detect_lang
     from .pipeline import compute
@@ -127,12 +129,18 @@ def export_cmd(
     lang = detect_lang(lang)
     walk = compute(load_scenario(scenario), mode.value)
     if format is ExportFormat.json:
-        sys.stdout.write(to_json(walk_data(walk)) + "\n")
-        return
-    from .handout import handout
-    from .render.options import ViewOptions
+        content = to_json(walk_data(walk)) + "\n"
+    else:
+        from .handout import handout
+        from .render.options import ViewOptions
 
-    sys.stdout.write(handout(walk, format.value, ViewOptions(precision=precision, lang=lang)))
+        content = handout(walk, format.value, ViewOptions(precision=precision, lang=lang))
+    if output is None:
+        sys.stdout.write(content)
+        return
+    from .walkcmd import write_atomically
+
+    write_atomically(output, content, option="--output")
 
 
 @app.command("list")

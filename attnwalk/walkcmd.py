@@ -125,7 +125,7 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(path: Path, content: str) -> None:
+def write_atomically(path: Path, content: str, option: str = "--save") -> None:
     """Write `content` to `path` through a temporary file in the same folder, so a failure leaves
     neither a partial file nor a damaged old one."""
     import tempfile
@@ -141,7 +141,7 @@ def write_atomically(path: Path, content: str) -> None:
     except OSError as exc:
         if tmp_name is not None and os.path.exists(tmp_name):
             os.unlink(tmp_name)
-        raise UsageError(f"--save {path}: cannot write it ({exc.strerror or exc})") from None
+        raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})") from None
 
 
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,

@@ -131,3 +131,26 @@ def test_run_and_step_into_head_exit_0_without_a_word_on_stderr():
         assert "STATUS=0" in stdout, (command, stdout, stderr)
         assert stdout.count("\n") == 6  # head's five lines, then the status
         assert stderr == "", (command, stderr)
+
+
+def test_export_output_writes_the_file_or_nothing(tmp_path):
+    out = tmp_path / "gb.json"
+    result = runner.invoke(app, ["export", "girl_bangs", "--format", "json", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [round(x, 4) for x in data["stages"]["A"][0]] == [0.0551, 0.1371, 0.8078]  # lesson 002
+    missing = tmp_path / "no-such-dir" / "gb.md"
+    result = runner.invoke(app, ["export", "girl_bangs", "--format", "markdown", "-o", str(missing)])
+    assert result.exit_code == 2
+    assert "--output" in result.stderr and "cannot write" in result.stderr
+    assert not missing.parent.exists()
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        result = runner.invoke(app, ["export", "girl_bangs", "-o", str(locked / "x.json")])
+        if os.geteuid() != 0:  # root may write anywhere
+            assert result.exit_code == 2
+        assert [p.name for p in locked.iterdir() if p.name.endswith(".tmp")] == []
+    finally:
+        locked.chmod(0o700)
