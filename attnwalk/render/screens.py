@@ -192,8 +192,6 @@ def _notes(walk: Walk, stage: Stage) -> list[str]:
     scn = walk.scenario
     key = stage.key
     notes = []
-    if key == "P":
-        notes.append(f"stage.P.{scn.main.positional}")
     if key == "S+M":
         notes += [f"stage.S+M.{scn.mask_kind}", "stage.S+M.neg_inf"]
     if key == "Q" and scn.heads > 1:
