@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ScenarioError
-from .yamltree import Node
+from .yamltree import Node, shown
 
 _NOT_FINITE = {"nan", "inf", "infinity"}  # plain words numpy would take for numbers; YAML does not
 
@@ -240,12 +240,6 @@ def count(n: int, noun: str) -> str:
     if n == 1:
         return f"1 {noun}"
     return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
-
-
-def shown(text: str, limit: int = 40) -> str:
-    """Text fit for a one-line message: cut to `limit` characters, control characters escaped."""
-    text = text if len(text) <= limit else text[:limit] + "…"
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def quoted(text: str, limit: int = 40) -> str:

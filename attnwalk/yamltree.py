@@ -203,7 +203,7 @@ def _attach(stack: list[list[Any]], node: Node, file: str) -> None:
             where = _path(stack)
             raise ScenarioError(f"duplicate key (first on line {parent.keys[key]}); keep one",
                                 file=file, line=node.line,
-                                field=f"{where}.{_short(key)}" if where else _short(key))
+                                field=f"{where}.{shown(key)}" if where else shown(key))
         parent.keys[key] = node.line
         top[1] = key
     else:
@@ -220,13 +220,14 @@ def _path(stack: list[list[Any]]) -> str | None:
         elif pending is None:
             break
         else:
-            out += f".{_short(pending)}" if out else _short(pending)
+            out += f".{shown(pending)}" if out else shown(pending)
         if len(out) > 60:
             return out[:60] + "…"
     return out or None
 
 
-def _short(text: str, limit: int = 40) -> str:
+def shown(text: str, limit: int = 40) -> str:
+    """Text fit for a one-line message: cut to `limit` characters, control characters escaped."""
     text = text if len(text) <= limit else text[:limit] + "…"
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
