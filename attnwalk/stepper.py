@@ -39,14 +39,16 @@ class Stepper:
     """Walk `scenario` screen by screen; `run()` returns the exit code (0 when the learner quits)."""
 
     def __init__(self, scenario: Scenario, console: Console, keys: KeySource, opts: ViewOptions,
-                 *, mode: str = "scaled", amplify: float = 1.0, screen: ScreenFn | None = None) -> None:
+                 *, mode: str = "scaled", amplify: float = 1.0, screen: ScreenFn | None = None,
+                 walk: Walk | None = None) -> None:
         self.scenario = scenario
         self.console = console
         self.keys = keys
         self.opts = opts
         self.amplify = amplify
         self.screen = screen or _default_screen()
-        self.walk: Walk = compute(scenario, mode, amplify)
+        # a caller that has already computed this walk passes it: a large layer is not computed twice
+        self.walk: Walk = walk if walk is not None else compute(scenario, mode, amplify)
         self.index = 0  # into walk.steps
         self.cell: tuple[int, int] | None = None  # (row, col), 0-based, shown below the stage
         self.message = ""

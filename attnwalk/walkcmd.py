@@ -179,7 +179,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         if shown and not resume:  # --head N: step from that head's first screen
             start = next(i for i, (stage, h) in enumerate(walk.steps) if stage.per_head and h == shown)
         with TerminalKeys() as keys:
-            stepper = Stepper(scenario, console, keys, opts, mode=mode)
+            stepper = Stepper(scenario, console, keys, opts, mode=mode, walk=walk)
             stepper.index, stepper.message = start, note
             try:
                 return stepper.run()
