@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UsageError
-from .pipeline import compute, entropy_bits, softmax_signal
+from .pipeline import compute, entropy_bits, row_maxima, softmax_signal
 from .scenario import Scenario
 from .stages import EXTRA_MODES, MODES
 
@@ -87,7 +87,7 @@ def mode_result(scn: Scenario, mode: str, amplify: float = 1.0, head: int = 0) -
     peak = A.max(axis=-1)
     return ModeResult(
         mode=mode, A=A, Z=walk.heads[head].mats["Z"], entropy=entropy_bits(A), peak=peak,
-        peak_index=A.argmax(axis=-1), ties=(A == peak[:, None]).sum(axis=-1),
+        peak_index=A.argmax(axis=-1), ties=row_maxima(A).sum(axis=-1),
         signal=softmax_signal(A, mode))
 
 

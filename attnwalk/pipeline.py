@@ -71,6 +71,15 @@ def entropy_bits(A: np.ndarray) -> np.ndarray:
     return terms.sum(axis=-1)
 
 
+def row_maxima(M: np.ndarray) -> np.ndarray:
+    """(rows, cols) True at each row's largest finite value: at every one of them where several tie
+    (equal within 1e-12 of the largest, so float rounding cannot split a tie such as uniform's
+    1/3, 1/3, 1/3). A row with no finite value has none."""
+    finite = np.where(np.isfinite(M), M, -np.inf)
+    top = finite.max(axis=1, keepdims=True)  # (rows, 1)
+    return np.isfinite(top) & (finite >= top - 1e-12 * np.maximum(np.abs(top), 1.0))
+
+
 def softmax_signal(A: np.ndarray, mode: str) -> np.ndarray:
     """Largest entry of each row's Jacobian ∂A_i/∂S_i = diag(a) − a aᵀ, i.e. max_j a_j(1 − a_j).
 

@@ -9,9 +9,10 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ..pipeline import row_maxima
 from . import style
 from .fasttable import FastTable
-from .heatmap import GAP, row_maxima, shown_indices
+from .heatmap import GAP, shown_indices
 from .options import ViewOptions
 
 MIN_BAR = 5  # on a narrow terminal the bars shrink to this before anything wraps

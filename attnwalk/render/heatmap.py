@@ -17,6 +17,7 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ..pipeline import row_maxima
 from ..stages import MASKED, WEIGHTS
 from . import style
 from .fasttable import FastTable
@@ -43,15 +44,6 @@ def _labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
 def dim_labels(count: int) -> tuple[str, ...]:
     """Column labels of a matrix whose columns are dimensions: 0 … count − 1."""
     return tuple(str(j) for j in range(count))
-
-
-def row_maxima(M: np.ndarray) -> np.ndarray:
-    """(rows, cols) True at each row's largest finite value: at every one of them where several tie
-    (equal within 1e-12 of the largest, so float rounding cannot split a tie such as uniform's
-    1/3, 1/3, 1/3). A row with no finite value has none."""
-    finite = np.where(np.isfinite(M), M, -np.inf)
-    top = finite.max(axis=1, keepdims=True)  # (rows, 1)
-    return np.isfinite(top) & (finite >= top - 1e-12 * np.maximum(np.abs(top), 1.0))
 
 
 def shown_indices(total: int, limit: int) -> list[int | None]:

@@ -10,12 +10,12 @@ from rich.text import Text
 
 from ..errors import UsageError
 from ..i18n import text
-from ..pipeline import Walk
+from ..pipeline import Walk, row_maxima
 from ..stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name, stage_text
 from . import style
 from .bars import attention_bars
 from .fasttable import FastTable
-from .heatmap import GAP, heat_table, row_maxima, shown_indices, token_labels
+from .heatmap import GAP, heat_table, shown_indices, token_labels
 from .options import ViewOptions
 from .overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
                        tokens_table, wants_overview)
