@@ -1,3 +1,3 @@
-from .cli import run
+from attnwalk.cli import run
 
 run()

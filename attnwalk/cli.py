@@ -14,7 +14,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from .errors import AttnwalkError
+from attnwalk.errors import AttnwalkError
 
 app = typer.Typer(
     name="attnwalk",
@@ -85,7 +85,7 @@ def _silence_stdout() -> None:
 
 def _print_version(asked: bool) -> None:
     if asked:
-        from . import __version__
+        from attnwalk import __version__
 
         print(f"attnwalk {__version__}")
         raise typer.Exit(0)
@@ -121,24 +121,24 @@ def export_cmd(
 ) -> None:
     """Print every stage's matrix: JSON, or a handout in Markdown, LaTeX or CSV.
     e.g. attnwalk export girl_bangs --format latex --lang zh -o handout.tex"""
-    from .export import to_json, walk_data
-    from .i18n import detect_lang
-    from .pipeline import compute
-    from .scenario import load_scenario
+    from attnwalk.export.data import to_json, walk_data
+    from attnwalk.text import detect_lang
+    from attnwalk.layer.walk import compute
+    from attnwalk.scenario.model import load_scenario
 
     lang = detect_lang(lang)
     walk = compute(load_scenario(scenario), mode.value)
     if format is ExportFormat.json:
         content = to_json(walk_data(walk)) + "\n"
     else:
-        from .handout import handout
-        from .render.options import ViewOptions
+        from attnwalk.export.handout import handout
+        from attnwalk.render.options import ViewOptions
 
         content = handout(walk, format.value, ViewOptions(precision=precision, lang=lang))
     if output is None:
         sys.stdout.write(content)
         return
-    from .walkcmd import write_atomically
+    from attnwalk.commands.walk import write_atomically
 
     write_atomically(output, content, option="--output")
 
@@ -149,8 +149,8 @@ def list_cmd(
     lang: Annotated[Optional[str], typer.Option("--lang", help="en or zh (default: ATTNWALK_LANG, then the locale).")] = None,
 ) -> None:
     """List the built-in scenarios.  e.g. attnwalk list"""
-    from .i18n import detect_lang
-    from .lessons import lesson_table
+    from attnwalk.text import detect_lang
+    from attnwalk.render.lessons import lesson_table
 
     _console().print(lesson_table(detect_lang(lang)))
 
@@ -162,10 +162,10 @@ def init_cmd(
     from_: Annotated[Optional[str], typer.Option("--from", help="Start from this built-in scenario.")] = None,
 ) -> None:
     """Write a commented scenario file to edit.  e.g. attnwalk init my.yaml --from girl_bangs"""
-    from .scaffold import scenario_text, write_new_file
+    from attnwalk.scenario.scaffold import scenario_text, write_new_file
 
     if from_ is not None:
-        from .builtins import builtin_names, builtin_path
+        from attnwalk.scenario.builtins import builtin_names, builtin_path
 
         if builtin_path(from_) is None:
             raise AttnwalkError(f"--from: no built-in scenario '{from_}'; built-ins: {', '.join(builtin_names())}")
@@ -192,7 +192,7 @@ def walk_cmd(
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
 ) -> None:
-    from .walkcmd import walk_command
+    from attnwalk.commands.walk import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
                                   precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
@@ -234,10 +234,10 @@ def compare_cmd(
 ) -> None:
     """Scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and gradient signal per row.
     e.g. attnwalk compare girl_bangs --amplify 8"""
-    from .compare import DEFAULT_SCENARIO, check_amplify, check_head, compare, comparison_data
-    from .i18n import detect_lang
-    from .scenario import load_scenario
-    from .walkcmd import scenario_arg
+    from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head, compare, comparison_data
+    from attnwalk.text import detect_lang
+    from attnwalk.scenario.model import load_scenario
+    from attnwalk.commands.walk import scenario_arg
 
     check_amplify(amplify)
     lang = detect_lang(lang)
@@ -246,12 +246,12 @@ def compare_cmd(
     scn = load_scenario(scenario_arg(name, scenario))
     cmp = compare(scn, [m.value for m in mode or []], amplify, check_head(scn, head))
     if format is CompareFormat.json:
-        from .export import to_json
+        from attnwalk.export.data import to_json
 
         sys.stdout.write(to_json(comparison_data(cmp)) + "\n")
         return
-    from .render.compareview import compare_view
-    from .render.options import ViewOptions
+    from attnwalk.render.compareview import compare_view
+    from attnwalk.render.options import ViewOptions
 
     console = _console()
     opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width)
@@ -271,11 +271,11 @@ def explain_cmd(
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
 ) -> None:
     """Work out one cell step by step, without the walk.  e.g. attnwalk explain girl_bangs A 撩 刘海"""
-    from .i18n import detect_lang
-    from .pipeline import compute
-    from .render.options import ViewOptions
-    from .render.screens import explain_view
-    from .scenario import load_scenario
+    from attnwalk.text import detect_lang
+    from attnwalk.layer.walk import compute
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.render.screens import explain_view
+    from attnwalk.scenario.model import load_scenario
 
     lang = detect_lang(lang)
     walk = compute(load_scenario(scenario), mode.value)
@@ -298,7 +298,7 @@ def quiz_cmd(
     answer (empty, or d for a/b/c) counts as wrong instead of being asked again, so later answers
     stay on their questions.
     e.g. printf '7.29\\n3x3\\n' | attnwalk quiz girl_bangs"""
-    from .quizcmd import quiz_command
+    from attnwalk.tutor.session import quiz_command
 
     raise typer.Exit(quiz_command(name=name, scenario_file=scenario, count=count, seed=seed, lang=lang))
 
@@ -309,8 +309,8 @@ def progress_cmd(lang: LangOpt = None) -> None:
     """Show what you have done, per scenario: the furthest stage reached and where --resume starts,
     and the quiz scores.
     e.g. attnwalk progress"""
-    from .i18n import detect_lang
-    from .progressview import progress_view
+    from attnwalk.text import detect_lang
+    from attnwalk.render.progressview import progress_view
 
     _console().print(progress_view(detect_lang(lang)), soft_wrap=True)  # the file's path is never cut
 
@@ -322,14 +322,14 @@ def reset_cmd(
     lang: LangOpt = None,
 ) -> None:
     """Forget your progress: every scenario, or only NAME.  e.g. attnwalk reset girl_bangs"""
-    from .i18n import detect_lang
-    from .progressview import reset_progress
+    from attnwalk.text import detect_lang
+    from attnwalk.render.progressview import reset_progress
 
     print(reset_progress(name, detect_lang(lang)))
 
 
 def _console():
-    from .terminal import make_console
+    from attnwalk.terminal.console import make_console
 
     return make_console()
 

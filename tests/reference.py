@@ -1,4 +1,4 @@
-"""An independent float64 attention layer, written apart from attnwalk.pipeline, to test it against.
+"""An independent float64 attention layer, written apart from attnwalk.layer.walk, to test it against.
 
 Plain loops and one-line formulas in the lessons' own notation: softmax(QKᵀ/√d_k + M)V.
 """

@@ -21,11 +21,11 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from attnwalk.cli import app
-from attnwalk.compare import compare, comparison_data, mode_result, modes_to_show
+from attnwalk.layer.compare import compare, comparison_data, mode_result, modes_to_show
 from attnwalk.errors import UsageError
 from attnwalk.render.compareview import compare_view
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario import load_scenario, scenario_from_text
+from attnwalk.scenario.model import load_scenario, scenario_from_text
 
 runner = CliRunner()
 

@@ -15,11 +15,11 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from attnwalk.pipeline import compute
+from attnwalk.layer.walk import compute
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import walk_renderables
-from attnwalk.scenario import load_scenario
+from attnwalk.scenario.model import load_scenario
 
 
 def console(width: int) -> Console:

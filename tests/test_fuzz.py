@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 
 from attnwalk.cli import app
 from attnwalk.errors import ComputeError, ScenarioError
-from attnwalk.export import to_json, walk_data
-from attnwalk.pipeline import compute
-from attnwalk.scenario import KEYS, SOURCE_KEYS, scenario_from_text
-from attnwalk.source import decode
+from attnwalk.export.data import to_json, walk_data
+from attnwalk.layer.walk import compute
+from attnwalk.scenario.model import KEYS, SOURCE_KEYS, scenario_from_text
+from attnwalk.scenario.files import decode
 
 EXAMPLES = int(os.environ.get("ATTNWALK_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,

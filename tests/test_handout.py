@@ -18,14 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from attnwalk.builtins import builtin_names
+from attnwalk.scenario.builtins import builtin_names
 from attnwalk.cli import app
-from attnwalk.handout import CSV_HEADER, _csv_field, handout
-from attnwalk.i18n import text
-from attnwalk.latex import latex_text, math_text
-from attnwalk.pipeline import compute
+from attnwalk.export.handout import CSV_HEADER, _csv_field, handout
+from attnwalk.text import text
+from attnwalk.export.latex import latex_text, math_text
+from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario import load_scenario, scenario_from_text
+from attnwalk.scenario.model import load_scenario, scenario_from_text
 
 runner = CliRunner()
 

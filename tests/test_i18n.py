@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from attnwalk import i18n, simpletoml
+from attnwalk import text as i18n
+from attnwalk.text import simpletoml
 from attnwalk.errors import UsageError
-from attnwalk.i18n import LANGS, detect_lang, pick, text
-from attnwalk.stages import EXTRA_MODES, MODES, STAGES, stage_text
+from attnwalk.text import LANGS, detect_lang, pick, text
+from attnwalk.layer.stages import EXTRA_MODES, MODES, STAGES, stage_text
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "attnwalk" / "text"
 
@@ -139,7 +140,7 @@ def test_text_is_loaded_once_per_language():
 
 def test_import_is_light():
     # `attnwalk --help` should not pay for numpy or rich.
-    code = "import sys, attnwalk.i18n; print(sorted({'numpy', 'rich', 'yaml'} & set(sys.modules)))"
+    code = "import sys, attnwalk.text; print(sorted({'numpy', 'rich', 'yaml'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "[]"
@@ -262,7 +263,7 @@ def run_walk(name: str, tmp_path: Path, args: list[str], env: dict[str, str | No
 
 
 def builtin_walks():
-    from attnwalk.builtins import builtin_names
+    from attnwalk.scenario.builtins import builtin_names
 
     return builtin_names()
 
@@ -274,8 +275,8 @@ ENGLISH_LABELS = ("ui.what", "ui.why", "ui.mistake", "ui.worked_cell", "ui.formu
 @pytest.mark.parametrize("how", ["--lang zh", "LANG=zh_CN.UTF-8"])
 @pytest.mark.parametrize("name", builtin_walks())
 def test_every_built_in_walk_is_chinese_from_start_to_end(name, how, tmp_path):
-    from attnwalk.pipeline import compute
-    from attnwalk.scenario import load_scenario
+    from attnwalk.layer.walk import compute
+    from attnwalk.scenario.model import load_scenario
 
     if how == "--lang zh":
         out = run_walk(name, tmp_path, ["--lang", "zh"], {"LANG": "C.UTF-8"})

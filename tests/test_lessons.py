@@ -16,7 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from attnwalk.builtins import builtin_path
+from attnwalk.scenario.builtins import builtin_path
 from attnwalk.cli import app
 
 BUILTINS = ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog")

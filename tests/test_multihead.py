@@ -19,12 +19,12 @@ from typer.testing import CliRunner
 
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
-from attnwalk.keys import ScriptedKeys
-from attnwalk.pipeline import compute
+from attnwalk.terminal.keys import ScriptedKeys
+from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario import load_scenario, scenario_from_text
-from attnwalk.stages import BY_KEY, formula
-from attnwalk.stepper import Stepper
+from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.layer.stages import BY_KEY, formula
+from attnwalk.terminal.stepper import Stepper
 from snippets import SMALL
 
 TWO_HEADS = """\

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from attnwalk.cli import app
-from attnwalk.pipeline import compute, softmax
-from attnwalk.scenario import scenario_from_text
+from attnwalk.layer.walk import compute, softmax
+from attnwalk.scenario.model import scenario_from_text
 from reference import attention, sinusoidal_positions
 
 MODES = ("scaled", "unscaled", "uniform")

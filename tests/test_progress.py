@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from attnwalk.cli import app
-from attnwalk.pipeline import compute
-from attnwalk.progress import Progress, scenario_key, state_dir
-from attnwalk.scenario import load_scenario
+from attnwalk.layer.walk import compute
+from attnwalk.tutor.progress import Progress, scenario_key, state_dir
+from attnwalk.scenario.model import load_scenario
 
 runner = CliRunner()
 

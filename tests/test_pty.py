@@ -191,8 +191,8 @@ def test_terminal_keys_decode_arrows_utf8_and_restore_the_settings(pty_pair) -> 
     import io
     import termios
 
-    from attnwalk import keys as K
-    from attnwalk.keys import TerminalKeys
+    from attnwalk.terminal import keys as K
+    from attnwalk.terminal.keys import TerminalKeys
 
     master, slave = pty_pair
     before = termios.tcgetattr(slave)
@@ -215,7 +215,7 @@ def test_terminal_keys_ctrl_c_raises_and_still_restores(pty_pair) -> None:
     import io
     import termios
 
-    from attnwalk.keys import TerminalKeys
+    from attnwalk.terminal.keys import TerminalKeys
 
     master, slave = pty_pair
     before = termios.tcgetattr(slave)

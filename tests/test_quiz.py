@@ -1,7 +1,7 @@
 """The quiz: questions from the scenario's own numbers, answers read generously, a scripted run.
 
 Golden numbers are lesson 002's (女生撩刘海), typed in from ../shared/seeds/002; the others are
-checked against tests/reference.py, an attention layer written apart from attnwalk.pipeline.
+checked against tests/reference.py, an attention layer written apart from attnwalk.layer.walk.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
-from attnwalk.builtins import builtin_names
+from attnwalk.scenario.builtins import builtin_names
 from attnwalk.cli import app
-from attnwalk.i18n import text
-from attnwalk.pipeline import compute
-from attnwalk.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN, Question, check,
+from attnwalk.text import text
+from attnwalk.layer.walk import compute
+from attnwalk.tutor.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN, Question, check,
                            parse_choice, parse_number, parse_shape, parse_token, questions,
                            tolerance)
-from attnwalk.quizcmd import LineAnswers, run_quiz
-from attnwalk.scenario import load_scenario, scenario_from_text
+from attnwalk.tutor.session import LineAnswers, run_quiz
+from attnwalk.scenario.model import load_scenario, scenario_from_text
 
 import reference
 

@@ -24,14 +24,14 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from attnwalk.cli import app
-from attnwalk.pipeline import compute
+from attnwalk.layer.walk import compute
 from attnwalk.render import style
 from attnwalk.render.heatmap import heat_table
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import stage_screen, walk_renderables
 from attnwalk.render.worked import default_cell, worked_cell
-from attnwalk.scenario import load_scenario, scenario_from_text
-from attnwalk.stages import BY_KEY, SIGNED
+from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.layer.stages import BY_KEY, SIGNED
 
 GOLDEN = Path(__file__).parent / "golden" / "girl_bangs"
 
@@ -421,7 +421,7 @@ def panel_rows(walk, key: str, opts: ViewOptions) -> list[tuple[str, str]]:
 
 def test_extra_notes_sit_under_note_not_common_mistake() -> None:
     scn = scenario_from_text(LESSON_002, "girl_bangs.yaml")
-    from attnwalk.i18n import text
+    from attnwalk.text import text
 
     tx = text("en")
     for mode, key in (("unscaled", "S"), ("uniform", "A"), ("hard", "A")):
@@ -465,7 +465,7 @@ def test_chinese_explanations_break_between_characters(walk) -> None:
 
 
 def test_chinese_prose_breaks_between_characters_in_compare_and_head_panels() -> None:
-    from attnwalk.compare import compare
+    from attnwalk.layer.compare import compare
     from attnwalk.render.compareview import compare_view
     from attnwalk.render.overview import head_intro
 

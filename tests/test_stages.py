@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from attnwalk.builtins import builtin_names
-from attnwalk.handout import handout
-from attnwalk.i18n import LANGS
-from attnwalk.latex import document, math_text
-from attnwalk.pipeline import compute
+from attnwalk.scenario.builtins import builtin_names
+from attnwalk.export.handout import handout
+from attnwalk.text import LANGS
+from attnwalk.export.latex import document, math_text
+from attnwalk.layer.walk import compute
 from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import explain_view, stage_screen
-from attnwalk.scenario import load_scenario, scenario_from_text
-from attnwalk.stages import BY_KEY, EXTRA_MODES, MODES, STAGES, formula, stage_text
+from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.layer.stages import BY_KEY, EXTRA_MODES, MODES, STAGES, formula, stage_text
 from snippets import SMALL
 
 ALL_MODES = MODES + EXTRA_MODES

@@ -16,12 +16,12 @@ from rich.console import Console, Group, NewLine
 from rich.text import Text
 from typer.testing import CliRunner
 
-from attnwalk import keys as K
+from attnwalk.terminal import keys as K
 from attnwalk.cli import app
-from attnwalk.keys import ScriptedKeys, key_name
+from attnwalk.terminal.keys import ScriptedKeys, key_name
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario import load_scenario
-from attnwalk.stepper import Stepper
+from attnwalk.scenario.model import load_scenario
+from attnwalk.terminal.stepper import Stepper
 
 LESSON_002 = ("7.2868", "0.8078", "1.5636", "2.5716")
 GIRL_BANGS_STAGES = ("tokens", "E", "P", "X", "Q", "K", "V", "QKᵀ", "S", "A", "Z")  # no mask: 11
@@ -339,7 +339,7 @@ class ResizingKeys(ScriptedKeys):
 
 
 def test_window_keeps_a_row_to_say_what_is_hidden_and_clamps() -> None:
-    from attnwalk.viewport import window
+    from attnwalk.terminal.viewport import window
 
     assert window(10, 10, 5) == (0, 10, 0, 0, 0)  # it all fits: no scrolling
     assert window(41, 13, 0) == (0, 12, 0, 29, 29)
@@ -487,7 +487,7 @@ def test_run_prints_every_stage_without_escape_codes() -> None:
 
 
 def test_step_takes_a_scenario_file_and_a_name(tmp_path) -> None:
-    from attnwalk.builtins import builtin_path
+    from attnwalk.scenario.builtins import builtin_path
 
     path = tmp_path / "mine.yaml"
     path.write_text(builtin_path("girl_bangs").read_text(encoding="utf-8"), encoding="utf-8")
@@ -563,7 +563,7 @@ def test_save_to_a_missing_folder_exits_2_and_writes_nothing(tmp_path) -> None:
 
 
 def test_save_that_fails_while_writing_leaves_no_partial_file(tmp_path, monkeypatch) -> None:
-    import attnwalk.walkcmd as walkcmd
+    import attnwalk.commands.walk as walkcmd
 
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")

@@ -9,11 +9,11 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ..pipeline import row_maxima
-from . import style
-from .fasttable import FastTable
-from .heatmap import GAP, shown_indices
-from .options import ViewOptions
+from attnwalk.layer.walk import row_maxima
+from attnwalk.render import style
+from attnwalk.render.fasttable import FastTable
+from attnwalk.render.heatmap import GAP, shown_indices
+from attnwalk.render.options import ViewOptions
 
 MIN_BAR = 5  # on a narrow terminal the bars shrink to this before anything wraps
 TIED_SHOWN = 4  # a tie among more keys than this names the first TIED_SHOWN - 1 and "…"

@@ -14,13 +14,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..compare import Comparison, ModeResult
-from ..i18n import pick
-from ..stages import BY_KEY, SIGNED, WEIGHTS, formula
-from . import style
-from .heatmap import GAP, heat_table, shown_indices, token_labels
-from .options import ViewOptions
-from .wrap import Prose
+from attnwalk.layer.compare import Comparison, ModeResult
+from attnwalk.text import pick
+from attnwalk.layer.stages import BY_KEY, SIGNED, WEIGHTS, formula
+from attnwalk.render import style
+from attnwalk.render.heatmap import GAP, heat_table, shown_indices, token_labels
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.wrap import Prose
 
 PANEL_FRAME = 4  # a panel's border and padding take 2 cells on each side
 PANEL_GAP = 2  # blank cells between panels side by side

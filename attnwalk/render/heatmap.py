@@ -17,11 +17,11 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ..pipeline import row_maxima
-from ..stages import MASKED, WEIGHTS
-from . import style
-from .fasttable import FastTable
-from .options import ViewOptions
+from attnwalk.layer.walk import row_maxima
+from attnwalk.layer.stages import MASKED, WEIGHTS
+from attnwalk.render import style
+from attnwalk.render.fasttable import FastTable
+from attnwalk.render.options import ViewOptions
 
 GAP = None  # stands for the hidden rows or columns in a list of shown indices
 

@@ -13,14 +13,14 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from ..i18n import text
-from ..pipeline import Walk, entropy_bits
-from ..stages import TOKENS, Stage
-from . import style
-from .fasttable import FastTable
-from .heatmap import GAP, heat_table, shown_indices, token_labels
-from .options import ViewOptions
-from .wrap import Prose
+from attnwalk.text import text
+from attnwalk.layer.walk import Walk, entropy_bits
+from attnwalk.layer.stages import TOKENS, Stage
+from attnwalk.render import style
+from attnwalk.render.fasttable import FastTable
+from attnwalk.render.heatmap import GAP, heat_table, shown_indices, token_labels
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.wrap import Prose
 
 SPLIT = ("Q", "K", "V", "concat")  # full-width matrices made of one column block per head
 
@@ -35,7 +35,7 @@ def wants_overview(walk: Walk, opts: ViewOptions) -> bool:
 
 def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
     """A panel: n, d_model, h, d_k, d_v (and m), then every stage's shape in numbers and names."""
-    from .screens import shape_text  # one way of writing a shape, shared with the headers
+    from attnwalk.render.screens import shape_text  # one way of writing a shape, shared with the headers
 
     scn = walk.scenario
     facts = [f"n = {scn.n}"]
@@ -97,7 +97,7 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
     """Every head on one screen, for a printed walk that shows only head `shown` (0-based) in
     full: where the query the screens work through looks in each head (its top key and weight) and
     how spread that row of A is (its entropy), with how to print or step to another head."""
-    from .worked import default_cell  # the query row every screen works through
+    from attnwalk.render.worked import default_cell  # the query row every screen works through
 
     scn = walk.scenario
     row = default_cell(walk, "A", shown)[0]

@@ -8,19 +8,19 @@ from rich.console import Group, NewLine, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from ..errors import UsageError
-from ..i18n import text
-from ..pipeline import Walk, row_maxima
-from ..stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name, stage_text
-from . import style
-from .bars import attention_bars
-from .fasttable import FastTable
-from .heatmap import GAP, heat_table, shown_indices, token_labels
-from .options import ViewOptions
-from .overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
+from attnwalk.errors import UsageError
+from attnwalk.text import text
+from attnwalk.layer.walk import Walk, row_maxima
+from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name, stage_text
+from attnwalk.render import style
+from attnwalk.render.bars import attention_bars
+from attnwalk.render.fasttable import FastTable
+from attnwalk.render.heatmap import GAP, heat_table, shown_indices, token_labels
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
                        tokens_table, wants_overview)
-from .worked import axes, default_cell, worked_cell
-from .wrap import Prose
+from attnwalk.render.worked import axes, default_cell, worked_cell
+from attnwalk.render.wrap import Prose
 
 
 def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,

@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 from rich import box
 
-from ..i18n import text
-from .options import ViewOptions
+from attnwalk.text import text
+from attnwalk.render.options import ViewOptions
 
 # Diverging steps for signed matrices, from small to large |value| (relative to the matrix's
 # largest |value|). Light backgrounds keep black text; the darkest step switches to white.

@@ -18,13 +18,13 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from ..pipeline import Walk, rms_normalize
-from ..stages import BY_KEY, TOKENS, Stage
-from . import style
-from .fasttable import FastTable
-from .heatmap import dim_labels, token_labels
-from .options import ViewOptions
-from .wrap import Prose
+from attnwalk.layer.walk import Walk, rms_normalize
+from attnwalk.layer.stages import BY_KEY, TOKENS, Stage
+from attnwalk.render import style
+from attnwalk.render.fasttable import FastTable
+from attnwalk.render.heatmap import dim_labels, token_labels
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.wrap import Prose
 
 EXP_SAFE = 700.0  # e^x overflows float64 past ~709.78: beyond this only the stable form is shown
 WORKED_DECIMALS = 2  # arithmetic at --precision 0 or 1 would read "172.9 / 243.3 = 1"

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ComputeError
-from .scenario import Scenario, Sequence
-from .stages import BY_KEY, STAGES, Stage
+from attnwalk.errors import ComputeError
+from attnwalk.scenario.model import Scenario, Sequence
+from attnwalk.layer.stages import BY_KEY, STAGES, Stage
 
 RMS_EPS = 1e-6  # RMSNorm's epsilon, as in real QK-norm layers
 

@@ -8,8 +8,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .i18n import text
-from .progress import Progress, local_time
+from attnwalk.text import text
+from attnwalk.tutor.progress import Progress, local_time
 
 FIRST_LESSON = "girl_bangs"
 

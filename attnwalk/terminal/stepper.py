@@ -14,23 +14,23 @@ from rich.panel import Panel
 from rich.segment import SegmentLines
 from rich.text import Text
 
-from . import keys as K
-from .keys import KeySource
-from .pipeline import Walk, compute
-from .render.options import ViewOptions
-from .render import style
-from .render.style import plain, say
-from .render.worked import axes
-from .scenario import Scenario
-from .stages import MODES, TOKENS, Stage, stage_by_name
-from .viewport import Line, Window, render_lines, split_header, window
+from attnwalk.terminal import keys as K
+from attnwalk.terminal.keys import KeySource
+from attnwalk.layer.walk import Walk, compute
+from attnwalk.render.options import ViewOptions
+from attnwalk.render import style
+from attnwalk.render.style import plain, say
+from attnwalk.render.worked import axes
+from attnwalk.scenario.model import Scenario
+from attnwalk.layer.stages import MODES, TOKENS, Stage, stage_by_name
+from attnwalk.terminal.viewport import Line, Window, render_lines, split_header, window
 
 # stage_screen(walk, stage, head, opts, *, index, count, cell) -> renderable; see render/screens.py
 ScreenFn = Callable[..., RenderableType]
 
 
 def _default_screen() -> ScreenFn:
-    from .render.screens import stage_screen
+    from attnwalk.render.screens import stage_screen
 
     return stage_screen
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from .i18n import text
+from attnwalk.text import text
 
 if TYPE_CHECKING:
-    from .scenario import Scenario
+    from attnwalk.scenario.model import Scenario
 
 # What a stage's matrix holds, which decides its colours and how a cell is explained.
 SIGNED = "signed"  # any real numbers: diverging colours

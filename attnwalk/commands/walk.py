@@ -11,10 +11,10 @@ from pathlib import Path
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 
-from .errors import UsageError
-from .pipeline import Walk
-from .render.options import ViewOptions
-from .scenario import Scenario
+from attnwalk.errors import UsageError
+from attnwalk.layer.walk import Walk
+from attnwalk.render.options import ViewOptions
+from attnwalk.scenario.model import Scenario
 
 SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
 
@@ -66,8 +66,8 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
     clearing. With several heads, head `head` (0-based) is printed in full and every head on one
     summary screen after it, so the output does not grow with the number of heads; head None
     prints every head in full, later heads pointing back to head 1's explanations."""
-    from .render.overview import heads_summary
-    from .render.screens import explained_at, stage_screen
+    from attnwalk.render.overview import heads_summary
+    from attnwalk.render.screens import explained_at, stage_screen
 
     steps = walk.steps
     one_head = walk.scenario.heads > 1 and head is not None
@@ -99,7 +99,7 @@ def head_option(scenario: Scenario, value: str | None) -> int | None:
         return None
     if not value.strip().isdecimal():
         raise UsageError(f"--head {value}: give a head number from 1 to {scenario.heads}, or all")
-    from .compare import check_head
+    from attnwalk.layer.compare import check_head
 
     return check_head(scenario, int(value))
 
@@ -149,10 +149,10 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
                  resume: bool = False, head: str | None = None) -> int:
     """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
     head a printed walk shows in full (or "all"), where the stepper starts."""
-    from .i18n import detect_lang, text
-    from .pipeline import compute
-    from .scenario import load_scenario
-    from .terminal import interactive, make_console
+    from attnwalk.text import detect_lang, text
+    from attnwalk.layer.walk import compute
+    from attnwalk.scenario.model import load_scenario
+    from attnwalk.terminal.console import interactive, make_console
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None
@@ -165,16 +165,16 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         write_atomically(save, recorded_walk(walk, opts, fmt, shown))
     start, note = 0, ""
     if resume:
-        from .progress import resume_start
+        from attnwalk.tutor.progress import resume_start
 
         start, note = resume_start(scenario, walk.steps, opts.lang)
         stage, step_head = walk.steps[start]
         if head is None and stage.per_head:  # resumed inside a later head: print that one
             shown = step_head
     if not no_pause and interactive():
-        from .keys import TerminalKeys
-        from .progress import remember_stage
-        from .stepper import Stepper
+        from attnwalk.terminal.keys import TerminalKeys
+        from attnwalk.tutor.progress import remember_stage
+        from attnwalk.terminal.stepper import Stepper
 
         if shown and not resume:  # --head N: step from that head's first screen
             start = next(i for i, (stage, h) in enumerate(walk.steps) if stage.per_head and h == shown)

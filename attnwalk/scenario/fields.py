@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ScenarioError
-from .yamltree import Node, shown
+from attnwalk.errors import ScenarioError
+from attnwalk.scenario.yamltree import Node, shown
 
 _NOT_FINITE = {"nan", "inf", "infinity"}  # plain words numpy would take for numbers; YAML does not
 
@@ -169,10 +169,10 @@ class Fields:
     def matrix(self, node: Node, field: str) -> np.ndarray:
         """A rectangular list of rows of numbers, as float64 (rows × columns)."""
         if isinstance(node.value, dict) and "random" in node.value:  # {random: {seed: 0, ...}}
-            from .randommatrix import random_matrix
+            from attnwalk.scenario.randommatrix import random_matrix
             return random_matrix(self, node, field)
         if isinstance(node.value, dict):  # {file: wq.npy}; a misspelt key is reported there
-            from .matrixfile import load_matrix_file  # only scenarios that refer to files pay for it
+            from attnwalk.scenario.matrixfile import load_matrix_file  # only scenarios that refer to files pay for it
             return load_matrix_file(self, node, field)
         rows = self.items(node, field, "a matrix: a list of rows, each a list of numbers")
         if not rows:
@@ -195,7 +195,7 @@ class Fields:
 
     def bool_matrix(self, node: Node, field: str) -> np.ndarray:
         if isinstance(node.value, dict):  # {file: mask.npy}
-            from .matrixfile import load_matrix_file
+            from attnwalk.scenario.matrixfile import load_matrix_file
             return load_matrix_file(self, node, field, boolean=True)
         rows = self.items(node, field, "a matrix of true/false: a list of rows")
         if not rows:

@@ -24,15 +24,15 @@ import math
 
 import numpy as np
 
-from .i18n import pick, text
-from .latex import document, latex_text, math_text, matrix_env, tabular
-from .pipeline import Walk
-from .render.options import ViewOptions
-from .render.screens import _note_values, _notes, shape_text
-from .render.style import number
-from .render.heatmap import GAP, dim_labels, shown_indices
-from .render.worked import axes
-from .stages import TOKENS, Stage, formula, stage_text
+from attnwalk.text import pick, text
+from attnwalk.export.latex import document, latex_text, math_text, matrix_env, tabular
+from attnwalk.layer.walk import Walk
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.screens import _note_values, _notes, shape_text
+from attnwalk.render.style import number
+from attnwalk.render.heatmap import GAP, dim_labels, shown_indices
+from attnwalk.render.worked import axes
+from attnwalk.layer.stages import TOKENS, Stage, formula, stage_text
 
 DEFAULT_MODE = "scaled"  # the mode scenario descriptions are written for
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .pipeline import Walk
+from attnwalk.layer.walk import Walk
 
 SINGLE_HEAD_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
 HEAD_KEYS = ("Q", "K", "V", "QK^T", "S", "A", "Z")

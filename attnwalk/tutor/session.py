@@ -18,10 +18,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .i18n import pick, text
-from .pipeline import Walk
-from .quiz import CHOICE, LETTERS, NUMBER, Question, check, choice_list, counted_wrong, unreadable
-from .render.options import ViewOptions
+from attnwalk.text import pick, text
+from attnwalk.layer.walk import Walk
+from attnwalk.tutor.quiz import CHOICE, LETTERS, NUMBER, Question, check, choice_list, counted_wrong, unreadable
+from attnwalk.render.options import ViewOptions
 
 QUIT_WORDS = ("q", "quit", "exit", "退出")
 
@@ -153,7 +153,7 @@ def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, re
     only when there was an answer to be not quite right.)"""
     console.print(Text(tx.t("quiz.wrong" if read else "quiz.hint", hint=q.hint), style="yellow"))
     if q.cell is not None:
-        from .render.worked import worked_cell
+        from attnwalk.render.worked import worked_cell
 
         key, head, row, col = q.cell
         console.print(worked_cell(walk, key, row, col, head, opts))
@@ -165,13 +165,13 @@ def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, re
 def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | None,
                  seed: int | None, lang: str | None) -> int:
     """`attnwalk quiz`: build the quiz, run it on the terminal or on piped lines, record it."""
-    from .i18n import detect_lang
-    from .pipeline import compute
-    from .progress import Progress, scenario_key
-    from .quiz import questions
-    from .scenario import load_scenario
-    from .terminal import make_console
-    from .walkcmd import scenario_arg
+    from attnwalk.text import detect_lang
+    from attnwalk.layer.walk import compute
+    from attnwalk.tutor.progress import Progress, scenario_key
+    from attnwalk.tutor.quiz import questions
+    from attnwalk.scenario.model import load_scenario
+    from attnwalk.terminal.console import make_console
+    from attnwalk.commands.walk import scenario_arg
 
     lang = detect_lang(lang)
     scenario = load_scenario(scenario_arg(name, scenario_file))

@@ -10,12 +10,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from attnwalk import simpletoml
+from attnwalk.text import simpletoml
 from attnwalk.errors import UsageError
 
 # The text files sit beside this module in a wheel and in a checkout alike; a plain path is all
 # that is needed (importlib.resources costs a walk ~4 ms of imports on every start).
-TEXT_DIR = Path(__file__).resolve().parent / "text"
+TEXT_DIR = Path(__file__).resolve().parent
 
 LANGS = ("en", "zh")
 DEFAULT_LANG = "en"

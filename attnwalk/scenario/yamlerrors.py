@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import yaml
 
-from .errors import ScenarioError
+from attnwalk.errors import ScenarioError
 
 TABS = "tabs are not allowed for indentation in YAML; use spaces"
 

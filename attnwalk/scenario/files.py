@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import ScenarioError
+from attnwalk.errors import ScenarioError
 
 MAX_BYTES = 16 * 1024 * 1024  # a hand-written scenario is kilobytes; big weights go in .npy files
 TOO_LARGE = (f"is larger than {MAX_BYTES // (1024 * 1024)} MB; a scenario file should be small "

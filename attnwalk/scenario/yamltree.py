@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from .errors import ScenarioError
-from .yamlerrors import syntax_error
+from attnwalk.errors import ScenarioError
+from attnwalk.scenario.yamlerrors import syntax_error
 
 MAX_DEPTH = 32  # a scenario is at most a mapping of lists of lists; deeper is a mistake
 MAX_VALUES = 200_000  # about a 450 × 450 matrix (a second to read); bigger ones go in .npy files

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .i18n import Text, text
-from .pipeline import Walk
-from .render.worked import axes
-from .stages import BY_KEY, formula
+from attnwalk.text import Text, text
+from attnwalk.layer.walk import Walk
+from attnwalk.render.worked import axes
+from attnwalk.layer.stages import BY_KEY, formula
 
 NUMBER, TOKEN, SHAPE, CHOICE = "number", "token", "shape", "choice"
 ABS_TOL, REL_TOL = 0.005, 0.01

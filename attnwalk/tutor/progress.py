@@ -232,7 +232,7 @@ def _reason(exc: BaseException) -> str:
 
 def resume_start(scenario: Any, steps: list, lang: str, store: Progress | None = None) -> tuple[int, str]:
     """The step to start at for --resume, and a line saying so in `lang`."""
-    from .i18n import text
+    from attnwalk.text import text
 
     tx = text(lang)
     index = (store or Progress()).resume_index(scenario_key(scenario), steps)

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UsageError
-from .pipeline import compute, entropy_bits, row_maxima, softmax_signal
-from .scenario import Scenario
-from .stages import EXTRA_MODES, MODES
+from attnwalk.errors import UsageError
+from attnwalk.layer.walk import compute, entropy_bits, row_maxima, softmax_signal
+from attnwalk.scenario.model import Scenario
+from attnwalk.layer.stages import EXTRA_MODES, MODES
 
 ALL_MODES: tuple[str, ...] = MODES + EXTRA_MODES  # the order modes are always shown in
 BASELINE = "scaled"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .builtins import builtin_names, builtin_path
-from .errors import ScenarioError
-from .fields import Fields, kind, quoted, shown, suggest, whole
-from .source import read_text
-from .yamltree import Node, parse
+from attnwalk.scenario.builtins import builtin_names, builtin_path
+from attnwalk.errors import ScenarioError
+from attnwalk.scenario.fields import Fields, kind, quoted, shown, suggest, whole
+from attnwalk.scenario.files import read_text
+from attnwalk.scenario.yamltree import Node, parse
 
 KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
         "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale", "focus")

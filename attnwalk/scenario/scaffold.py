@@ -7,8 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from .builtins import builtin_path
-from .errors import UsageError
+from attnwalk.scenario.builtins import builtin_path
+from attnwalk.errors import UsageError
 
 TEMPLATE = """\
 # An attnwalk scenario: everything one self-attention layer needs, written out by hand.

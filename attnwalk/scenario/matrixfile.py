@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ScenarioError
-from .fields import Fields, kind
-from .yamltree import Node
+from attnwalk.errors import ScenarioError
+from attnwalk.scenario.fields import Fields, kind
+from attnwalk.scenario.yamltree import Node
 
 KEYS = ("file", "key")
 SUFFIXES = (".npy", ".npz", ".csv")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .builtins import builtin_names
-from .i18n import pick, text
-from .scenario import load_scenario
+from attnwalk.scenario.builtins import builtin_names
+from attnwalk.text import pick, text
+from attnwalk.scenario.model import load_scenario
 
 
 def lesson_table(lang: str = "en") -> Table:

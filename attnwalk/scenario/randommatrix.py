@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fields import Fields, whole
-from .yamltree import Node
+from attnwalk.scenario.fields import Fields, whole
+from attnwalk.scenario.yamltree import Node
 
 KEYS = ("seed", "rows", "cols", "scale")
 MAX_VALUES = 4_194_304  # 2048 × 2048, 32 MB of float64: beyond any lesson, and still quick
