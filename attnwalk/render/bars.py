@@ -41,12 +41,12 @@ def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequenc
             keys = keys[:TIED_SHOWN - 1] + [mk.ellipsis]
         notes = []
         if len(tied) > 1:
-            notes.append(style.say(opts, "ui.bars_tie", "each ({count}-way tie)", count=len(tied)))
+            notes.append(style.say(opts, "ui.bars_tie", count=len(tied)))
         if m > len(tied) and A[r, order[len(tied)]] >= 0.005:  # a runner-up at 0% says nothing
             second = int(order[len(tied)])
-            notes.append(style.say(opts, "ui.bars_next", "(next: {token} {percent})",
+            notes.append(style.say(opts, "ui.bars_next",
                                    token=col_labels[second], percent=_percent(A[r, second])))
-        lines.append((row_labels[r], style.say(opts, "ui.list_sep", ", ").join(keys), peak,
+        lines.append((row_labels[r], style.say(opts, "ui.list_sep").join(keys), peak,
                       " ".join(notes)))
     shown = [line for line in lines if line is not None]
     widest = [max((cell_len(line[k]) for line in shown), default=0) for k in (0, 1, 3)]
@@ -63,7 +63,7 @@ def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequenc
         grid.add_column(justify=justify, no_wrap=no_wrap, overflow="fold")
     for line in lines:
         if line is None:
-            more = style.say(opts, "ui.more_rows", "… {count} more rows …", count=n - len(rows) + 1)
+            more = style.say(opts, "ui.more_rows", count=n - len(rows) + 1)
             grid.add_row(Text(mk.ellipsis, style=style.NOTE), None, None, Text(more, style=style.NOTE))
             continue
         label, keys, peak, note = line
@@ -78,7 +78,7 @@ def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequenc
             grid.add_row(*cells)
             if note:
                 grid.add_row(None, None, Text(note, style=style.NOTE))
-    heading = Text(style.say(opts, "ui.bars_heading", "Where each token looks"), style=style.HEADER)
+    heading = Text(style.say(opts, "ui.bars_heading"), style=style.HEADER)
     return Group(heading, grid)
 
 

@@ -38,24 +38,21 @@ def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     title = pick(scn.title, opts.lang)
     name = f"{scn.name} · {title}" if title else scn.name
     heading = Text(name, style=style.SCREEN_TITLE)
-    names = style.say(opts, "ui.list_sep", ", ").join(mode_name(m, opts) for m in cmp.modes)
-    facts = [style.say(opts, "compare.modes", "modes: {modes}", modes=names)]
+    names = style.say(opts, "ui.list_sep").join(mode_name(m, opts) for m in cmp.modes)
+    facts = [style.say(opts, "compare.modes", modes=names)]
     if cmp.amplify != 1.0:
-        facts.append(style.say(opts, "compare.amplified", "scores × {k}", k=f"{cmp.amplify:g}"))
+        facts.append(style.say(opts, "compare.amplified", k=f"{cmp.amplify:g}"))
     if scn.heads > 1:
-        facts.append(style.say(opts, "ui.head", "head {head} / {heads}", head=cmp.head + 1, heads=scn.heads))
+        facts.append(style.say(opts, "ui.head", head=cmp.head + 1, heads=scn.heads))
     lines = [heading, Text(" · ".join(facts), style=style.NOTE)]
     if scn.score != "dot" or scn.qk_norm:  # every mode starts from these scores
-        how = style.say(opts, "compare.scores", "scores: {formula}",
+        how = style.say(opts, "compare.scores",
                         formula=style.plain(formula(BY_KEY["QK^T"], scn), opts))
         if scn.score == "additive":
-            how += " · " + style.say(opts, "compare.additive_same", "additive scores are not "
-                                     "divided by √d_k, so scaled and unscaled agree")
+            how += " · " + style.say(opts, "compare.additive_same")
         lines.append(Prose(how, style=style.NOTE))
     if scn.source is not None:
-        lines.append(Prose(style.say(opts, "compare.cross", "cross-attention: queries from the {n} "
-                                    "tokens of the main sequence, keys and values from the {m} "
-                                    "source tokens", n=scn.n, m=scn.m), style=style.NOTE))
+        lines.append(Prose(style.say(opts, "compare.cross", n=scn.n, m=scn.m), style=style.NOTE))
     return Group(*lines)
 
 
@@ -68,8 +65,8 @@ def row_summary(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     names = [mode_name(r.mode, opts) for r in cmp.results]
     body = [[name, small(r.entropy[row], opts), peak_cell(r, row, keys, opts), signal_cell(r, row, opts)]
             for name, r in zip(names, cmp.results)]
-    mode_heading = style.say(opts, "compare.mode", "mode")
-    title = Text(style.say(opts, "compare.title", "Row {row} ({token}) under each mode",
+    mode_heading = style.say(opts, "compare.mode")
+    title = Text(style.say(opts, "compare.title",
                            row=row + 1, token=rows[row]), style=style.SCREEN_TITLE)
     # Wide enough: one table, weights then stats. Else the weights (split as heat maps are) over the stats.
     wide = stats_table(mode_heading, body, opts, weights=[r.A[row] for r in cmp.results],
@@ -101,7 +98,7 @@ def row_stats(r: ModeResult, rows: Sequence[str], keys: Sequence[str], opts: Vie
     body = [None if i is GAP else
             [rows[i], small(r.entropy[i], opts), peak_cell(r, i, keys, opts), signal_cell(r, i, opts)]
             for i in shown_indices(len(rows), opts.max_rows)]
-    return stats_block(style.say(opts, "ui.token", "token"), body, opts)
+    return stats_block(style.say(opts, "ui.token"), body, opts)
 
 
 def stats_table(first: str, body: list[list[str] | None], opts: ViewOptions, *,
@@ -109,8 +106,8 @@ def stats_table(first: str, body: list[list[str] | None], opts: ViewOptions, *,
                 allowed: np.ndarray | None = None) -> Table:
     """Rows of [label, entropy, peak, signal] (None: the hidden rows' "…") under narrow headings that
     wrap at their spaces; with `weights`, each row's weights over `keys` come after the label."""
-    headers = [first, style.say(opts, "compare.entropy", "entropy (bits)"),
-               style.say(opts, "compare.peak", "peak"), style.say(opts, "compare.signal", "signal")]
+    headers = [first, style.say(opts, "compare.entropy"),
+               style.say(opts, "compare.peak"), style.say(opts, "compare.signal")]
     table = Table(box=style.table_box(opts), header_style=style.HEADER)
     mk = style.markers(opts)
     cols = shown_indices(len(keys), opts.max_cols) if weights is not None else []
@@ -135,8 +132,8 @@ def stats_table(first: str, body: list[list[str] | None], opts: ViewOptions, *,
 def stats_block(first: str, body: list[list[str] | None], opts: ViewOptions) -> RenderableType:
     """The stats as a table, or on a terminal too narrow for it one wrapped line per row
     ("女生  entropy (bits) 0.8723  peak 0.8078 → 刘海  signal 0.1553"): numbers stay whole."""
-    names = [style.say(opts, "compare.entropy", "entropy (bits)"), style.say(opts, "compare.peak", "peak"),
-             style.say(opts, "compare.signal", "signal")]
+    names = [style.say(opts, "compare.entropy"), style.say(opts, "compare.peak"),
+             style.say(opts, "compare.signal")]
     lines = []
     for line in body:
         if line is None:
@@ -159,23 +156,23 @@ def _narrow_width(heading: str, cells: list[str]) -> int:
 
 def explanations(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     """What each shown mode does, then how to read entropy, signal and (when used) --amplify."""
-    lines: list[RenderableType] = [Text(style.say(opts, "compare.explain_heading", "What each mode shows"),
+    lines: list[RenderableType] = [Text(style.say(opts, "compare.explain_heading"),
                                         style=style.LABEL)]
     for mode in cmp.modes:
         name = mode_name(mode, opts)
-        line = Prose(style.say(opts, "compare.mode_line", "{name}: {explain}", name=name,
-                              explain=style.say(opts, f"mode.{mode}.explain", "")))
+        line = Prose(style.say(opts, "compare.mode_line", name=name,
+                              explain=style.say(opts, f"mode.{mode}.explain")))
         line.stylize(style.LABEL, 0, len(name))
         lines.append(line)
     lines.append(Text())
     legends = ["entropy_legend", "signal_legend"] + (["amplified_legend"] if cmp.amplify != 1.0 else [])
     for key in legends:
-        lines.append(Prose(style.say(opts, f"compare.{key}", "", k=f"{cmp.amplify:g}"), style=style.NOTE))
+        lines.append(Prose(style.say(opts, f"compare.{key}", k=f"{cmp.amplify:g}"), style=style.NOTE))
     return Group(*lines)
 
 
 def mode_name(mode: str, opts: ViewOptions) -> str:
-    return style.say(opts, f"mode.{mode}.name", mode)
+    return style.say(opts, f"mode.{mode}.name")
 
 
 def small(x: float, opts: ViewOptions) -> str:
@@ -189,14 +186,14 @@ def small(x: float, opts: ViewOptions) -> str:
 def peak_cell(r: ModeResult, row: int, keys: Sequence[str], opts: ViewOptions) -> str:
     weight = style.number(r.peak[row], opts)
     if r.ties[row] > 1:
-        return f"{weight} " + style.say(opts, "compare.tie", "{count}-way tie", count=int(r.ties[row]))
+        return f"{weight} " + style.say(opts, "compare.tie", count=int(r.ties[row]))
     return f"{weight} {style.markers(opts).arrow} {keys[int(r.peak_index[row])]}"
 
 
 def signal_cell(r: ModeResult, row: int, opts: ViewOptions) -> str:
     """The signal, or "none" where the weights do not depend on the scores at all."""
     if r.mode in ("uniform", "hard"):
-        return style.say(opts, "compare.no_gradient", "none")
+        return style.say(opts, "compare.no_gradient")
     return small(r.signal[row], opts)
 
 

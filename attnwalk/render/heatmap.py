@@ -107,7 +107,7 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
                 body.append(cell(r, c, float(shown[i, k])))
                 i += 1
         columns.append((str(col_labels[c]), body))
-    labels = [style.say(opts, "ui.more_rows", "… {count} more rows …", count=n_rows - len(ri))
+    labels = [style.say(opts, "ui.more_rows", count=n_rows - len(ri))
               if r is GAP else str(row_labels[r]) for r in rows]
 
     label_width = max([cell_len(s) for s in labels] + [1])
@@ -120,13 +120,13 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
     caption = None
     shown_cols = sum(c is not GAP for c in cols)
     if n_cols > shown_cols:
-        caption = style.say(opts, "ui.more_cols", "… {count} more columns …", count=n_cols - shown_cols)
+        caption = style.say(opts, "ui.more_cols", count=n_cols - shown_cols)
 
     tables = []
     for p, piece in enumerate(pieces):
         piece_title = title
         if len(pieces) > 1:
-            span = style.say(opts, "ui.columns_range", "columns {range} of {total}",
+            span = style.say(opts, "ui.columns_range",
                              range=_span([cols[j] for j in piece], opts), total=n_cols)
             piece_title = f"{title} · {span}" if title else span
         last = p == len(pieces) - 1

@@ -58,13 +58,13 @@ def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
         note = ""
         if scn.heads > 1 and stage.key in SPLIT[:3]:
             block = walk.heads[0].mats[stage.key].shape
-            note = style.say(opts, "shapes.split", "split into {heads} heads of {shape} each",
+            note = style.say(opts, "shapes.split",
                              heads=scn.heads, shape=_shape(block, opts))
         elif scn.heads > 1 and stage.per_head:
-            note = style.say(opts, "shapes.each_head", "in each of the {heads} heads",
+            note = style.say(opts, "shapes.each_head",
                              heads=scn.heads)
         grid.add_row(style.plain(stage.symbol, opts), shape_text(walk, stage, 0, opts), Prose(note))
-    title = style.say(opts, "shapes.title", "Shapes")
+    title = style.say(opts, "shapes.title")
     return Panel(Group(Text(f" {style.markers(opts).dot} ".join(facts), style=style.LABEL), grid),
                  title=Text(title), title_align="left", box=style.panel_box(opts),
                  border_style=style.PANEL_BORDER, expand=False)
@@ -77,9 +77,7 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
     tx = text(opts.lang)
     q = walk.heads[head].mats["Q"]  # (n, d_k)
     v = walk.heads[head].mats["V"]  # (m, d_v)
-    body = [Prose(style.say(opts, "heads.intro", "Head {head} / {heads} takes columns {start}–{end} "
-                           "of Q and K and columns {v_start}–{v_end} of V: Q_{head} is {q_shape}, "
-                           "K_{head} is {k_shape}, V_{head} is {v_shape}.",
+    body = [Prose(style.say(opts, "heads.intro",
                            head=head + 1, heads=scn.heads, start=head * scn.d_k,
                            end=(head + 1) * scn.d_k - 1, v_start=head * scn.d_v,
                            v_end=(head + 1) * scn.d_v - 1, q_shape=_shape(q.shape, opts),
@@ -87,8 +85,8 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
                            v_shape=_shape(v.shape, opts)))]
     if tx.has("heads.why"):
         body.append(Prose(style.plain(tx.t("heads.why"), opts), style=style.NOTE))
-    title = style.say(opts, "ui.head", "head {head} / {heads}", head=head + 1, heads=scn.heads)
-    heading = style.say(opts, "heads.title", "Multi-head attention")
+    title = style.say(opts, "ui.head", head=head + 1, heads=scn.heads)
+    heading = style.say(opts, "heads.title")
     return Panel(Group(*body), title=Text(f"{heading} {style.markers(opts).dot} {title}"),
                  title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
 
@@ -104,37 +102,29 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
     keys = token_labels(scn.key_tokens)
     allowed = int(scn.allowed[row].sum())
     table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
-    for key, fallback, justify in (("heads.summary_head", "head", "right"),
-                                   ("heads.summary_columns", "columns", "right"),
-                                   ("heads.summary_top", "top key", "left"),
-                                   ("heads.summary_weight", "weight", "right"),
-                                   ("heads.summary_entropy", "entropy (bits)", "right")):
-        table.add_column(Text(style.say(opts, key, fallback)), justify=justify, no_wrap=True)
+    for key, justify in (("heads.summary_head", "right"), ("heads.summary_columns", "right"),
+                         ("heads.summary_top", "left"), ("heads.summary_weight", "right"),
+                         ("heads.summary_entropy", "right")):
+        table.add_column(Text(style.say(opts, key)), justify=justify, no_wrap=True)
     table.add_column("", no_wrap=True)
     dash = style.plain("–", opts)
     for h in shown_indices(scn.heads, opts.max_rows):
         if h is GAP:
-            more = style.say(opts, "ui.more_rows", "… {count} more rows …",
+            more = style.say(opts, "ui.more_rows",
                              count=scn.heads - opts.max_rows)
             table.add_row(Text(style.markers(opts).ellipsis), None, Text(more, style=style.NOTE))
             continue
         A = walk.heads[h].mats["A"]  # (n, m): only its row `row` is read
         top = default_cell(walk, "A", h)[1]
         bits = float(entropy_bits(A[row:row + 1])[0])
-        mark = style.say(opts, "heads.summary_shown", "shown in full above") if h == shown else ""
+        mark = style.say(opts, "heads.summary_shown") if h == shown else ""
         table.add_row(Text(str(h + 1)), Text(f"{h * scn.d_k}{dash}{(h + 1) * scn.d_k - 1}"),
                       Text(keys[top]), Text(style.number(float(A[row, top]), opts)),
                       Text(f"{bits:.2f}"), Text(mark, style=style.NOTE))
-    title = style.say(opts, "heads.summary_title", "All {heads} heads at a glance", heads=scn.heads)
-    what = style.say(opts, "heads.summary_what", "Each head computed its own QKᵀ, S, A and Z from "
-                     "its own columns of Q, K and V. Where does query {token} (row {row}) look "
-                     "in each?", token=token_labels(scn.tokens)[row], row=row + 1)
-    entropy = style.say(opts, "heads.summary_entropy_note", "entropy: 0 bits when all the weight "
-                        "is on one key, {max} bits when it is spread evenly over the {count} keys "
-                        "the query may attend to", max=f"{math.log2(allowed):.2f}", count=allowed)
-    more = style.say(opts, "heads.summary_more", "Head {head} is printed in full above. To print "
-                     "another head in full, add --head N (every head: --head all); stepping "
-                     "through the walk, h moves to the next head.", head=shown + 1)
+    title = style.say(opts, "heads.summary_title", heads=scn.heads)
+    what = style.say(opts, "heads.summary_what", token=token_labels(scn.tokens)[row], row=row + 1)
+    entropy = style.say(opts, "heads.summary_entropy_note", max=f"{math.log2(allowed):.2f}", count=allowed)
+    more = style.say(opts, "heads.summary_more", head=shown + 1)
     return Group(Text(title, style=style.SCREEN_TITLE), Prose(what), Text(""), table,
                  Prose(entropy, style=style.NOTE), Text(""), Prose(more, style=style.NOTE))
 
@@ -152,10 +142,10 @@ def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
     if scn.heads == 1 or stage.key not in SPLIT:
         return None
     width = scn.d_k if stage.key in ("Q", "K") else scn.d_v
-    blocks = [style.say(opts, "heads.block", "head {head} = columns {start}–{end}",
+    blocks = [style.say(opts, "heads.block",
                         head=h + 1, start=h * width, end=(h + 1) * width - 1)
               for h in range(scn.heads)]
-    line = style.say(opts, "heads.blocks", "{symbol} holds {heads} heads side by side: {blocks}",
+    line = style.say(opts, "heads.blocks",
                      symbol=style.plain(stage.symbol, opts), heads=scn.heads,
                      blocks=f" {style.markers(opts).dot} ".join(blocks))
     return Prose(line, style=style.NOTE)
@@ -169,13 +159,11 @@ def source_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType |
     if src is None or stage.key not in ("tokens", "E", "P", "X"):
         return None
     labels = token_labels(src.tokens)
-    title = style.say(opts, "cross.source_title", "source: the {m} tokens whose keys and values "
-                      "the queries read", m=src.n)
+    title = style.say(opts, "cross.source_title", m=src.n)
     if stage.kind == TOKENS:
         return Group(Prose(title, style=style.NOTE), tokens_table(src.tokens, src.ids, opts))
     M = walk.source[stage.key]  # (m, d_model)
-    name = style.say(opts, "cross.source_matrix", "{symbol}_src, the source's {symbol}: {shape} = "
-                     "m × d_model", symbol=style.plain(stage.symbol, opts),
+    name = style.say(opts, "cross.source_matrix", symbol=style.plain(stage.symbol, opts),
                      shape=_shape(M.shape, opts))
     return Group(Prose(name, style=style.NOTE),
                  heat_table(M, labels, [str(j) for j in range(M.shape[1])], stage.kind, opts))
@@ -186,21 +174,19 @@ def tokens_table(tokens: Sequence[str], ids: Sequence[int] | None,
     """Each token's row number (#, from 1: what c and `attnwalk explain` take), position (pos, from
     0, as the positional encoding counts) and vocabulary id, and a line saying which is which."""
     table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
-    heads = [style.say(opts, key, fallback) for key, fallback in
-             (("ui.row_col", "#"), ("ui.position_col", "pos"), ("ui.token", "token"), ("ui.id", "id"))]
+    heads = [style.say(opts, key) for key in ("ui.row_col", "ui.position_col", "ui.token", "ui.id")]
     for heading in heads:
         table.add_column(Text(heading), no_wrap=True,
                          justify="left" if heading == heads[2] else "right")
     for i in shown_indices(len(tokens), opts.max_rows):
         if i is GAP:
-            more = style.say(opts, "ui.more_rows", "… {count} more rows …",
+            more = style.say(opts, "ui.more_rows",
                              count=len(tokens) - opts.max_rows)
             table.add_row(Text(style.markers(opts).ellipsis), None, Text(more, style=style.NOTE))
         else:
             table.add_row(Text(str(i + 1)), Text(str(i)), Text(tokens[i]),
                           Text(str(ids[i]) if ids else "-"))
-    legend = style.say(opts, "ui.rows_legend", "{row} counts rows from 1, as c and explain do · "
-                       "{pos} counts from 0, as the positional encoding does", row=heads[0],
+    legend = style.say(opts, "ui.rows_legend", row=heads[0],
                        pos=heads[1])
     return Group(table, Prose(legend, style=style.NOTE))
 

@@ -45,8 +45,7 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     if explained_at is None:
         parts.append(explanation(walk, stage, opts))
     else:
-        parts.append(Prose(style.say(opts, "heads.same_text", "What, why and the common mistake "
-                                    "are the same in every head: see stage {index} (head 1).",
+        parts.append(Prose(style.say(opts, "heads.same_text",
                                     index=explained_at), style=style.NOTE))
     if stage.kind != TOKENS:
         row, col = cell if cell is not None else default_cell(walk, stage.key, head)
@@ -80,7 +79,7 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     tx = text(opts.lang)
     scn = walk.scenario
     title = Text()
-    title.append(style.say(opts, "ui.stage_header", "Stage {index} / {count}", index=index,
+    title.append(style.say(opts, "ui.stage_header", index=index,
                            count=count), style=style.POSITION)
     title.append("   ")
     if stage.kind != TOKENS:  # the tokens stage has no symbol of its own
@@ -88,24 +87,24 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     title.append(style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts),
                  style=style.SCREEN_TITLE)
     if scn.heads > 1 and stage.per_head:  # which head, in the line that names the screen
-        title.append("   " + style.say(opts, "ui.head", "head {head} / {heads}", head=head + 1,
+        title.append("   " + style.say(opts, "ui.head", head=head + 1,
                                        heads=scn.heads), style=style.POSITION)
     facts = FastTable.grid(padding=(0, 2))
     facts.add_column(style=style.NOTE, no_wrap=True)
     facts.add_column()
-    facts.add_row(Text(style.say(opts, "ui.formula", "formula")),
+    facts.add_row(Text(style.say(opts, "ui.formula")),
                   Text(style.plain(formula(stage, scn, walk.mode), opts), style=style.FORMULA))
     if stage.kind != TOKENS:
         shape = Text(shape_text(walk, stage, head, opts), style=style.SHAPE)
         if scn.heads > 1 and stage.per_head:
-            shape.append("   (" + style.say(opts, "ui.per_head", "computed separately in each head")
+            shape.append("   (" + style.say(opts, "ui.per_head")
                          + ")", style=style.NOTE)
-        facts.add_row(Text(style.say(opts, "ui.shape", "shape")), shape)
+        facts.add_row(Text(style.say(opts, "ui.shape")), shape)
     mode = style.plain(tx.t(f"mode.{walk.mode}.name"), opts)
     if walk.amplify != 1.0:
-        mode += "   " + style.say(opts, "compare.amplified", "amplified ×{k}",
+        mode += "   " + style.say(opts, "compare.amplified",
                                   k=style.short(walk.amplify, opts))
-    facts.add_row(Text(style.say(opts, "ui.mode", "mode")), Text(mode))
+    facts.add_row(Text(style.say(opts, "ui.mode")), Text(mode))
     return Group(title, facts)
 
 
@@ -139,19 +138,16 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
                                             mark_row_max=stage.kind == WEIGHTS)]
     legend = []
     if stage.square:
-        legend.append(style.say(opts, "ui.axes_legend", "rows: the token asking · columns: the "
-                                "key it looks at"))
+        legend.append(style.say(opts, "ui.axes_legend"))
     if stage.kind == MASKED:
-        legend.append(style.say(opts, "ui.masked_legend", "masked (−∞)"))
+        legend.append(style.say(opts, "ui.masked_legend"))
     if stage.kind == WEIGHTS:
-        legend.append(style.say(opts, "ui.rows_sum_legend", "each row sums to 1"))
+        legend.append(style.say(opts, "ui.rows_sum_legend"))
         shown = [r for r in shown_indices(M.shape[0], opts.max_rows) if r is not GAP]
         if (row_maxima(M[shown]).sum(axis=1) > 1).any():  # the table shows a tie
-            legend.append(style.say(opts, "ui.bars_legend_ties", "the largest weight in each row "
-                                    "is marked ▲, every one where several tie"))
+            legend.append(style.say(opts, "ui.bars_legend_ties"))
         else:
-            legend.append(style.say(opts, "ui.bars_legend", "the largest weight in each row is "
-                                    "marked ▲"))
+            legend.append(style.say(opts, "ui.bars_legend"))
     if legend:
         out.append(Prose(f" {style.markers(opts).dot} ".join(legend), style=style.NOTE))
     blocks = head_blocks(walk, stage, opts)
@@ -171,11 +167,11 @@ def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
     grid.add_column(style=style.LABEL, no_wrap=True)
     grid.add_column(overflow="fold")  # a word wider than the panel is folded, never cut
     shown = set()
-    for field, fallback in (("what", "What"), ("why", "Why"), ("mistake", "Common mistake")):
+    for field in ("what", "why", "mistake"):
         body = style.plain(stage_text(opts.lang, stage, scn, walk.mode, field), opts)
         shown.add(body)
-        grid.add_row(Text(style.say(opts, f"ui.{field}", fallback)), Prose(body))
-    label: Text | None = Text(style.say(opts, "ui.note", "Note"))
+        grid.add_row(Text(style.say(opts, f"ui.{field}")), Prose(body))
+    label: Text | None = Text(style.say(opts, "ui.note"))
     for note in _notes(walk, stage):
         body = style.plain(tx.t(note, **_note_values(walk, note)), opts) if tx.has(note) else ""
         if body and body not in shown:
@@ -242,10 +238,10 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
                  style=style.SCREEN_TITLE)
     title.append("   " + style.plain(formula(stage, scn, walk.mode), opts), style=style.FORMULA)
     facts = Text(shape_text(walk, stage, h, opts), style=style.SHAPE)
-    facts.append("   " + style.say(opts, "ui.mode", "mode") + style.say(opts, "ui.colon", ": ")
+    facts.append("   " + style.say(opts, "ui.mode") + style.say(opts, "ui.colon")
                  + style.plain(text(opts.lang).t(f"mode.{walk.mode}.name"), opts), style=style.NOTE)
     if scn.heads > 1 and stage.per_head:
-        facts.append("   " + style.say(opts, "ui.head", "head {head} / {heads}", head=head,
+        facts.append("   " + style.say(opts, "ui.head", head=head,
                                        heads=scn.heads), style=style.NOTE)
     return Group(title, facts, worked_cell(walk, stage.key, r, c, h, opts))
 

@@ -86,15 +86,15 @@ def plain(s: str, opts: ViewOptions) -> str:
     return s.translate(_TO_ASCII) if opts.ascii else s
 
 
-def say(opts: ViewOptions, key: str, fallback: str, **values: object) -> str:
-    """The UI string `key` in opts.lang (English `fallback` while the text files lack it).
+def say(opts: ViewOptions, key: str, **values: object) -> str:
+    """The UI string `key` in opts.lang.
 
     Under --ascii the template is transliterated before the values go in, so token text is
     shown exactly as the scenario spells it.
     """
     tx = text(opts.lang)
     holes = {name: f"\x00{i}\x00" for i, name in enumerate(values)}
-    template = tx.t(key, **holes) if tx.has(key) else fallback.format(**holes)
+    template = tx.t(key, **holes)
     out = plain(template, opts)
     for name, hole in holes.items():
         out = out.replace(hole, str(values[name]))

@@ -104,19 +104,19 @@ class _Cell:
         parts = [self.num(v[i]) if isinstance(i, int) else self.mk.ellipsis for i in elided(len(v))]
         return "[" + ", ".join(parts) + "]"
 
-    def say(self, key: str, fallback: str, **values: object) -> str:
-        return style.say(self.opts, key, fallback, **values)
+    def say(self, key: str, **values: object) -> str:
+        return style.say(self.opts, key, **values)
 
     def colon(self) -> str:
         """What joins a label to the math after it: ": ", in Chinese "："."""
-        return self.say("ui.colon", ": ")
+        return self.say("ui.colon")
 
     def terms(self, items: list[str] | dict[int, str], count: int, sep: str = " + ") -> str:
         """items[i] joined by sep, eliding the middle of long sums with a count of the rest."""
         out = []
         for i in elided(count):
             out.append(items[i] if isinstance(i, int) else
-                       self.say("ui.more_terms", "… ({count} more terms) …", count=i.count))
+                       self.say("ui.more_terms", count=i.count))
         return sep.join(out)
 
     def dot(self, lhs: str, a: np.ndarray, b: np.ndarray, total: float) -> list[str]:
@@ -148,7 +148,7 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     """A panel working out cell [row, col] (0-based) of stage `key` for head `head`."""
     stage = BY_KEY[key]
     if stage.kind == TOKENS:
-        return Text(style.say(opts, "ui.no_cells", "This stage has no cells to work out."))
+        return Text(style.say(opts, "ui.no_cells"))
     worked = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
     c = _Cell(walk, stage, row, col, head, worked)
     lines = _EXPLAIN[key](c)
@@ -157,14 +157,12 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     body = [Text(line) if isinstance(line, str) else line for line in lines]
     body.append(Text(f"{c.ref()} = {c.num(c.value)}", style=style.RESULT))
     if c.unrounded:
-        body.append(Prose(c.say("ui.unrounded_note", "(products and powers are of the unrounded "
-                                "numbers, then rounded)"), style=style.NOTE))
+        body.append(Prose(c.say("ui.unrounded_note"), style=style.NOTE))
     if worked.precision != opts.precision:
-        body.append(Prose(c.say("ui.worked_decimals", "(worked to {decimals} decimals; the tables "
-                                "show {precision})", decimals=worked.precision,
+        body.append(Prose(c.say("ui.worked_decimals", decimals=worked.precision,
                                 precision=opts.precision), style=style.NOTE))
     # Named by its row and column labels, as the tables show them: E[撩, 0], QKᵀ[撩, 刘海], the#4
-    title = c.say("ui.worked_cell", "Worked cell") + c.colon() + c.ref()
+    title = c.say("ui.worked_cell") + c.colon() + c.ref()
     return Panel(Group(*body), title=Text(title), title_align="left", box=style.panel_box(opts),
                  border_style=style.WORKED_BORDER, expand=False)
 
@@ -174,17 +172,17 @@ def _embedding(c: _Cell) -> list[str]:
     E = c.walk.mats["E"][c.row]
     if ids is None:
         return [f"{c.sym()}[{tok}] = {c.vec(E)}"]
-    lookup = c.say("ui.lookup", "row {id} of the embedding table", id=ids[c.row])
-    return [f"{tok} {c.mk.arrow} {c.say('ui.id', 'id')} {ids[c.row]} {c.mk.arrow} {lookup}",
+    lookup = c.say("ui.lookup", id=ids[c.row])
+    return [f"{tok} {c.mk.arrow} {c.say('ui.id')} {ids[c.row]} {c.mk.arrow} {lookup}",
             f"{c.sym()}[{tok}] = EmbeddingTable[{ids[c.row]}] = {c.vec(E)}"]
 
 
 def _position(c: _Cell) -> list[str]:
     positional = c.scn.main.positional
     if positional == "none":
-        return [c.say("ui.no_positional", "No positional encoding: P = 0.")]
+        return [c.say("ui.no_positional")]
     if positional == "explicit":
-        return [c.say("ui.given_positions", "This scenario gives P directly, one row per position.")]
+        return [c.say("ui.given_positions")]
     pos, j, d = c.row, c.col, c.scn.d_model
     i = j // 2
     fn = "sin" if j % 2 == 0 else "cos"
@@ -196,10 +194,10 @@ def _position(c: _Cell) -> list[str]:
         steps += f" = {fn}({pos} / {short(denominator)})"
     steps += f" = {fn}({short(angle)}) = {c.num(c.value)}"
     if j % 2 == 0:
-        where = c.say("ui.position_even", "position {pos}, i = {i} (sin: even column {col})",
+        where = c.say("ui.position_even",
                       pos=pos, i=i, col=j)
     else:
-        where = c.say("ui.position_odd", "position {pos}, i = {i} (cos: odd column {col})",
+        where = c.say("ui.position_odd",
                       pos=pos, i=i, col=j)
     return [where, steps]
 
@@ -208,9 +206,9 @@ def _input(c: _Cell) -> list[str]:
     tok, r, j = c.rows[c.row], c.row, c.col
     E, P, X = (c.walk.mats[k][r] for k in ("E", "P", "X"))
     return [*c.chain(f"X[{tok}] = E[{tok}] + P[{tok}]", f"{c.vec(E)} + {c.vec(P)}", c.vec(X)),
-            c.say("ui.aside", "{text}  ({note})",
+            c.say("ui.aside",
                   text=f"E[{tok}, {j}] + P[{tok}, {j}] = {c.num(E[j])} + {c.operand(P[j])} = {c.num(X[j])}",
-                  note=c.say("ui.elementwise", "added element by element"))]
+                  note=c.say("ui.elementwise"))]
 
 
 def _projection(c: _Cell) -> list[str]:
@@ -224,8 +222,7 @@ def _projection(c: _Cell) -> list[str]:
     lines = [f"{x_name}[{tok}] = {c.vec(x)}", f"W_{key}[:, {c.col}] = {c.vec(w)}"]
     if c.scn.heads > 1:
         width = W.shape[1] // c.scn.heads
-        lines.append(c.say("ui.head_column", "head {head} / {heads}, column {col} of its {width} "
-                           "(the full {matrix} is {shape})", head=c.col // width + 1,
+        lines.append(c.say("ui.head_column", head=c.col // width + 1,
                            heads=c.scn.heads, col=c.col % width, width=width, matrix=f"W_{key}",
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
     return lines + c.dot(f"{x_name}[{tok}] {c.mk.dot} W_{key}[:, {c.col}]", x, w, c.value)
@@ -240,7 +237,7 @@ def _scores(c: _Cell) -> list[str]:
     if c.scn.qk_norm:
         qn, kn = ("q^", "k^") if c.opts.ascii else ("q̂", "k̂")
         q, k = rms_normalize(q[None, :])[0], rms_normalize(k[None, :])[0]  # (d_k,) each
-        lines += [c.say("ui.qk_norm_cell", "QK-norm: q and k are divided by their RMS first"),
+        lines += [c.say("ui.qk_norm_cell"),
                   f"{qn}_{qt} = {c.vec(q)}", f"{kn}_{kt} = {c.vec(k)}"]
     if c.scn.score == "additive":
         t = np.tanh(q + k)  # (d_k,)
@@ -260,19 +257,19 @@ def _scaled(c: _Cell) -> list[str]:
     raw = float(c.walk.matrix("QK^T", c.head)[c.row, c.col])
     qkt = c.ref("QK^T")
     if c.scn.score == "additive":
-        return [c.say("ui.additive_unscaled", "additive scores are not divided by √d_k: S = QKᵀ")
+        return [c.say("ui.additive_unscaled")
                 + f" = {c.num(raw)}"]
     if c.walk.mode == "unscaled":
-        return [c.say("ui.unscaled_cell", "unscaled mode: S = QKᵀ, no division")
+        return [c.say("ui.unscaled_cell")
                 + c.colon() + f"{qkt} = {c.num(raw)}"]
     d_k = c.scn.d_k
     rt = c.mk.sqrt
     lines = [f"{qkt} / {rt}d_k = {c.num(raw)} / {rt}{d_k} = "
              f"{c.num(raw)} / {c.num(c.walk.scale)} = {c.num(c.value)}"]
     if c.scn.qk_norm:
-        lines.append(c.say("ui.qk_norm_scaled", "QKᵀ was formed from RMS-normalised q and k (QK-norm)"))
+        lines.append(c.say("ui.qk_norm_scaled"))
     if c.walk.mode == "uniform":
-        lines.append(c.say("ui.uniform_ignores", "uniform mode computes S but does not use it"))
+        lines.append(c.say("ui.uniform_ignores"))
     return lines
 
 
@@ -281,14 +278,13 @@ def _masked(c: _Cell) -> list:
     lines = []
     if c.walk.amplify != 1.0:
         S *= c.walk.amplify
-        lines.append(c.say("ui.amplified_score", "S × {k} (amplify) = {value}",
+        lines.append(c.say("ui.amplified_score",
                            k=style.short(c.walk.amplify, c.opts), value=c.num(S)))
     if c.scn.allowed[c.row, c.col]:
         return lines + [f"S + M = {c.num(S)} + 0 = {c.num(c.value)}"]
-    why = c.say("ui.masked_cell", "masked: this key may not be attended to, so the score is −∞ "
-                "and the weight is 0")
+    why = c.say("ui.masked_cell")
     if c.scn.mask_kind == "causal":
-        why += " " + c.say("ui.causal_cell", "(key {col} comes after query {row})",
+        why += " " + c.say("ui.causal_cell",
                            col=c.col + 1, row=c.row + 1)
     return lines + [f"S + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", Prose(why)]
 
@@ -300,19 +296,17 @@ def _softmax(c: _Cell) -> list:
     if mode == "uniform":
         count = int(allowed.sum())
         if not allowed[c.col]:
-            return [Prose(c.say("ui.masked_cell", "masked: the weight is 0"))]
-        return [Prose(c.say("ui.uniform_cell", "uniform mode: each of the {count} allowed keys "
-                            "gets the same weight", count=count)), f"1 / {count} = {c.num(c.value)}"]
+            return [Prose(c.say("ui.masked_cell"))]
+        return [Prose(c.say("ui.uniform_cell", count=count)), f"1 / {count} = {c.num(c.value)}"]
     if mode == "hard":
         best = int(np.argmax(SM))
-        return [Prose(c.say("ui.hard_cell", "hard mode: weight 1 on the row's largest allowed "
-                            "score, 0 elsewhere")),
+        return [Prose(c.say("ui.hard_cell")),
                 f"max = {c.sym('S+M')}[{tok}, {c.cols[best]}] = {c.num(SM[best])}"]
     top = float(np.max(SM))
     name = c.sym("S+M" if c.scn.masked else "S")
     lines: list = [f"{name}[{tok}] = {c.vec(SM)}"]
     if c.walk.amplify != 1.0:
-        lines.append(c.say("ui.amplified_row", "(scores multiplied by {k})",
+        lines.append(c.say("ui.amplified_row",
                            k=style.short(c.walk.amplify, c.opts)))
     naive = top <= EXP_SAFE
     c.unrounded = True
@@ -327,7 +321,7 @@ def _softmax(c: _Cell) -> list:
     rows: list[tuple[Text, list[Text]]] = []  # per key: its label, then its exponentials
     for j in elided(m, also=c.col):
         if isinstance(j, Hidden):
-            more = c.say("ui.more_terms", "… ({count} more terms) …", count=j.count)
+            more = c.say("ui.more_terms", count=j.count)
             rows.append((Text(c.mk.ellipsis), [Text(more)]))
         elif not allowed[j]:
             masked = Text(f"e^{c.mk.neg_inf} = 0", style=style.MASKED_CELL)
@@ -339,9 +333,8 @@ def _softmax(c: _Cell) -> list:
             rows.append((Text(c.cols[j]), cells))
     lines.append(_exponentials(heads, rows, c.opts.width - FRAME))
     if not naive:
-        lines.append(Prose(c.say("ui.overflow_note", "e^{max} would overflow to inf: only the "
-                                 "stable form can be computed", max=c.num(top))))
-    row_sum = c.say("ui.row_sum", "row sum")
+        lines.append(Prose(c.say("ui.overflow_note", max=c.num(top))))
+    row_sum = c.say("ui.row_sum")
     if naive:
         total = float(e.sum())
         parts = c.terms({j: style.exp_value(e[j]) for j in _shown(m)}, m)
@@ -349,7 +342,7 @@ def _softmax(c: _Cell) -> list:
         lines.append(f"{c.cols[c.col]}{c.colon()}{style.exp_value(e[c.col])} / "
                      f"{style.exp_value(total)} = {c.num(c.value)}")
     total = float(stable.sum())
-    lines.append(c.say("ui.exponentials", "exponentials (after subtracting the row max {max})",
+    lines.append(c.say("ui.exponentials",
                        max=c.num(top)) + f"{c.colon()}{row_sum} = {style.exp_value(total)}, "
                  f"{style.exp_value(stable[c.col])} / {style.exp_value(total)} = {c.num(c.value)}")
     return lines
@@ -396,7 +389,7 @@ def _output(c: _Cell) -> list[str]:
 def _concat(c: _Cell) -> list[str]:
     d_v = c.scn.d_v
     h, j = divmod(c.col, d_v)
-    return [c.say("ui.concat_cell", "column {col} of concat is column {j} of head {head}'s Z",
+    return [c.say("ui.concat_cell",
                   col=c.col, j=j, head=h + 1)
             + f"{c.colon()}Z_{h + 1}[{c.rows[c.row]}, {j}] = {c.num(c.value)}"]
 

@@ -67,7 +67,7 @@ class Stepper:
 
     def t(self, key: str, **values: object) -> str:
         """A UI string from attnwalk/text/<lang>.toml (spelled in ASCII under --ascii)."""
-        said = say(self.opts, key, key, **values)
+        said = say(self.opts, key, **values)
         return said.translate(_ARROWS_IN_ASCII) if self.opts.ascii else said
 
     def view_options(self) -> ViewOptions:

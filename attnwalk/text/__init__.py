@@ -10,7 +10,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from attnwalk.text import simpletoml
 from attnwalk.errors import UsageError
 
 # The text files sit beside this module in a wheel and in a checkout alike; a plain path is all
@@ -51,13 +50,9 @@ def detect_lang(cli_lang: str | None = None, environ: Mapping[str, str] = os.env
 @functools.lru_cache(maxsize=None)
 def _table(lang: str) -> dict:
     """The parsed text file of one language, read once."""
-    source = (TEXT_DIR / f"{lang}.toml").read_text(encoding="utf-8")
-    try:
-        return simpletoml.loads(source)  # the forms the text files use, without tomllib's cost
-    except ValueError:
-        import tomllib
+    import tomllib  # only when a string is needed: `attnwalk --help` reads none
 
-        return tomllib.loads(source)
+    return tomllib.loads((TEXT_DIR / f"{lang}.toml").read_text(encoding="utf-8"))
 
 
 def _find(table: Mapping, parts: list[str]) -> str | None:
@@ -77,8 +72,13 @@ def _find(table: Mapping, parts: list[str]) -> str | None:
     return node if isinstance(node, str) else None
 
 
+class MissingTextError(KeyError):
+    """A key no text file holds: a bug in attnwalk (tests render every screen in both languages)."""
+
+
 class Text:
-    """The strings of one language; a key it lacks comes from English, else is shown as itself."""
+    """The strings of one language. Both files hold the same keys (a test checks), so a key is never
+    looked up in another language, and a missing one is an error rather than stale English."""
 
     def __init__(self, lang: str) -> None:
         if lang not in LANGS:
@@ -89,27 +89,23 @@ class Text:
     def _template(self, parts: list[str]) -> str | None:
         key = tuple(parts)
         if key not in self._found:
-            self._found[key] = None
-            for lang in dict.fromkeys((self.lang, DEFAULT_LANG)):
-                found = _find(_table(lang), parts)
-                if found is not None:
-                    self._found[key] = found
-                    break
+            self._found[key] = _find(_table(self.lang), parts)
         return self._found[key]
 
     def has(self, key: str) -> bool:
-        """True when the key exists in this language or in English (for optional fields)."""
+        """True when the key exists (for optional fields such as a stage's text variants)."""
         return self._template(key.split(".")) is not None
 
     def t(self, key: str, **values: object) -> str:
         """The string at a dotted key ("ui.footer", "stage.QK^T.what"), with {placeholders} filled."""
         template = self._template(key.split("."))
-        return key if template is None else template.format(**values)
+        if template is None:
+            raise MissingTextError(f"no text {key!r} in {self.lang}.toml")
+        return template.format(**values)
 
     def stage(self, key: str, field: str, **values: object) -> str:
         """A field of one stage's text: stage("S+M", "mistake")."""
-        template = self._template(["stage", key, field])
-        return f"stage.{key}.{field}" if template is None else template.format(**values)
+        return self.t(f"stage.{key}.{field}", **values)
 
 
 @functools.lru_cache(maxsize=None)
