@@ -15,6 +15,7 @@ from typing import Annotated, Callable, Optional
 import typer
 
 from attnwalk.errors import AttnwalkError
+from attnwalk.layer.modes import MODES, WALK_MODES
 
 app = typer.Typer(
     name="attnwalk",
@@ -38,10 +39,9 @@ app = typer.Typer(
 _state = {"debug": False}
 
 
-class Mode(str, Enum):
-    scaled = "scaled"
-    unscaled = "unscaled"
-    uniform = "uniform"
+# The modes are the layer's (layer/modes.py); the CLI offers the walk's modes, compare all of them.
+Mode = Enum("Mode", {m.name: m.name for m in WALK_MODES}, type=str)
+CompareMode = Enum("CompareMode", {m.name: m.name for m in MODES}, type=str)
 
 
 class ExportFormat(str, Enum):
@@ -206,13 +206,6 @@ app.command("step", help=f"Step through your own scenario file, stage by stage; 
             "e.g. attnwalk step --scenario my.yaml")(walk_cmd)
 
 
-class CompareMode(str, Enum):
-    scaled = "scaled"
-    unscaled = "unscaled"
-    uniform = "uniform"
-    hard = "hard"
-
-
 class CompareFormat(str, Enum):
     text = "text"
     json = "json"
@@ -262,7 +255,7 @@ def compare_cmd(
 @handles_errors
 def explain_cmd(
     scenario: ScenarioArg,
-    stage: Annotated[str, typer.Argument(help="A stage key or symbol: E, P, X, Q, K, V, QK^T (or QKT), S, S+M, A, Z, concat, O.")],
+    stage: Annotated[str, typer.Argument(help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
     row: Annotated[str, typer.Argument(help="The row: a position counted from 1, or a token.")],
     col: Annotated[str, typer.Argument(help="The column: a position from 1 or a token for query × key stages; "
                                        "a dimension 0 … d-1, as the table labels it, for the others.")],

@@ -24,6 +24,7 @@ from attnwalk.export.handout import CSV_HEADER, _csv_field, handout
 from attnwalk.text import text
 from attnwalk.export.latex import latex_text, math_text
 from attnwalk.layer.walk import compute
+from attnwalk.render.screens import walk_steps
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.model import load_scenario, scenario_from_text
 
@@ -66,8 +67,8 @@ def test_markdown_has_every_stage_in_order_with_its_explanation(lang):
     md = handout(walk, "markdown", ViewOptions(lang=lang))
     tx = text(lang)
     headings = [line for line in md.splitlines() if line.startswith("## ")]
-    assert len(headings) == len(walk.steps)
-    for heading, (stage, _) in zip(headings, walk.steps):
+    assert len(headings) == len(walk_steps(walk))
+    for heading, (stage, _) in zip(headings, walk_steps(walk)):
         assert tx.stage(stage.key, "title") in heading
         for field in ("what", "why", "mistake"):
             assert tx.stage(stage.key, field) in md
@@ -117,9 +118,9 @@ def test_latex_is_a_whole_document_with_tabular_and_bmatrix():
     assert "xelatex" in tex.splitlines()[1]  # Chinese tokens: the first lines say how to compile
     assert "\\usepackage[UTF8,scheme=plain]{ctex}" in tex
     assert environments_balance(tex)
-    matrices = len([s for s, _ in walk.steps if s.key != "tokens"])
+    matrices = len([s for s, _ in walk_steps(walk) if s.key != "tokens"])
     assert tex.count("\\begin{bmatrix}") == matrices + 3  # and W_Q, W_K, W_V
-    assert tex.count("\\begin{tabular}") == len(walk.steps) + 3
+    assert tex.count("\\begin{tabular}") == len(walk_steps(walk)) + 3
     assert "4.5140 & 5.4184 & 7.2868" in tex
     assert "撩 & $4.5140$ & $5.4184$ & $7.2868$ \\\\" in tex
     assert "$QK^{\\top}[i,\\ j] = q_i \\cdot k_j$" in tex
@@ -218,7 +219,7 @@ def test_csv_is_long_format_at_full_precision():
     assert tuple(rows[0]) == CSV_HEADER
     scn = walk.scenario
     weights = {"W_Q": scn.W_Q, "W_K": scn.W_K, "W_V": scn.W_V}
-    expected = sum(walk.matrix(s.key, h).size for s, h in walk.steps if s.key != "tokens")
+    expected = sum(walk.matrix(s.key, h).size for s, h in walk_steps(walk) if s.key != "tokens")
     assert len(rows) == expected + sum(W.size for W in weights.values())
     for r in rows:
         stage, head = r["stage"], int(r["head"]) if r["head"] else 0
@@ -353,7 +354,7 @@ def test_latex_and_csv_carry_the_weights_too():
     tex = handout(walk, "latex", ViewOptions())
     assert "W_Q = \\begin{bmatrix}" in tex and "-0.6000 & 0.9000 \\\\" in tex
     assert "\\noindent $W_Q$ (2 $\\times$ 2 = $d_{\\mathrm{model}}$ $\\times$ $d_k$): a parameter" in tex
-    matrices = len([s for s, _ in walk.steps if s.key != "tokens"])
+    matrices = len([s for s, _ in walk_steps(walk) if s.key != "tokens"])
     assert tex.count("\\begin{bmatrix}") == matrices + 3 and environments_balance(tex)
     lines = handout(walk, "csv", ViewOptions()).splitlines()
     assert "W_Q,,0,0,0,0,-0.6" in lines and "W_Q,,1,1,1,1,-0.5" in lines

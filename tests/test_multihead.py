@@ -23,7 +23,7 @@ from attnwalk.terminal.keys import ScriptedKeys
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.model import load_scenario, scenario_from_text
-from attnwalk.layer.stages import BY_KEY, formula
+from attnwalk.layer.stages import STAGES, stage_named
 from attnwalk.terminal.stepper import Stepper
 from snippets import SMALL
 
@@ -308,12 +308,12 @@ def test_compare_names_the_score_and_the_source(tmp_path) -> None:
 
 def test_formula_varies_only_where_the_scenario_does() -> None:
     plain = scenario_from_text(SMALL, "s.yaml")
-    for stage in BY_KEY.values():
+    for stage in STAGES:
         if stage.key != "P":  # SMALL has no positional encoding: P = 0 (tests/test_stages.py)
-            assert formula(stage, plain) == stage.formula
-    assert formula(BY_KEY["S"], plain, "unscaled") == "S = QKᵀ"
+            assert stage.formula_in(plain) == stage.formula
+    assert stage_named("S").formula_in(plain, "unscaled") == "S = QKᵀ"
     two = scenario_from_text(TWO_HEADS.replace("heads: 2", "heads: 4"), "t.yaml")
-    assert formula(BY_KEY["concat"], two) == "concat = [Z_1 | Z_2 | … | Z_4]"
+    assert stage_named("concat").formula_in(two) == "concat = [Z_1 | Z_2 | … | Z_4]"
 
 
 # -- errors, one line and exit 2 ---------------------------------------------------------------------

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from attnwalk.cli import app
-from attnwalk.layer.walk import compute, softmax
+from attnwalk.layer.ops import softmax
+from attnwalk.layer.walk import compute
 from attnwalk.scenario.model import scenario_from_text
 from reference import attention, sinusoidal_positions
 
@@ -155,7 +156,7 @@ def _scn(doc):
 def test_rows_of_A_sum_to_one_and_masked_weights_are_zero(doc, mode):
     scn = _scn(doc)
     walk = compute(scn, mode)
-    A = walk.mats["A"]
+    A = walk.matrix("A")
     np.testing.assert_allclose(A.sum(axis=1), 1.0, rtol=1e-12)
     assert np.all(A[~scn.allowed] == 0.0)
     assert np.all(A >= 0)
@@ -171,15 +172,15 @@ def test_permuting_tokens_permutes_every_output(doc, mode, rnd):
                     embeddings=[doc["embeddings"][i] for i in perm])
     base, moved = compute(_scn(doc), mode), compute(_scn(shuffled), mode)
     for key in ("X", "Q", "K", "V", "Z"):
-        np.testing.assert_allclose(moved.mats[key], base.mats[key][perm], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(moved.matrix(key), base.matrix(key)[perm], rtol=1e-9, atol=1e-12)
     for key in ("QK^T", "S", "A"):
-        np.testing.assert_allclose(moved.mats[key], base.mats[key][np.ix_(perm, perm)], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(moved.matrix(key), base.matrix(key)[np.ix_(perm, perm)], rtol=1e-9, atol=1e-12)
 
 
 def test_uniform_is_the_mean_of_allowed_value_rows():
     scn = _scn({"tokens": ["a", "b", "c"], "embeddings": [[1, 0], [0, 1], [2, 2]], "mask": "causal",
                 "W_Q": [[1, 0], [0, 1]], "W_K": [[1, 0], [0, 1]], "W_V": [[1, 0], [0, 1]]})
-    Z = compute(scn, "uniform").mats["Z"]
+    Z = compute(scn, "uniform").matrix("Z")
     np.testing.assert_allclose(Z, [[1, 0], [0.5, 0.5], [1, 1]])
 
 

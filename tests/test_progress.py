@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from attnwalk.cli import app
 from attnwalk.layer.walk import compute
+from attnwalk.render.screens import walk_steps
 from attnwalk.tutor.progress import Progress, scenario_key, state_dir
 from attnwalk.scenario.model import load_scenario
 
@@ -28,7 +29,7 @@ def state(tmp_path, monkeypatch) -> Path:
 
 
 def steps_of(name: str):
-    return compute(load_scenario(name)).steps
+    return walk_steps(compute(load_scenario(name)))
 
 
 class Warnings(list):

@@ -231,10 +231,13 @@ def test_shapes(raw):
 def test_choices_and_tokens():
     assert [parse_choice(s, 3) for s in ("a", "B", "(c)", "b)", "2", "d", "4", "")] == [0, 1, 2, 1, 1, None, None, None]
     tokens = ("女生", "撩", "刘海")
-    assert parse_token("刘海", tokens) == {2} and parse_token("3", tokens) == {2}
-    assert parse_token("「刘海」", tokens) == {2} and parse_token("4", tokens) is None
-    assert parse_token("River", ("by", "the", "river")) == {2}
-    assert parse_token("the", ("the#1", "cat", "the#3")) == {0, 2}  # repeated tokens are labelled
+    assert parse_token("刘海", tokens, tokens) == 2 and parse_token("3", tokens, tokens) == 2
+    assert parse_token("「刘海」", tokens, tokens) == 2 and parse_token("4", tokens, tokens) is None
+    assert parse_token("River", ("by", "the", "river"), ("by", "the", "river")) == 2
+    repeated, labels = ("the", "cat", "the"), ("the#1", "cat", "the#3")
+    assert parse_token("the", repeated, labels) is None  # either row: its number is asked for
+    assert parse_token("the#3", repeated, labels) == 2 and parse_token("3", repeated, labels) == 2
+    assert parse_token("ＴＨＥ#1", repeated, labels) == 0  # full-width and any case, as typed
 
 
 def test_check_uses_the_tolerance():

@@ -28,10 +28,11 @@ from attnwalk.layer.walk import compute
 from attnwalk.render import style
 from attnwalk.render.heatmap import heat_table
 from attnwalk.render.options import ViewOptions
-from attnwalk.render.screens import stage_screen, walk_renderables
-from attnwalk.render.worked import default_cell, worked_cell
+from attnwalk.render.screens import stage_screen, walk_renderables, walk_steps
+from attnwalk.layer.axes import default_cell
+from attnwalk.render.worked import worked_cell
 from attnwalk.scenario.model import load_scenario, scenario_from_text
-from attnwalk.layer.stages import BY_KEY, SIGNED
+from attnwalk.layer.stages import SIGNED, stage_named
 
 GOLDEN = Path(__file__).parent / "golden" / "girl_bangs"
 
@@ -94,7 +95,7 @@ def walk():
 @pytest.fixture(scope="module")
 def screens(walk) -> dict[str, str]:
     """Each stage's screen as text, keyed by stage key."""
-    steps = walk.steps
+    steps = walk_steps(walk)
     opts = ViewOptions()
     return {stage.key: render(stage_screen(walk, stage, head, opts, index=i, count=len(steps)))
             for i, (stage, head) in enumerate(steps, start=1)}
@@ -120,7 +121,7 @@ def test_screen_shows_the_lessons_numbers(screens: dict[str, str], key: str) -> 
 
 
 def test_walk_has_the_lessons_eleven_stages(walk) -> None:
-    assert [s.key for s, _ in walk.steps] == list(LESSON_VALUES)
+    assert [s.key for s, _ in walk_steps(walk)] == list(LESSON_VALUES)
 
 
 def test_screen_header_names_position_title_shape_and_mode(screens: dict[str, str]) -> None:
@@ -307,7 +308,7 @@ def test_masked_cells_show_minus_infinity() -> None:
     texts = [render(r) for r in walk_renderables(walk, ViewOptions())]
     masked = next(t for t in texts if "Masked scores" in t)
     assert "−∞" in masked
-    ascii_masked = render(stage_screen(walk, BY_KEY["S+M"], 0, ViewOptions(ascii=True),
+    ascii_masked = render(stage_screen(walk, stage_named("S+M"), 0, ViewOptions(ascii=True),
                                        index=1, count=1))
     assert "-inf" in ascii_masked and "−∞" not in ascii_masked
 
@@ -342,7 +343,7 @@ def test_multi_head_screens_name_their_head() -> None:
         "W_O: [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]\n", "heads.yaml")
     walk = compute(scn)
     texts = [render(r) for r in walk_renderables(walk, ViewOptions())]
-    assert len(texts) == len(walk.steps)
+    assert len(texts) == len(walk_steps(walk))
     assert any("head 2 / 2" in t for t in texts)
     assert any("the#4" in t for t in texts)  # the repeated token is told apart
     assert "concat" in texts[-2] and "O = concat · W_O" in texts[-1]
@@ -407,7 +408,7 @@ def panel_rows(walk, key: str, opts: ViewOptions) -> list[tuple[str, str]]:
     """The explanation panel of stage `key` as (label, text) rows, wrapped lines joined."""
     from attnwalk.render.screens import explanation
 
-    out = render(explanation(walk, BY_KEY[key], opts), width=opts.width)
+    out = render(explanation(walk, stage_named(key), opts), width=opts.width)
     rows: list[list[str]] = []
     for line in out.splitlines()[1:-1]:
         inner = line[2:-2]
@@ -449,7 +450,7 @@ def test_no_text_twice_in_one_panel() -> None:
 def test_chinese_explanations_break_between_characters(walk) -> None:
     """Rich broke only at spaces: "X = E +⏎P，逐元素相加", "把 E⏎的行打乱", "S = QKᵀ /⏎√d_k：…"."""
     opts = ViewOptions(lang="zh", width=80)
-    steps = walk.steps
+    steps = walk_steps(walk)
     screens_zh = {stage.key: render(stage_screen(walk, stage, head, opts, index=i, count=len(steps)),
                                     width=80)
                   for i, (stage, head) in enumerate(steps, start=1)}
@@ -482,7 +483,7 @@ def test_chinese_prose_breaks_between_characters_in_compare_and_head_panels() ->
 
 
 def a_screen(walk, opts: ViewOptions) -> str:
-    steps = walk.steps
+    steps = walk_steps(walk)
     i, (stage, head) = next((i, s) for i, s in enumerate(steps, start=1) if s[0].key == "A")
     return render(stage_screen(walk, stage, head, opts, index=i, count=len(steps)), width=opts.width)
 
@@ -513,8 +514,8 @@ def test_narrow_terminals_shrink_the_bars_instead_of_cutting_the_runner_up(walk,
 def test_no_worked_cell_or_bar_is_cut_at_forty_columns(name: str) -> None:
     walk = compute(load_scenario(name))
     opts = ViewOptions(width=40)
-    for i, (stage, head) in enumerate(walk.steps, start=1):
-        out = render(stage_screen(walk, stage, head, opts, index=i, count=len(walk.steps)), width=40)
+    for i, (stage, head) in enumerate(walk_steps(walk), start=1):
+        out = render(stage_screen(walk, stage, head, opts, index=i, count=len(walk_steps(walk))), width=40)
         start = out.find("Where each token looks") if stage.key == "A" else out.find("╭─ Worked")
         assert start >= 0 or stage.key == "tokens"
         assert "…" not in out[max(start, 0):] or stage.key == "tokens", (name, stage.key, out)
@@ -593,8 +594,8 @@ def test_token_labels_are_never_split_across_lines(lang: str) -> None:
         tokens = [t for t in walk.scenario.tokens if len(t) > 1]
         for width in range(40, 62, 3):
             opts = ViewOptions(width=width, lang=lang)
-            for i, (stage, head) in enumerate(walk.steps, start=1):
-                out = render(stage_screen(walk, stage, head, opts, index=i, count=len(walk.steps)),
+            for i, (stage, head) in enumerate(walk_steps(walk), start=1):
+                out = render(stage_screen(walk, stage, head, opts, index=i, count=len(walk_steps(walk))),
                              width=width)
                 lines = [line.strip("│╭╮╰╯─ ") for line in out.splitlines()]
                 for line, after in zip(lines, lines[1:]):

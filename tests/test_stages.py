@@ -26,10 +26,12 @@ from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import explain_view, stage_screen
 from attnwalk.scenario.model import load_scenario, scenario_from_text
-from attnwalk.layer.stages import BY_KEY, EXTRA_MODES, MODES, STAGES, formula, stage_text
+from attnwalk.layer.modes import MODES
+from attnwalk.layer.stages import STAGES, stage_named
+from attnwalk.text import stage_text
 from snippets import SMALL
 
-ALL_MODES = MODES + EXTRA_MODES
+ALL_MODES = tuple(m.name for m in MODES)
 FIELDS = ("title", "what", "why", "mistake")
 TEXT_DIR = Path(__file__).resolve().parents[1] / "attnwalk" / "text"
 
@@ -69,7 +71,7 @@ def render(renderable, width: int = 100) -> str:
 def screen(name: str, key: str, mode: str = "scaled", lang: str = "en") -> str:
     """The stage's screen as words; Chinese, which wraps between any two characters, with no spaces."""
     walk = compute(scenario(name), mode)
-    shown = render(stage_screen(walk, BY_KEY[key], 0, ViewOptions(lang=lang), index=1, count=1))
+    shown = render(stage_screen(walk, stage_named(key), 0, ViewOptions(lang=lang), index=1, count=1))
     return shown.replace(" ", "") if lang == "zh" else shown
 
 
@@ -118,19 +120,19 @@ def test_weights_in_uniform_and_hard_mode(mode, formula_shown, title, says) -> N
     assert f"A {title}" in text and says in text
     assert "A = softmax(S + M), row by row" not in text
     zh = screen("causal_mask", "A", mode, "zh")
-    assert stage_text("zh", BY_KEY["A"], scenario("causal_mask"), mode) in zh
-    assert stage_text("zh", BY_KEY["A"], scenario("causal_mask"), mode) != "注意力权重"
+    assert stage_text("zh", stage_named("A"), scenario("causal_mask"), mode) in zh
+    assert stage_text("zh", stage_named("A"), scenario("causal_mask"), mode) != "注意力权重"
 
 
 def test_uniform_weights_without_a_mask_are_one_over_n_or_m() -> None:
-    assert formula(BY_KEY["A"], scenario("river_bank"), "uniform") == "A[i, j] = 1 / n"
-    assert formula(BY_KEY["A"], scenario("cross"), "uniform") == "A[i, j] = 1 / m"
+    assert stage_named("A").formula_in(scenario("river_bank"), "uniform") == "A[i, j] = 1 / n"
+    assert stage_named("A").formula_in(scenario("cross"), "uniform") == "A[i, j] = 1 / m"
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
 def test_additive_scores_say_they_are_never_divided(mode) -> None:
     scn = scenario("additive")
-    assert formula(BY_KEY["S"], scn, mode) == "S = QKᵀ"
+    assert stage_named("S").formula_in(scn, mode) == "S = QKᵀ"
     text = screen("additive", "S", mode)
     assert "Scaled scores" not in text and "This is the \"scaled\"" not in text
     if mode in ("scaled", "unscaled"):
@@ -145,10 +147,10 @@ def test_additive_scores_say_they_are_never_divided(mode) -> None:
 
 
 def test_positional_formula_follows_the_scenario() -> None:
-    P = BY_KEY["P"]
-    assert formula(P, scenario("river_bank")) == "P = 0"
-    assert formula(P, scenario("explicit_p")) == "P ∈ ℝ^(n × d_model)"
-    assert formula(P, scenario("girl_bangs")) == P.formula
+    P = stage_named("P")
+    assert P.formula_in(scenario("river_bank")) == "P = 0"
+    assert P.formula_in(scenario("explicit_p")) == "P ∈ ℝ^(n × d_model)"
+    assert P.formula_in(scenario("girl_bangs")) == P.formula
     assert "sin(" in P.formula and "cos(" in P.formula
 
 
@@ -182,13 +184,13 @@ def test_sinusoidal_positions_keep_their_text_once() -> None:
 @pytest.mark.parametrize("lang", LANGS)
 def test_handouts_and_explain_read_the_variant(lang) -> None:
     walk = compute(scenario("girl_bangs"), "unscaled")
-    unscaled = stage_text(lang, BY_KEY["S"], walk.scenario, "unscaled")
+    unscaled = stage_text(lang, stage_named("S"), walk.scenario, "unscaled")
     md = handout(walk, "markdown", ViewOptions(lang=lang))
-    assert unscaled in md and stage_text(lang, BY_KEY["S"]) not in md
-    assert stage_text(lang, BY_KEY["S"], walk.scenario, "unscaled", "what") in md
+    assert unscaled in md and stage_text(lang, stage_named("S")) not in md
+    assert stage_text(lang, stage_named("S"), walk.scenario, "unscaled", "what") in md
     river = handout(compute(scenario("river_bank")), "markdown", ViewOptions(lang=lang))
-    assert stage_text(lang, BY_KEY["P"], scenario("river_bank"), field="mistake") in river
-    assert stage_text(lang, BY_KEY["P"], field="mistake") not in river
+    assert stage_text(lang, stage_named("P"), scenario("river_bank"), field="mistake") in river
+    assert stage_text(lang, stage_named("P"), field="mistake") not in river
     shown = render(explain_view(walk, "S", "1", "1", 1, ViewOptions(lang=lang)))
     assert unscaled in shown
 
@@ -204,7 +206,7 @@ def every_formula() -> set[str]:
     out = {stage.formula for stage in STAGES}
     for name in SCENARIOS:
         scn = scenario(name)
-        out |= {formula(stage, scn, mode) for stage in STAGES for mode in ALL_MODES}
+        out |= {stage.formula_in(scn, mode) for stage in STAGES for mode in ALL_MODES}
     return out
 
 
@@ -272,6 +274,6 @@ def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -
 
 
 def test_stage_text_without_a_scenario_is_the_stage_text() -> None:
-    assert stage_text("en", BY_KEY["S"]) == "Scaled scores"
-    assert stage_text("zh", BY_KEY["P"], field="mistake").startswith("位置从 0 开始")
-    assert stage_text("en", BY_KEY["Q"], scenario("additive"), "hard", "why").startswith("Raw embeddings")
+    assert stage_text("en", stage_named("S")) == "Scaled scores"
+    assert stage_text("zh", stage_named("P"), field="mistake").startswith("位置从 0 开始")
+    assert stage_text("en", stage_named("Q"), scenario("additive"), "hard", "why").startswith("Raw embeddings")

@@ -67,9 +67,9 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
     summary screen after it, so the output does not grow with the number of heads; head None
     prints every head in full, later heads pointing back to head 1's explanations."""
     from attnwalk.render.overview import heads_summary
-    from attnwalk.render.screens import explained_at, stage_screen
+    from attnwalk.render.screens import explained_at, stage_screen, walk_steps
 
-    steps = walk.steps
+    steps = walk_steps(walk)
     one_head = walk.scenario.heads > 1 and head is not None
     printed = 0
 
@@ -149,10 +149,11 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
                  resume: bool = False, head: str | None = None) -> int:
     """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
     head a printed walk shows in full (or "all"), where the stepper starts."""
-    from attnwalk.text import detect_lang, text
     from attnwalk.layer.walk import compute
+    from attnwalk.render.screens import walk_steps
     from attnwalk.scenario.model import load_scenario
     from attnwalk.terminal.console import interactive, make_console
+    from attnwalk.text import detect_lang, text
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None
@@ -164,11 +165,12 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     if save is not None:
         write_atomically(save, recorded_walk(walk, opts, fmt, shown))
     start, note = 0, ""
+    steps = walk_steps(walk)
     if resume:
         from attnwalk.tutor.progress import resume_start
 
-        start, note = resume_start(scenario, walk.steps, opts.lang)
-        stage, step_head = walk.steps[start]
+        start, note = resume_start(scenario, steps, opts.lang)
+        stage, step_head = steps[start]
         if head is None and stage.per_head:  # resumed inside a later head: print that one
             shown = step_head
     if not no_pause and interactive():
@@ -177,7 +179,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         from attnwalk.terminal.stepper import Stepper
 
         if shown and not resume:  # --head N: step from that head's first screen
-            start = next(i for i, (stage, h) in enumerate(walk.steps) if stage.per_head and h == shown)
+            start = next(i for i, (stage, h) in enumerate(steps) if stage.per_head and h == shown)
         with TerminalKeys() as keys:
             stepper = Stepper(scenario, console, keys, opts, mode=mode, walk=walk)
             stepper.index, stepper.message = start, note

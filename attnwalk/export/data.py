@@ -7,34 +7,35 @@ from typing import Any
 
 from attnwalk.layer.walk import Walk
 
-SINGLE_HEAD_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
-HEAD_KEYS = ("Q", "K", "V", "QK^T", "S", "A", "Z")
-
 
 def walk_data(walk: Walk) -> dict[str, Any]:
-    """The export contract: name, tokens, mode, mask, every stage as lists of rows of floats, the
-    shape, and the weights (the parameters W_Q, W_K, W_V and W_O when there is one: a stage is an
-    activation of this input, a weight is what training learned)."""
+    """The export contract: name, tokens, mode, mask, every exported stage as lists of rows of
+    floats, the shape, and the weights (the parameters W_Q, W_K, W_V and W_O when there is one: a
+    stage is an activation of this input, a weight is what training learned).
+
+    A one-head walk lists every stage under "stages"; with several heads the per-head stages go
+    in "stages.heads", one mapping per head that also holds its blocks of the split matrices (Q,
+    K, V), and the full-width matrices stay under "stages"."""
     scn = walk.scenario
-    stages: dict[str, Any] = {key: walk.mats[key].tolist() for key in ("E", "P", "X", "Q", "K", "V")}
-    if scn.heads == 1:
-        stages.update({key: walk.mats[key].tolist() for key in ("QK^T", "S", "A", "Z")})
-    else:
-        stages["heads"] = [{key: head.mats[key].tolist() for key in HEAD_KEYS} for head in walk.heads]
-        stages["concat"] = walk.mats["concat"].tolist()
-    if "O" in walk.mats:
-        stages["O"] = walk.mats["O"].tolist()
+    exported = [s for s in walk.stages if s.exported and s.compute is not None]
+    head_keys = [s.key for s in exported if s.per_head or s.key in walk.heads[0].mats]
+    stages: dict[str, Any] = {}
+    for stage in exported:  # in stage order, "heads" where the per-head stages begin
+        if not stage.per_head or scn.heads == 1:
+            stages[stage.key] = walk.matrix(stage.key).tolist()
+        elif "heads" not in stages:
+            stages["heads"] = [{key: head.mats[key].tolist() for key in head_keys}
+                               for head in walk.heads]
     data: dict[str, Any] = {
         "name": scn.name,
         "tokens": list(scn.tokens),
-        "mode": walk.mode,
+        "mode": walk.mode.name,
         "mask": scn.allowed.tolist(),
         "stages": stages,
         "shape": {"n": scn.n, "m": scn.m, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v,
                   "heads": scn.heads},
     }
-    weights = {"W_Q": scn.W_Q, "W_K": scn.W_K, "W_V": scn.W_V, "W_O": scn.W_O}
-    data["weights"] = {key: W.tolist() for key, W in weights.items() if W is not None}
+    data["weights"] = {s.weight: getattr(scn, s.weight).tolist() for s in walk.stages if s.weight}
     if scn.main.ids is not None:
         data["ids"] = list(scn.main.ids)
     if scn.source is not None:

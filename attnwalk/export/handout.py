@@ -1,6 +1,6 @@
 """Handouts of a walk for notes and slides: Markdown, LaTeX and CSV.
 
-Every screen of the walk (Walk.steps), in order: its title, formula and shape, its matrix with
+Every screen of the walk (render.screens.walk_steps), in order: its title, formula and shape, its matrix with
 row and column labels, and its explanation (what, why, the common mistake, and what this
 scenario does differently) in the chosen language. Q, K, V and O are preceded by the weight
 they are made with (W_Q, W_K, W_V, W_O), labelled by dimension index.
@@ -24,31 +24,26 @@ import math
 
 import numpy as np
 
-from attnwalk.text import pick, text
 from attnwalk.export.latex import document, latex_text, math_text, matrix_env, tabular
+from attnwalk.layer.axes import axes, dim_labels
+from attnwalk.layer.modes import BASELINE
+from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk
+from attnwalk.render.heatmap import GAP, shown_indices
 from attnwalk.render.options import ViewOptions
-from attnwalk.render.screens import _note_values, _notes, shape_text
+from attnwalk.render.screens import shape_text, walk_steps
 from attnwalk.render.style import number
-from attnwalk.render.heatmap import GAP, dim_labels, shown_indices
-from attnwalk.render.worked import axes
-from attnwalk.layer.stages import TOKENS, Stage, formula, stage_text
-
-DEFAULT_MODE = "scaled"  # the mode scenario descriptions are written for
+from attnwalk.text import pick, stage_notes, stage_text, text
 
 FORMATS = ("markdown", "latex", "csv")
-
-# The weight each stage is made with, and the named dimensions of its rows and columns.
-WEIGHT_OF = {"Q": ("W_Q", "d_model", "d_k"), "K": ("W_K", "d_model", "d_k"),
-             "V": ("W_V", "d_model", "d_v"), "O": ("W_O", "d_v", "d_model")}
 
 
 class Weight:
     """A weight matrix (W_Q, W_K, W_V or W_O), rows and columns labelled by dimension index."""
 
-    def __init__(self, walk: Walk, stage_key: str, opts: ViewOptions) -> None:
+    def __init__(self, walk: Walk, stage: Stage, opts: ViewOptions) -> None:
         scn = walk.scenario
-        self.name, *names = WEIGHT_OF[stage_key]
+        self.name, names = stage.weight, [stage.weight_rows, stage.cols]
         if scn.heads > 1:  # every head's block side by side: h·d_k columns (W_O: h·d_v rows)
             names = [name if name == "d_model" else f"h·{name}" for name in names]
         self.matrix = getattr(scn, self.name)
@@ -65,10 +60,9 @@ class Weight:
 
 
 def _weight(walk: Walk, stage: Stage, opts: ViewOptions) -> Weight | None:
-    made_with = WEIGHT_OF.get(stage.key)
-    if made_with is None or getattr(walk.scenario, made_with[0]) is None:
+    if stage.weight is None or getattr(walk.scenario, stage.weight) is None:
         return None
-    return Weight(walk, stage.key, opts)
+    return Weight(walk, stage, opts)
 
 
 class Section:
@@ -80,7 +74,7 @@ class Section:
         self.stage, self.head, self.index = stage, head, index
         self.title = stage_text(opts.lang, stage, scn, walk.mode)
         self.symbol = "" if stage.kind == TOKENS else stage.symbol
-        self.formula = formula(stage, scn, walk.mode)
+        self.formula = stage.formula_in(scn, walk.mode)
         self.per_head = stage.per_head and scn.heads > 1
         self.head_text = tx.t("ui.head", head=head + 1, heads=scn.heads) if self.per_head else ""
         self.shape = "" if stage.kind == TOKENS else shape_text(walk, stage, head, opts)
@@ -105,8 +99,7 @@ class Section:
             self.cols = [cols[j] if j is not GAP else None for j in self.col_shown]
         self.explained = [(tx.t(f"ui.{field}"), stage_text(opts.lang, stage, scn, walk.mode, field))
                           for field in ("what", "why", "mistake")]
-        self.notes = [tx.t(note, **_note_values(walk, note)) for note in _notes(walk, stage)
-                      if tx.has(note)]
+        self.notes = stage_notes(opts.lang, stage, scn, walk.mode)
 
     @property
     def heading(self) -> str:
@@ -115,7 +108,7 @@ class Section:
 
 
 def sections(walk: Walk, opts: ViewOptions) -> list[Section]:
-    return [Section(walk, stage, head, i, opts) for i, (stage, head) in enumerate(walk.steps, 1)]
+    return [Section(walk, stage, head, i, opts) for i, (stage, head) in enumerate(walk_steps(walk), 1)]
 
 
 def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str, str]:
@@ -128,15 +121,15 @@ def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str, str]:
         dims += f", m = {scn.m}"
     if scn.heads > 1:
         dims += f", h = {scn.heads}"
-    mode = tx.t(f"mode.{walk.mode}.name")
+    mode = tx.t(f"mode.{walk.mode.name}.name")
     settings = f"{scn.name} · {tx.t('ui.mode')}{tx.t('ui.colon')}{mode} · {dims}"
     description = pick(scn.description, lang)
     # A scenario's description is written for the default mode and quotes its numbers; in any
     # other mode the tables differ from them, so say which numbers are which.
-    note = (tx.t("handout.mode_note", mode=mode, default=tx.t(f"mode.{DEFAULT_MODE}.name"))
-            if description and walk.mode != DEFAULT_MODE else "")
+    note = (tx.t("handout.mode_note", mode=mode, default=tx.t(f"mode.{BASELINE.name}.name"))
+            if description and walk.mode != BASELINE else "")
     return (pick(scn.title, lang) or scn.name, description, settings, note,
-            tx.t(f"mode.{walk.mode}.explain"))
+            tx.t(f"mode.{walk.mode.name}.explain"))
 
 
 # -- Markdown ---------------------------------------------------------------------------------
@@ -270,7 +263,7 @@ def csv_text(walk: Walk, opts: ViewOptions) -> str:
             lead = f"{key},{head},{i},{_csv_field(str(rows[i]))},"
             out.extend(f"{lead}{j},{cols[j]},{x!r}" for j, x in enumerate(row))
 
-    for stage, head in walk.steps:
+    for stage, head in walk_steps(walk):
         if stage.kind == TOKENS:
             continue
         weight = _weight(walk, stage, opts)

@@ -1,6 +1,6 @@
 """One scenario under several normalizers, side by side: the numbers of `attnwalk compare`.
 
-Pure: it runs pipeline.compute once per mode and reads off, for every query row, how spread its
+Pure: it runs layer.walk.compute once per mode and reads off, for every query row, how spread its
 weights are (entropy), where they peak, and how much gradient the softmax still passes back
 (signal). No printing, no Rich.
 """
@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 
 from attnwalk.errors import UsageError
-from attnwalk.layer.walk import compute, entropy_bits, row_maxima, softmax_signal
+from attnwalk.layer.modes import BASELINE, MODES, WALK_MODES, Mode, mode_named
+from attnwalk.layer.ops import entropy_bits, row_maxima
+from attnwalk.layer.walk import compute
 from attnwalk.scenario.model import Scenario
-from attnwalk.layer.stages import EXTRA_MODES, MODES
 
-ALL_MODES: tuple[str, ...] = MODES + EXTRA_MODES  # the order modes are always shown in
-BASELINE = "scaled"
 DEFAULT_SCENARIO = "river_bank"
 
 
@@ -28,7 +27,7 @@ DEFAULT_SCENARIO = "river_bank"
 class ModeResult:
     """One head of one scenario under one mode, with each query row's summary numbers."""
 
-    mode: str
+    mode: Mode
     A: np.ndarray  # (n, m) weights
     Z: np.ndarray  # (n, d_v) outputs
     entropy: np.ndarray  # (n,) bits
@@ -43,26 +42,28 @@ class Comparison:
     scenario: Scenario
     amplify: float
     head: int  # 0-based
-    results: tuple[ModeResult, ...]  # in ALL_MODES order
+    results: tuple[ModeResult, ...]  # in MODES order
 
     @property
-    def modes(self) -> tuple[str, ...]:
+    def modes(self) -> tuple[Mode, ...]:
         return tuple(r.mode for r in self.results)
 
 
-def modes_to_show(requested: Iterable[str] = ()) -> tuple[str, ...]:
-    """The modes a comparison shows: the three standard ones when none is asked for; a single
-    mode other than scaled is set against scaled, the baseline; always in ALL_MODES order."""
+def modes_to_show(requested: Iterable[str | Mode] = ()) -> tuple[Mode, ...]:
+    """The modes a comparison shows: the walk's modes when none is asked for; a single mode other
+    than scaled is set against scaled, the baseline; always in MODES order."""
     asked = set()
-    for mode in requested:
-        if mode not in ALL_MODES:
-            raise UsageError(f"--mode {mode}: unknown mode; choose from {', '.join(ALL_MODES)}")
-        asked.add(mode)
+    for name in requested:
+        try:
+            asked.add(mode_named(name))
+        except UsageError:
+            choices = ", ".join(m.name for m in MODES)
+            raise UsageError(f"--mode {name}: unknown mode; choose from {choices}") from None
     if not asked:
-        asked = set(MODES)
+        asked = set(WALK_MODES)
     elif len(asked) == 1:
         asked.add(BASELINE)
-    return tuple(m for m in ALL_MODES if m in asked)
+    return tuple(m for m in MODES if m in asked)
 
 
 def check_amplify(k: float) -> float:
@@ -80,18 +81,19 @@ def check_head(scn: Scenario, head: int) -> int:
     return head - 1
 
 
-def mode_result(scn: Scenario, mode: str, amplify: float = 1.0, head: int = 0) -> ModeResult:
+def mode_result(scn: Scenario, mode: Mode | str, amplify: float = 1.0, head: int = 0) -> ModeResult:
     """Head `head` of `scn` under `mode`, with the scores multiplied by `amplify` before softmax."""
+    mode = mode_named(mode)
     walk = compute(scn, mode, amplify)
     A = walk.heads[head].mats["A"]
     peak = A.max(axis=-1)
     return ModeResult(
         mode=mode, A=A, Z=walk.heads[head].mats["Z"], entropy=entropy_bits(A), peak=peak,
         peak_index=A.argmax(axis=-1), ties=row_maxima(A).sum(axis=-1),
-        signal=softmax_signal(A, mode))
+        signal=mode.signal(A))
 
 
-def compare(scn: Scenario, modes: Iterable[str] = (), amplify: float = 1.0, head: int = 0) -> Comparison:
+def compare(scn: Scenario, modes: Iterable[str | Mode] = (), amplify: float = 1.0, head: int = 0) -> Comparison:
     """`scn` under each of modes_to_show(modes), for one head (0-based)."""
     amplify = check_amplify(amplify)
     shown = modes_to_show(modes)
@@ -110,7 +112,7 @@ def comparison_data(cmp: Comparison) -> dict[str, Any]:
     if cmp.scenario.heads > 1:
         data["head"] = cmp.head + 1
     data["modes"] = {
-        r.mode: {
+        r.mode.name: {
             "A": r.A.tolist(), "Z": r.Z.tolist(), "entropy": r.entropy.tolist(), "peak": r.peak.tolist(),
             "peak_key": [keys[j] for j in r.peak_index], "signal": r.signal.tolist(),
         }

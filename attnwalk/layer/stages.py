@@ -1,16 +1,28 @@
 """The one definition of attnwalk's stages.
 
-Every other module (compute, render, explain, export, lesson text) reads this list; adding a stage
-means adding one entry here and its text in attnwalk/text/*.toml.
+Each Stage says how its matrix is computed from earlier ones, when it applies to a scenario, its
+formula (and the variants of it a scenario or mode calls for), which text variants and notes fit,
+how one of its cells is worked out (layer/cells.py), its kind, whether it is per head, and its
+shape's named dimensions. The walk, every screen, `explain`, every export format, the quiz and the
+handouts read STAGES; adding a stage is one entry here plus its text in attnwalk/text/*.toml
+(README, "Architecture").
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from attnwalk.text import text
+import numpy as np
+
+from attnwalk.layer import cells
+from attnwalk.layer.modes import BASELINE, mode_named
+from attnwalk.layer.scores import raw_scores
 
 if TYPE_CHECKING:
+    from attnwalk.layer.modes import Mode
+    from attnwalk.layer.walk import Layer
     from attnwalk.scenario.model import Scenario
 
 # What a stage's matrix holds, which decides its colours and how a cell is explained.
@@ -19,135 +31,196 @@ WEIGHTS = "weights"  # rows of a distribution: sequential colours
 MASKED = "masked"  # scores with -inf where the mask forbids: grey cells
 TOKENS = "tokens"  # the token list itself, no matrix
 
+Mats = Mapping[str, np.ndarray]  # the matrices computed so far (a head's own over the shared ones)
 
-class Stage(NamedTuple):
-    """One stage of the layer, as every command names, computes and explains it."""
+
+def _always(scn: Scenario) -> bool:
+    return True
+
+
+def _no_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return ()
+
+
+def _no_notes(scn: Scenario, mode: Mode) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the layer, as every command names, computes, shows and explains it."""
 
     key: str  # the name in exports, in `explain` and in the text files: "QK^T"
     symbol: str  # how it is printed: "QKᵀ"
-    title: str  # English title; translations live in attnwalk/text/
-    formula: str
-    rows: str  # named dimension of the rows: "n"
-    cols: str  # named dimension of the columns: "d_model", "d_k", "d_v", "m" (keys)
+    formula: str  # as the lessons write it; `formula_for` varies it per scenario and mode
+    rows: str  # named dimension of the rows: "n" (queries) or "m" (keys)
+    cols: str  # named dimension of the columns: "d_model", "d_k", "d_v", "m" (keys), "h·d_v"
+    compute: Callable[[Mats, Layer], np.ndarray] | None  # pure; None for the tokens stage
     kind: str = SIGNED
     per_head: bool = False  # computed once per head in multi-head scenarios
+    split: bool = False  # its columns are h blocks, one per head (Q, K, V: each head reads its own; concat)
+    applies: Callable[[Scenario], bool] = _always  # does this scenario have the stage at all?
+    formula_for: Callable[[str, Scenario, Mode], str] | None = None  # (base, scn, mode) -> formula
+    variants: Callable[[Scenario, Mode], tuple[str, ...]] = _no_variants  # text variants, most specific first
+    notes: Callable[[Scenario, Mode], list[str]] = _no_notes  # text keys of what this scenario adds
+    worked: Callable[[cells.Cell], list] | None = None  # one cell's arithmetic (layer/cells.py)
+    overflow: str = ""  # the fix to suggest when the stage overflows float64 ("" = not checked)
+    weight: str | None = None  # the learned matrix that makes it (a Scenario field): "W_Q"
+    weight_rows: str = "d_model"  # the named dimension of that matrix's rows (its columns: cols)
+    exported: bool = True  # in `export --format json` (S+M is S with −∞: the JSON keeps S and mask)
+    aliases: tuple[str, ...] = ()  # other spellings a learner may type, lower case
 
     @property
     def square(self) -> bool:
         """True when both axes are tokens (query × key), so columns are labelled by token."""
         return self.cols == "m"
 
+    def text_variants(self, scn: Scenario | None = None, mode: Mode | str = BASELINE) -> tuple[str, ...]:
+        """The names of the text variants that fit `scn` under `mode`, most specific first: the
+        text files may give a variant its own fields ([stage."S".unscaled] title, what, …)."""
+        return () if scn is None else self.variants(scn, mode_named(mode))
 
-STAGES: tuple[Stage, ...] = (
-    Stage("tokens", "tokens", "Tokens and ids", "token_i → id_i", "n", "-", TOKENS),
-    Stage("E", "E", "Token embeddings", "E = EmbeddingTable[ids]", "n", "d_model"),
-    Stage("P", "P", "Positional encoding", "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)", "n", "d_model"),
-    Stage("X", "X", "Input to the layer", "X = E + P", "n", "d_model"),
-    Stage("Q", "Q", "Queries", "Q = X · W_Q", "n", "d_k"),
-    Stage("K", "K", "Keys", "K = X · W_K", "m", "d_k"),
-    Stage("V", "V", "Values", "V = X · W_V", "m", "d_v"),
-    Stage("QK^T", "QKᵀ", "Raw scores", "QKᵀ[i, j] = q_i · k_j", "n", "m", SIGNED, True),
-    Stage("S", "S", "Scaled scores", "S = QKᵀ / √d_k", "n", "m", SIGNED, True),
-    Stage("S+M", "S + M", "Masked scores", "S + M,  M[i, j] ∈ {0, −∞}", "n", "m", MASKED, True),
-    Stage("A", "A", "Attention weights", "A[i, :] = softmax((S + M)[i, :])", "n", "m", WEIGHTS, True),
-    Stage("Z", "Z", "Output", "Z = A · V", "n", "d_v", SIGNED, True),
-    Stage("concat", "concat", "Heads concatenated", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v"),
-    Stage("O", "O", "Output projection", "O = concat · W_O", "n", "d_model"),
-)
-
-BY_KEY: dict[str, Stage] = {s.key: s for s in STAGES}
-
-# Keys a user may type for a stage (`attnwalk explain girl_bangs QKT 1 2`), folded to lower case.
-_ALIASES = {
-    "qkt": "QK^T", "qk^t": "QK^T", "qkᵀ": "QK^T", "qk": "QK^T", "raw": "QK^T",
-    "s+m": "S+M", "masked": "S+M", "sm": "S+M",
-}
+    def formula_in(self, scn: Scenario | None = None, mode: Mode | str = BASELINE) -> str:
+        """The formula as `scn` computes it under `mode`: every screen, explanation and export
+        that prints a formula reads this. Formulas are math only, the same in every language."""
+        if scn is None or self.formula_for is None:
+            return self.formula
+        return self.formula_for(self.formula, scn, mode_named(mode))
 
 
-def stage_by_name(name: str) -> Stage | None:
-    """The stage a user means by `name` (key, symbol or a common spelling), or None."""
-    if name in BY_KEY:
-        return BY_KEY[name]
-    folded = name.strip().lower().replace(" ", "")
-    for stage in STAGES:
-        if folded in (stage.key.lower(), stage.symbol.lower().replace(" ", "")):
-            return stage
-    key = _ALIASES.get(folded)
-    return BY_KEY[key] if key else None
+# -- how each stage is computed --------------------------------------------------------------------
 
 
-def formula(stage: Stage, scn: "Scenario | None" = None, mode: str = "scaled") -> str:
-    """The stage's formula as `scn` computes it under `mode`: Stage.formula, varied where the
-    scenario does something else (cross-attention's K and V come from the source, multi-head Q, K
-    and V are split into blocks, additive and QK-norm scores, modes that do not divide or that
-    ignore the scores). Every screen, explanation and export that prints a formula reads this."""
-    base = stage.formula
-    if scn is None:
-        return base
-    key = stage.key
-    if key == "P" and scn.main.positional != "sinusoidal":
-        return "P = 0" if scn.main.positional == "none" else "P ∈ ℝ^(n × d_model)"  # given rows
-    if key in ("Q", "K", "V"):
-        if scn.source is not None and key != "Q":
-            base = base.replace("= X ·", "= X_src ·")  # keys and values come from the source
-        if scn.heads > 1:
-            base += f" = {_blocks(key, scn.heads)}"
-        return base
-    if key == "QK^T":
-        hat = "\u0302" if scn.qk_norm else ""  # q̂ = q / RMS(q): QK-norm scores see only direction
-        q, k = f"q{hat}_i", f"k{hat}_j"
-        score = f"tanh({q} + {k}) · w_a" if scn.score == "additive" else f"{q} · {k}"
-        if scn.qk_norm:
-            if scn.qk_scale != 1.0:
-                score = f"{scn.qk_scale:g} × " + (f"({score})" if scn.score == "dot" else score)
-            score += f",  q{hat} = q / RMS(q)"
-        return f"QKᵀ[i, j] = {score}"
-    if key == "S" and (scn.score == "additive" or mode == "unscaled"):
-        return "S = QKᵀ"  # additive scores and unscaled mode are not divided by √d_k
-    # Formulas are math only, the same in every language; the words belong in the stage texts.
-    if key == "A" and mode == "uniform":
-        if not scn.masked:  # every key allowed: 1 / (number of keys)
-            return f"A[i, j] = 1 / {'m' if scn.source is not None else 'n'}"
-        return "A[i, :] = softmax(M[i, :]) = exp(M[i, :]) / |{k : M[i, k] = 0}|"
-    if key == "A" and mode == "hard":
-        return "A[i, :] = onehot(argmax_k (S + M)[i, k])"
-    if key == "concat" and scn.heads > 1:
-        return f"concat = {_blocks('Z', scn.heads)}"
+def _positions(m: Mats, layer: Layer) -> np.ndarray:
+    return layer.positions(layer.scn.main)  # (n, d_model)
+
+
+def _projection(weight: str) -> Callable[[Mats, Layer], np.ndarray]:
+    def compute(m: Mats, layer: Layer) -> np.ndarray:
+        X = m["X"] if weight == "W_Q" else layer.kv_input(m)  # cross-attention: K, V read the source
+        return X @ getattr(layer.scn, weight)  # (n or m, d_model) @ (d_model, h·d) -> (n or m, h·d)
+    return compute
+
+
+def _raw(m: Mats, layer: Layer) -> np.ndarray:
+    return raw_scores(layer.scn, m["Q"], m["K"])  # (n, d_k), (m, d_k) -> (n, m), this head's
+
+
+def _scaled(m: Mats, layer: Layer) -> np.ndarray:
+    return m["QK^T"] / layer.scale  # (n, m): √d_k, or 1 where the mode or the score kind says so
+
+
+def _weights(m: Mats, layer: Layer) -> np.ndarray:
+    return layer.mode.weights(layer.seen_scores(m), layer.scn.allowed)  # (n, m), rows sum to 1
+
+
+def _concat(m: Mats, layer: Layer) -> np.ndarray:
+    return np.concatenate([head["Z"] for head in layer.heads], axis=1)  # h × (n, d_v) -> (n, h·d_v)
+
+
+def _projected(m: Mats, layer: Layer) -> np.ndarray:
+    concat = m["concat"] if "concat" in m else layer.heads[0]["Z"]  # (n, h·d_v)
+    return concat @ layer.scn.W_O  # (n, h·d_v) @ (h·d_v, d_model) -> (n, d_model)
+
+
+# -- formulas, text variants and notes that depend on the scenario and the mode --------------------
+
+
+def _p_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    if scn.main.positional == "none":
+        return "P = 0"
+    if scn.main.positional == "explicit":
+        return "P ∈ ℝ^(n × d_model)"  # the scenario gives the rows
     return base
 
 
-def stage_text(lang: str, stage: Stage, scn: "Scenario | None" = None, mode: str = "scaled",
-               field: str = "title") -> str:
-    """A field of the stage's text (title, what, why, mistake) in `lang`, as `scn` computes it
-    under `mode`: the variant's own field where attnwalk/text has one ([stage."S".unscaled]), else
-    the stage's. Beside formula(), the one place a stage's words vary; every screen, explanation
-    and handout that names or explains a stage reads this."""
-    tx = text(lang)
-    for variant in _variants(stage, scn, mode):
-        key = f"stage.{stage.key}.{variant}.{field}"
-        if tx.has(key):
-            return tx.t(key)
-    return tx.stage(stage.key, field)
+def _p_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return () if scn.main.positional == "sinusoidal" else (scn.main.positional,)  # none, explicit
 
 
-def _variants(stage: Stage, scn: "Scenario | None", mode: str) -> tuple[str, ...]:
-    """The names of the text variants that fit, most specific first."""
-    if scn is None:
-        return ()
-    key = stage.key
-    if key == "P" and scn.main.positional != "sinusoidal":
-        return (scn.main.positional,)  # none, explicit
-    if key == "S":
-        additive = ("additive",) if scn.score == "additive" else ()  # never divided by √d_k
-        if mode in ("uniform", "hard"):  # S computed as usual, then ignored or only ranked
-            return (mode, *additive)
-        return additive or (("unscaled",) if mode == "unscaled" else ())
-    if key == "A" and mode in ("uniform", "hard"):
-        return (mode,)
-    return ()
+def _projection_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    if scn.source is not None and not base.startswith("Q"):
+        base = base.replace("= X ·", "= X_src ·")  # keys and values come from the source
+    return base + (f" = {blocks(base[0], scn.heads)}" if scn.heads > 1 else "")
 
 
-def _blocks(symbol: str, heads: int) -> str:
+def _projection_notes(scn: Scenario, mode: Mode) -> list[str]:
+    return ["cross.kv"] if scn.source is not None else []
+
+
+def _q_notes(scn: Scenario, mode: Mode) -> list[str]:
+    return (["heads.split"] if scn.heads > 1 else []) + (["cross.q"] if scn.source is not None else [])
+
+
+def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    hat = "\u0302" if scn.qk_norm else ""  # q̂ = q / RMS(q): QK-norm scores see only direction
+    q, k = f"q{hat}_i", f"k{hat}_j"
+    score = f"tanh({q} + {k}) · w_a" if scn.score == "additive" else f"{q} · {k}"
+    if scn.qk_norm:
+        if scn.qk_scale != 1.0:
+            score = f"{scn.qk_scale:g} × " + (f"({score})" if scn.score == "dot" else score)
+        score += f",  q{hat} = q / RMS(q)"
+    return f"QKᵀ[i, j] = {score}"
+
+
+def _raw_notes(scn: Scenario, mode: Mode) -> list[str]:
+    notes = ["cross.what"] if scn.source is not None else []
+    if scn.score == "additive":
+        notes.append("score.additive.explain")
+    return notes + (["score.qk_norm.explain"] if scn.qk_norm else [])
+
+
+def _s_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    return base if mode.scales(scn.scorer) else "S = QKᵀ"
+
+
+def _s_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    undivided = () if scn.scorer.divides else (scn.score,)  # additive: never divided by √d_k
+    if not mode.reads_scores or not mode.smooth:  # S computed as usual, then ignored or only ranked
+        return (mode.name, *undivided)
+    return undivided or (() if mode.divides else (mode.name,))
+
+
+def _mode_notes(scn: Scenario, mode: Mode) -> list[str]:
+    return [] if mode == BASELINE else [f"mode.{mode.name}.explain"]
+
+
+def _mask_notes(scn: Scenario, mode: Mode) -> list[str]:
+    return [f"stage.S+M.{scn.mask_kind}", "stage.S+M.neg_inf"]
+
+
+def _a_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    if not mode.reads_scores:
+        if not scn.masked:  # every key allowed: 1 / (number of keys)
+            return f"A[i, j] = 1 / {'m' if scn.source is not None else 'n'}"
+        return "A[i, :] = softmax(M[i, :]) = exp(M[i, :]) / |{k : M[i, k] = 0}|"
+    if not mode.smooth:
+        return "A[i, :] = onehot(argmax_k (S + M)[i, k])"
+    return base
+
+
+def _a_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return (mode.name,) if not mode.smooth else ()  # uniform, hard
+
+
+def _concat_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    return f"concat = {blocks('Z', scn.heads)}" if scn.heads > 1 else base
+
+
+def _concat_notes(scn: Scenario, mode: Mode) -> list[str]:
+    # heads.why opens each head's screens, and concat's mistake says it too (heads.w_o would
+    # repeat O's own what)
+    return ["heads.concat"]
+
+
+def note_values(scn: Scenario, note: str) -> dict[str, object]:
+    """The numbers a note's placeholders take ({heads}, {d_head}, {width}, {n}, {m})."""
+    d_head = scn.d_k if note == "heads.split" else scn.d_v
+    return {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v, "n": scn.n,
+            "m": scn.m}
+
+
+def blocks(symbol: str, heads: int) -> str:
     """"[Q_1 | Q_2 | Q_3]", or "[Q_1 | Q_2 | … | Q_8]" for many heads: one block per head."""
     shown = [f"{symbol}_{h}" for h in range(1, heads + 1)]
     if heads > 3:
@@ -155,5 +228,60 @@ def _blocks(symbol: str, heads: int) -> str:
     return "[" + " | ".join(shown) + "]"
 
 
-MODES: tuple[str, ...] = ("scaled", "unscaled", "uniform")
-EXTRA_MODES: tuple[str, ...] = ("hard",)  # only when asked for (compare)
+_SINUSOIDAL = "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)"
+_BIG = "use smaller embeddings or weights"
+
+STAGES: tuple[Stage, ...] = (
+    Stage("tokens", "tokens", "token_i → id_i", "n", "-", None, TOKENS),
+    Stage("E", "E", "E = EmbeddingTable[ids]", "n", "d_model", lambda m, layer: np.array(layer.scn.main.E),
+          worked=cells.embedding),
+    Stage("P", "P", _SINUSOIDAL, "n", "d_model", _positions, formula_for=_p_formula,
+          variants=_p_variants, worked=cells.position),
+    Stage("X", "X", "X = E + P", "n", "d_model", lambda m, layer: m["E"] + m["P"],
+          worked=cells.input_sum, overflow="use smaller embeddings or positions"),
+    Stage("Q", "Q", "Q = X · W_Q", "n", "d_k", _projection("W_Q"), split=True, weight="W_Q",
+          formula_for=_projection_formula, notes=_q_notes, worked=cells.projection, overflow=_BIG),
+    Stage("K", "K", "K = X · W_K", "m", "d_k", _projection("W_K"), split=True, weight="W_K",
+          formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
+          overflow=_BIG),
+    Stage("V", "V", "V = X · W_V", "m", "d_v", _projection("W_V"), split=True, weight="W_V",
+          formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
+          overflow=_BIG),
+    Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", _raw, per_head=True,
+          formula_for=_raw_formula, notes=_raw_notes, worked=cells.scores,
+          overflow="use smaller queries and keys", aliases=("qkt", "qk^t", "qk", "raw")),
+    Stage("S", "S", "S = QKᵀ / √d_k", "n", "m", _scaled, per_head=True, formula_for=_s_formula,
+          variants=_s_variants, notes=_mode_notes, worked=cells.scaled),
+    Stage("S+M", "S + M", "S + M,  M[i, j] ∈ {0, −∞}", "n", "m",
+          lambda m, layer: layer.seen_scores(m), MASKED, per_head=True,
+          applies=lambda scn: scn.masked, notes=_mask_notes, worked=cells.masked, exported=False,
+          aliases=("masked", "sm")),
+    Stage("A", "A", "A[i, :] = softmax((S + M)[i, :])", "n", "m", _weights, WEIGHTS, per_head=True,
+          formula_for=_a_formula, variants=_a_variants, notes=_mode_notes, worked=cells.softmax),
+    Stage("Z", "Z", "Z = A · V", "n", "d_v", lambda m, layer: m["A"] @ m["V"], per_head=True,
+          worked=cells.output, overflow="use smaller values"),  # (n, m) @ (m, d_v) -> (n, d_v)
+    Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", _concat, split=True,
+          applies=lambda scn: scn.heads > 1, formula_for=_concat_formula, notes=_concat_notes,
+          worked=cells.concat),
+    Stage("O", "O", "O = concat · W_O", "n", "d_model", _projected, weight="W_O", weight_rows="d_v",
+          applies=lambda scn: scn.W_O is not None, worked=cells.projected, overflow="use a smaller W_O"),
+)
+
+
+def stage_named(key: str, stages: tuple[Stage, ...] | None = None) -> Stage:
+    """The stage whose key is `key` (KeyError when there is none)."""
+    for stage in STAGES if stages is None else stages:
+        if stage.key == key:
+            return stage
+    raise KeyError(key)
+
+
+def stage_by_name(name: str, stages: tuple[Stage, ...] | None = None) -> Stage | None:
+    """The stage a user means by `name` (key, symbol or a common spelling, any case), or None."""
+    stages = STAGES if stages is None else stages
+    folded = name.strip().lower().replace(" ", "")
+    for stage in stages:
+        if name == stage.key or folded in (stage.key.lower(), stage.symbol.lower().replace(" ", ""),
+                                           *stage.aliases):
+            return stage
+    return None

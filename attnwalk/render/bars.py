@@ -9,7 +9,7 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from attnwalk.layer.walk import row_maxima
+from attnwalk.layer.ops import row_maxima
 from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.heatmap import GAP, shown_indices

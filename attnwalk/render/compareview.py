@@ -16,9 +16,11 @@ from rich.text import Text
 
 from attnwalk.layer.compare import Comparison, ModeResult
 from attnwalk.text import pick
-from attnwalk.layer.stages import BY_KEY, SIGNED, WEIGHTS, formula
+from attnwalk.layer.axes import token_labels
+from attnwalk.layer.modes import Mode
+from attnwalk.layer.stages import SIGNED, WEIGHTS, stage_named
 from attnwalk.render import style
-from attnwalk.render.heatmap import GAP, heat_table, shown_indices, token_labels
+from attnwalk.render.heatmap import GAP, heat_table, shown_indices
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 
@@ -47,8 +49,8 @@ def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     lines = [heading, Text(" · ".join(facts), style=style.NOTE)]
     if scn.score != "dot" or scn.qk_norm:  # every mode starts from these scores
         how = style.say(opts, "compare.scores",
-                        formula=style.plain(formula(BY_KEY["QK^T"], scn), opts))
-        if scn.score == "additive":
+                        formula=style.plain(stage_named("QK^T").formula_in(scn), opts))
+        if not scn.scorer.divides:  # so scaled and unscaled agree
             how += " · " + style.say(opts, "compare.additive_same")
         lines.append(Prose(how, style=style.NOTE))
     if scn.source is not None:
@@ -85,9 +87,9 @@ def mode_panel(cmp: Comparison, r: ModeResult, opts: ViewOptions) -> Panel:
     rows, keys = token_labels(scn.tokens), token_labels(scn.key_tokens)
     # A row whose weights all tie (uniform) has no peak worth marking
     A = heat_table(r.A, rows, keys, WEIGHTS, inner, allowed=scn.allowed, mark_row_max=bool((r.ties == 1).any()),
-                   title=style.plain(BY_KEY["A"].symbol, opts))
+                   title=style.plain(stage_named("A").symbol, opts))
     dims = [str(j) for j in range(r.Z.shape[1])]  # dimensions count from 0, as in the lessons and the walk
-    Z = heat_table(r.Z, rows, dims, SIGNED, inner, title=style.plain(BY_KEY["Z"].formula, opts))
+    Z = heat_table(r.Z, rows, dims, SIGNED, inner, title=style.plain(stage_named("Z").formula, opts))
     return Panel(Group(A, Z, row_stats(r, rows, keys, inner)),
                  title=Text(mode_name(r.mode, opts), style=style.SCREEN_TITLE), title_align="left",
                  box=style.panel_box(opts), border_style=style.PANEL_BORDER, expand=False, padding=(0, 1))
@@ -161,7 +163,7 @@ def explanations(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     for mode in cmp.modes:
         name = mode_name(mode, opts)
         line = Prose(style.say(opts, "compare.mode_line", name=name,
-                              explain=style.say(opts, f"mode.{mode}.explain")))
+                              explain=style.say(opts, f"mode.{mode.name}.explain")))
         line.stylize(style.LABEL, 0, len(name))
         lines.append(line)
     lines.append(Text())
@@ -171,8 +173,8 @@ def explanations(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     return Group(*lines)
 
 
-def mode_name(mode: str, opts: ViewOptions) -> str:
-    return style.say(opts, f"mode.{mode}.name")
+def mode_name(mode: Mode, opts: ViewOptions) -> str:
+    return style.say(opts, f"mode.{mode.name}.name")
 
 
 def small(x: float, opts: ViewOptions) -> str:
@@ -192,7 +194,7 @@ def peak_cell(r: ModeResult, row: int, keys: Sequence[str], opts: ViewOptions) -
 
 def signal_cell(r: ModeResult, row: int, opts: ViewOptions) -> str:
     """The signal, or "none" where the weights do not depend on the scores at all."""
-    if r.mode in ("uniform", "hard"):
+    if not r.mode.smooth:
         return style.say(opts, "compare.no_gradient")
     return small(r.signal[row], opts)
 

@@ -10,40 +10,19 @@ a 512 × 512 matrix costs what a 16 × 12 one does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from attnwalk.layer.walk import row_maxima
+from attnwalk.layer.ops import row_maxima
 from attnwalk.layer.stages import MASKED, WEIGHTS
 from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
 
 GAP = None  # stands for the hidden rows or columns in a list of shown indices
-
-
-def token_labels(tokens: Sequence[str]) -> tuple[str, ...]:
-    """Row and column labels: the tokens, with the 1-based position added to repeated ones."""
-    return _labels(tuple(tokens))
-
-
-@lru_cache(maxsize=16)
-def _labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    # Every screen of a walk asks for the same n labels: made once, not n per screen.
-    seen: dict[str, int] = {}
-    for tok in tokens:
-        seen[tok] = seen.get(tok, 0) + 1
-    return tuple(f"{tok}#{i + 1}" if seen[tok] > 1 else tok for i, tok in enumerate(tokens))
-
-
-@lru_cache(maxsize=16)
-def dim_labels(count: int) -> tuple[str, ...]:
-    """Column labels of a matrix whose columns are dimensions: 0 … count − 1."""
-    return tuple(str(j) for j in range(count))
 
 
 def shown_indices(total: int, limit: int) -> list[int | None]:

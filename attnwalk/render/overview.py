@@ -13,16 +13,17 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from attnwalk.text import text
-from attnwalk.layer.walk import Walk, entropy_bits
+from attnwalk.layer.axes import default_cell, token_labels
+from attnwalk.layer.ops import entropy_bits
 from attnwalk.layer.stages import TOKENS, Stage
+from attnwalk.layer.walk import Walk
+from attnwalk.text import text
 from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
-from attnwalk.render.heatmap import GAP, heat_table, shown_indices, token_labels
+from attnwalk.render.heatmap import GAP, heat_table, shown_indices
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 
-SPLIT = ("Q", "K", "V", "concat")  # full-width matrices made of one column block per head
 
 
 def wants_overview(walk: Walk, opts: ViewOptions) -> bool:
@@ -56,7 +57,7 @@ def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
         if stage.kind == TOKENS:
             continue
         note = ""
-        if scn.heads > 1 and stage.key in SPLIT[:3]:
+        if scn.heads > 1 and stage.split and stage.key in walk.heads[0].mats:
             block = walk.heads[0].mats[stage.key].shape
             note = style.say(opts, "shapes.split",
                              heads=scn.heads, shape=_shape(block, opts))
@@ -95,7 +96,6 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
     """Every head on one screen, for a printed walk that shows only head `shown` (0-based) in
     full: where the query the screens work through looks in each head (its top key and weight) and
     how spread that row of A is (its entropy), with how to print or step to another head."""
-    from attnwalk.render.worked import default_cell  # the query row every screen works through
 
     scn = walk.scenario
     row = default_cell(walk, "A", shown)[0]
@@ -139,9 +139,9 @@ def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
     """"Q holds 2 heads side by side: head 1 = columns 0–1 · head 2 = columns 2–3", for the
     full-width matrices made of one block per head; None elsewhere."""
     scn = walk.scenario
-    if scn.heads == 1 or stage.key not in SPLIT:
+    if scn.heads == 1 or not stage.split:
         return None
-    width = scn.d_k if stage.key in ("Q", "K") else scn.d_v
+    width = walk.matrix(stage.key).shape[1] // scn.heads
     blocks = [style.say(opts, "heads.block",
                         head=h + 1, start=h * width, end=(h + 1) * width - 1)
               for h in range(scn.heads)]

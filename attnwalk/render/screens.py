@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from rich.console import Group, NewLine, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
 from attnwalk.errors import UsageError
-from attnwalk.text import text
-from attnwalk.layer.walk import Walk, row_maxima
-from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, formula, stage_by_name, stage_text
+from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_index, token_labels
+from attnwalk.layer.ops import row_maxima
+from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
+from attnwalk.layer.walk import Walk, segments
+from attnwalk.text import stage_notes, stage_text, text
 from attnwalk.render import style
 from attnwalk.render.bars import attention_bars
 from attnwalk.render.fasttable import FastTable
-from attnwalk.render.heatmap import GAP, heat_table, shown_indices, token_labels
+from attnwalk.render.heatmap import GAP, heat_table, shown_indices
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
                        tokens_table, wants_overview)
-from attnwalk.render.worked import axes, default_cell, worked_cell
+from attnwalk.render.worked import worked_cell
 from attnwalk.render.wrap import Prose
 
 
@@ -58,10 +60,20 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
 
 def walk_renderables(walk: Walk, opts: ViewOptions) -> Iterator[RenderableType]:
     """Every step's screen in order, for printing the whole walk at once."""
-    steps = walk.steps
+    steps = walk_steps(walk)
     for i, (stage, head) in enumerate(steps, start=1):
         yield stage_screen(walk, stage, head, opts, index=i, count=len(steps),
                            explained_at=explained_at(steps, i - 1))
+
+
+def walk_steps(walk: Walk) -> list[tuple[Stage, int]]:
+    """The screens of a walk in order: (stage, head). Per-head stages repeat for each head (all
+    stages of head 0, then of head 1, ...); other stages carry head 0."""
+    before, per_head, after = segments(walk.stages)
+    out = [(s, 0) for s in before]
+    for h in range(walk.scenario.heads):
+        out += [(s, h) for s in per_head]
+    return out + [(s, 0) for s in after]
 
 
 def explained_at(steps: list[tuple[Stage, int]], i: int) -> int | None:
@@ -93,14 +105,14 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     facts.add_column(style=style.NOTE, no_wrap=True)
     facts.add_column()
     facts.add_row(Text(style.say(opts, "ui.formula")),
-                  Text(style.plain(formula(stage, scn, walk.mode), opts), style=style.FORMULA))
+                  Text(style.plain(stage.formula_in(scn, walk.mode), opts), style=style.FORMULA))
     if stage.kind != TOKENS:
         shape = Text(shape_text(walk, stage, head, opts), style=style.SHAPE)
         if scn.heads > 1 and stage.per_head:
             shape.append("   (" + style.say(opts, "ui.per_head")
                          + ")", style=style.NOTE)
         facts.add_row(Text(style.say(opts, "ui.shape")), shape)
-    mode = style.plain(tx.t(f"mode.{walk.mode}.name"), opts)
+    mode = style.plain(tx.t(f"mode.{walk.mode.name}.name"), opts)
     if walk.amplify != 1.0:
         mode += "   " + style.say(opts, "compare.amplified",
                                   k=style.short(walk.amplify, opts))
@@ -161,7 +173,6 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
 def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
     """What / why / common mistake, then under "Note" what this scenario or mode does differently
     at this stage; no text twice. Prose wraps Chinese between characters at the panel's width."""
-    tx = text(opts.lang)
     scn = walk.scenario
     grid = FastTable.grid(padding=(0, 2))
     grid.add_column(style=style.LABEL, no_wrap=True)
@@ -172,47 +183,15 @@ def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
         shown.add(body)
         grid.add_row(Text(style.say(opts, f"ui.{field}")), Prose(body))
     label: Text | None = Text(style.say(opts, "ui.note"))
-    for note in _notes(walk, stage):
-        body = style.plain(tx.t(note, **_note_values(walk, note)), opts) if tx.has(note) else ""
-        if body and body not in shown:
+    for note in stage_notes(opts.lang, stage, scn, walk.mode):
+        body = style.plain(note, opts)
+        if body not in shown:
             shown.add(body)
             grid.add_row(label, Prose(body))
             label = None  # one label over all the notes
     return Panel(grid, box=style.panel_box(opts), border_style=style.PANEL_BORDER,
                  title=Text(style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts)),
                  title_align="left")
-
-
-def _notes(walk: Walk, stage: Stage) -> list[str]:
-    """Text keys that apply to this scenario and mode at this stage."""
-    scn = walk.scenario
-    key = stage.key
-    notes = []
-    if key == "S+M":
-        notes += [f"stage.S+M.{scn.mask_kind}", "stage.S+M.neg_inf"]
-    if key == "Q" and scn.heads > 1:
-        notes.append("heads.split")
-    if key in ("Q", "K", "V") and scn.source is not None:
-        notes.append("cross.q" if key == "Q" else "cross.kv")
-    if key == "QK^T":
-        if scn.source is not None:
-            notes.append("cross.what")
-        if scn.score == "additive":
-            notes.append("score.additive.explain")
-        if scn.qk_norm:
-            notes.append("score.qk_norm.explain")
-    if key in ("S", "A") and walk.mode != "scaled":
-        notes.append(f"mode.{walk.mode}.explain")
-    if key == "concat":  # heads.why opens each head's screens, and concat's mistake says it too
-        notes.append("heads.concat")
-    return notes  # (heads.w_o would repeat O's own what)
-
-
-def _note_values(walk: Walk, note: str) -> dict[str, object]:
-    scn = walk.scenario
-    d_head = scn.d_k if note == "heads.split" else scn.d_v
-    return {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v, "n": scn.n,
-            "m": scn.m}
 
 
 # -- one cell on its own: `attnwalk explain` ------------------------------------------------------
@@ -236,10 +215,10 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
     title.append(style.plain(stage.symbol, opts), style=style.SCREEN_TITLE)
     title.append("  " + style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts),
                  style=style.SCREEN_TITLE)
-    title.append("   " + style.plain(formula(stage, scn, walk.mode), opts), style=style.FORMULA)
+    title.append("   " + style.plain(stage.formula_in(scn, walk.mode), opts), style=style.FORMULA)
     facts = Text(shape_text(walk, stage, h, opts), style=style.SHAPE)
     facts.append("   " + style.say(opts, "ui.mode") + style.say(opts, "ui.colon")
-                 + style.plain(text(opts.lang).t(f"mode.{walk.mode}.name"), opts), style=style.NOTE)
+                 + style.plain(text(opts.lang).t(f"mode.{walk.mode.name}.name"), opts), style=style.NOTE)
     if scn.heads > 1 and stage.per_head:
         facts.append("   " + style.say(opts, "ui.head", head=head,
                                        heads=scn.heads), style=style.NOTE)
@@ -248,35 +227,12 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
 
 def pick_stage(walk: Walk, name: str) -> Stage:
     """The stage `name` means, if this walk shows it and it has cells."""
-    choices = ", ".join(s.key for s in walk.stages if s.kind != TOKENS)
-    stage = stage_by_name(name)
+    choices = ", ".join(s.key for s in walk.stages if s.worked is not None)
+    stage = stage_by_name(name, walk.stages) or stage_by_name(name)
     if stage is None:
         raise UsageError(f"unknown stage '{name}'; choose one of: {choices}")
-    if stage.kind == TOKENS:
+    if stage.worked is None:
         raise UsageError(f"the tokens stage has no cells to work out; choose one of: {choices}")
     if stage not in walk.stages:
         raise UsageError(f"this scenario has no {stage.key} stage; choose one of: {choices}")
     return stage
-
-
-def pick_index(value: str, tokens: tuple[str, ...], labels: Sequence[str], what: str) -> int:
-    """A 0-based index from a token ("撩", or "the#4" for a repeated one) or a row number counted
-    from 1 (the tokens table's # column)."""
-    value = value.strip()
-    if value in labels:  # unique tokens, or a repeated one written as its label "the#4"
-        return labels.index(value)
-    if value in tokens:
-        where = ", ".join(str(i + 1) for i, t in enumerate(tokens) if t == value)
-        raise UsageError(f"{what} '{value}' appears more than once (rows {where}, counted from 1); "
-                         f"give its row number instead, e.g. {where.split(', ')[-1]}")
-    if value.isdigit() and 1 <= int(value) <= len(tokens):
-        return int(value) - 1
-    raise UsageError(f"no {what} '{value}': give a row number 1–{len(tokens)} (the tokens' # column) "
-                     f"or one of the tokens: {', '.join(labels)}")
-
-
-def pick_dim(value: str, labels: Sequence[str]) -> int:
-    """A dimension column by its label, 0 … d − 1, as the matrix table shows it."""
-    if value.strip() in labels:
-        return labels.index(value.strip())
-    raise UsageError(f"no column '{value}': this stage's columns are dimensions 0–{len(labels) - 1}")

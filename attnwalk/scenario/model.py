@@ -11,8 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.errors import ScenarioError
+from attnwalk.layer.scores import SCORES  # the score kinds are the layer's to define
+from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.scenario.fields import Fields, kind, quoted, shown, suggest, whole
 from attnwalk.scenario.files import read_text
 from attnwalk.scenario.yamltree import Node, parse
@@ -23,7 +24,6 @@ SOURCE_KEYS = ("tokens", "ids", "embeddings", "positional")
 REQUIRED = ("tokens", "embeddings", "W_Q", "W_K", "W_V")
 POSITIONAL = ("none", "sinusoidal")
 MASKS = ("none", "causal")
-SCORES = ("dot", "additive")
 
 
 @dataclass(frozen=True, eq=False)  # no __eq__: == on numpy fields can only raise; defines faster
@@ -103,6 +103,11 @@ class Scenario:
     @property
     def masked(self) -> bool:
         return self.mask_kind != "none"
+
+    @property
+    def scorer(self):  # -> layer.scores.Score
+        """How this scenario's queries and keys make a score (dot or additive)."""
+        return SCORES[self.score]
 
 
 def load_scenario(ref: str | Path) -> Scenario:

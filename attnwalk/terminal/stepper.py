@@ -14,15 +14,17 @@ from rich.panel import Panel
 from rich.segment import SegmentLines
 from rich.text import Text
 
+from attnwalk.layer.axes import PickError, axes, pick_dim, pick_index
+from attnwalk.layer.modes import BASELINE, WALK_MODES, Mode
+from attnwalk.layer.stages import TOKENS, Stage, stage_by_name
+from attnwalk.layer.walk import Walk, compute
+from attnwalk.render import style
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.screens import walk_steps
+from attnwalk.render.style import plain, say
+from attnwalk.scenario.model import Scenario
 from attnwalk.terminal import keys as K
 from attnwalk.terminal.keys import KeySource
-from attnwalk.layer.walk import Walk, compute
-from attnwalk.render.options import ViewOptions
-from attnwalk.render import style
-from attnwalk.render.style import plain, say
-from attnwalk.render.worked import axes
-from attnwalk.scenario.model import Scenario
-from attnwalk.layer.stages import MODES, TOKENS, Stage, stage_by_name
 from attnwalk.terminal.viewport import Line, Window, render_lines, split_header, window
 
 # stage_screen(walk, stage, head, opts, *, index, count, cell) -> renderable; see render/screens.py
@@ -39,7 +41,7 @@ class Stepper:
     """Walk `scenario` screen by screen; `run()` returns the exit code (0 when the learner quits)."""
 
     def __init__(self, scenario: Scenario, console: Console, keys: KeySource, opts: ViewOptions,
-                 *, mode: str = "scaled", amplify: float = 1.0, screen: ScreenFn | None = None,
+                 *, mode: Mode | str = BASELINE, amplify: float = 1.0, screen: ScreenFn | None = None,
                  walk: Walk | None = None) -> None:
         self.scenario = scenario
         self.console = console
@@ -49,7 +51,7 @@ class Stepper:
         self.screen = screen or _default_screen()
         # a caller that has already computed this walk passes it: a large layer is not computed twice
         self.walk: Walk = walk if walk is not None else compute(scenario, mode, amplify)
-        self.index = 0  # into walk.steps
+        self.index = 0  # into self.steps
         self.cell: tuple[int, int] | None = None  # (row, col), 0-based, shown below the stage
         self.message = ""
         self.offset = 0  # the first line of the screen's body in view (_END: its end), on a tall screen
@@ -59,7 +61,7 @@ class Stepper:
 
     @property
     def steps(self) -> list[tuple[Stage, int]]:
-        return self.walk.steps
+        return walk_steps(self.walk)
 
     @property
     def step(self) -> tuple[Stage, int]:
@@ -90,7 +92,7 @@ class Stepper:
         where += f"  {plain(stage.symbol, self.opts)}" if stage.kind != TOKENS else ""
         if self.scenario.heads > 1 and stage.per_head:
             where += "  " + self.t("ui.head", head=head + 1, heads=self.scenario.heads)
-        where += "  " + self.t(f"mode.{self.walk.mode}.name")
+        where += "  " + self.t(f"mode.{self.walk.mode.name}.name")
         return Text(where, style=style.POSITION)
 
     def draw(self, body: RenderableType | None = None) -> None:
@@ -223,7 +225,7 @@ class Stepper:
         if answer.isdecimal():
             number = int(answer)
             return number - 1 if 1 <= number <= len(self.steps) else None
-        stage = stage_by_name(answer)
+        stage = stage_by_name(answer, self.walk.stages)
         if stage is None:
             return None
         head = self.step[1]
@@ -236,16 +238,18 @@ class Stepper:
         position or its token; a column by position or token when columns are keys, else by the
         dimension label the table shows (0 … d − 1)."""
         stage, head = self.step
-        if stage.kind == TOKENS:
+        if stage.worked is None:
             self.message = self.t("ui.no_cells")
             return
+        scn = self.scenario
         row_labels, col_labels = axes(self.walk, stage, head)
         answer = self.keys.read_line(self.t("ui.row_prompt"))
         if answer is None or not answer.strip():
             return
-        row = _pick_token(answer, row_labels)
-        if row is None:
-            self.message = self._no_such("ui.no_row", answer, row_labels)
+        try:
+            row = pick_index(answer, scn.key_tokens if stage.rows == "m" else scn.tokens, row_labels)
+        except PickError as err:
+            self.message = self._not_picked("ui.no_row", err, row_labels)
             return
         if stage.square:
             answer = self.keys.read_line(self.t("ui.col_prompt"))
@@ -253,25 +257,30 @@ class Stepper:
             answer = self.keys.read_line(self.t("ui.dim_prompt", last=len(col_labels) - 1))
         if answer is None or not answer.strip():
             return
-        col = _pick_token(answer, col_labels) if stage.square else _pick_dim(answer, col_labels)
-        if col is None:
-            self.message = (self._no_such("ui.no_col", answer, col_labels) if stage.square else
-                            self.t("ui.no_dim", value=answer.strip(), last=len(col_labels) - 1))
+        try:
+            col = (pick_index(answer, scn.key_tokens, col_labels) if stage.square else
+                   pick_dim(answer, col_labels))
+        except PickError as err:
+            self.message = (self._not_picked("ui.no_col", err, col_labels) if stage.square else
+                            self.t("ui.no_dim", value=err.value, last=len(col_labels) - 1))
             return
         self.cell = (row, col)
         self.offset = _END  # the worked cell closes the screen: show it
 
-    def _no_such(self, key: str, answer: str, labels: Sequence[str]) -> str:
-        """"No such row: 4; choose 1–3 or a token: 女生, 撩, 刘海", in the learner's language."""
-        tokens = self.t("ui.list_sep").join(labels)
-        return self.t(key, value=answer.strip(), count=len(labels), tokens=tokens)
+    def _not_picked(self, key: str, err: PickError, labels: Sequence[str]) -> str:
+        """"No such row: 4; choose 1–3 or a token: 女生, 撩, 刘海", or that a repeated token needs
+        its number, in the learner's language."""
+        sep = self.t("ui.list_sep")
+        if err.repeated:
+            return self.t("ui.repeated_token", value=err.value, rows=sep.join(map(str, err.repeated)))
+        return self.t(key, value=err.value, count=len(labels), tokens=sep.join(labels))
 
     def next_mode(self) -> None:
         """scaled → unscaled → uniform → scaled: recompute the walk, stay on the same screen."""
-        modes = list(MODES)
+        modes = list(WALK_MODES)
         mode = modes[(modes.index(self.walk.mode) + 1) % len(modes)] if self.walk.mode in modes else modes[0]
         self.walk = compute(self.scenario, mode, self.amplify)
-        self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode}.name"))
+        self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
 
     def next_head(self) -> None:
         """The same stage in the next head (multi-head scenarios, per-head stages)."""
@@ -298,23 +307,3 @@ _END = 1 << 30  # an offset past the end of any screen: draw() clamps it to the 
 # --ascii draws the arrows of the scrolling keys as v and ^ (style's table has only ← and →), one
 # character each so that the help's columns stay in line
 _ARROWS_IN_ASCII = str.maketrans({"↓": "v", "↑": "^"})
-
-
-def _pick_token(answer: str, labels: Sequence[str]) -> int | None:
-    """A 0-based index from a token's label ("撩", or "the#4" for a repeated token) or a 1-based
-    position."""
-    answer = answer.strip()
-    if answer in labels:
-        return labels.index(answer)
-    folded = [label.casefold() for label in labels]
-    if answer.casefold() in folded:
-        return folded.index(answer.casefold())
-    if answer.isdecimal() and 1 <= int(answer) <= len(labels):
-        return int(answer) - 1
-    return None
-
-
-def _pick_dim(answer: str, labels: Sequence[str]) -> int | None:
-    """A 0-based dimension, typed as the table labels it (0 … d − 1)."""
-    answer = answer.strip()
-    return labels.index(answer) if answer in labels else None

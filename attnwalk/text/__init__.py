@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from attnwalk.errors import UsageError
+from attnwalk.layer.modes import BASELINE  # no numpy: the CLI starts without it
 
 # The text files sit beside this module in a wheel and in a checkout alike; a plain path is all
 # that is needed (importlib.resources costs a walk ~4 ms of imports on every start).
@@ -112,6 +113,27 @@ class Text:
 def text(lang: str) -> Text:
     """The strings of `lang` (one of LANGS)."""
     return Text(lang)
+
+
+def stage_text(lang: str, stage, scn=None, mode=BASELINE, field: str = "title") -> str:
+    """A field of a stage's text (title, what, why, mistake) in `lang`, as `scn` computes it under
+    `mode`: the variant's own field where the text file has one ([stage."S".unscaled]), else the
+    stage's. Beside Stage.formula_in, the one place a stage's words vary; every screen,
+    explanation and handout that names or explains a stage reads this."""
+    tx = text(lang)
+    for variant in stage.text_variants(scn, mode):
+        key = f"stage.{stage.key}.{variant}.{field}"
+        if tx.has(key):
+            return tx.t(key)
+    return tx.stage(stage.key, field)
+
+
+def stage_notes(lang: str, stage, scn, mode) -> list[str]:
+    """What this scenario and mode add at this stage (stage.notes), as sentences in `lang`."""
+    from attnwalk.layer.stages import note_values  # text is read without numpy: only here
+
+    tx = text(lang)
+    return [tx.t(note, **note_values(scn, note)) for note in stage.notes(scn, mode) if tx.has(note)]
 
 
 def pick(value: object, lang: str) -> str:

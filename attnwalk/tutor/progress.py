@@ -10,7 +10,7 @@ goes on without it (and a corrupt file is replaced by a good one at the next sav
        "girl_bangs": {                                   # a built-in by name, a file by its path
          "walk": {"stage": 6, "total": 11, "stage_key": "S", "head": 0, "furthest": 8,
                   "furthest_key": "A", "when": "2026-11-29T09:20:00+00:00"},
-                  # stage: the last one shown, 0-based index into Walk.steps; furthest: the highest
+                  # stage: the last one shown, 0-based index into the walk's steps (render.screens.walk_steps); furthest: the highest
          "quiz": {"last": {"score": 12, "answered": 16, "questions": 16, "full": 16, "when": "…"},
                   "best": {… the best whole quiz …}, "attempts": 3}}}}
                   # questions: how many were asked (--count N); full: how many the whole quiz has
@@ -139,7 +139,7 @@ class Progress:
     # -- what is recorded ------------------------------------------------------------------
 
     def record_stage(self, key: str, index: int, steps: list, when: str | None = None) -> bool:
-        """The walk of scenario `key` was left at steps[index] (steps: Walk.steps)."""
+        """The walk of scenario `key` was left at steps[index] (steps: render.screens.walk_steps)."""
         stage, head = steps[index]
 
         def change(record: dict) -> None:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnwalk.text import Text, text
+from attnwalk.layer.axes import PickError, axes, pick_index
+from attnwalk.layer.stages import stage_named
 from attnwalk.layer.walk import Walk
-from attnwalk.render.worked import axes
-from attnwalk.layer.stages import BY_KEY, formula
 
 NUMBER, TOKEN, SHAPE, CHOICE = "number", "token", "shape", "choice"
 ABS_TOL, REL_TOL = 0.005, 0.01
@@ -72,6 +72,7 @@ class Question:
     tolerance: float = 0.0  # NUMBER: the ± the question states
     choices: tuple[str, ...] = ()  # CHOICE: the options in the order shown (a, b, c)
     tokens: tuple[str, ...] = ()  # TOKEN: the labels that may be named, in order
+    token_text: tuple[str, ...] = ()  # TOKEN: the same tokens as spelled, repeats and all
     cell: tuple[str, int, int, int] | None = None  # (stage key, head, row, col) to work out
     worked: str = ""  # questions without a cell: the arithmetic behind the answer
     example: str = ""  # SHAPE: the format to answer in, as a shape that is not the answer ("5x2")
@@ -105,7 +106,7 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
     scn = walk.scenario
     head = pick.randrange(scn.heads) if pick else 0
     A = walk.matrix("A", head)
-    rows, cols = axes(walk, BY_KEY["A"], head)
+    rows, cols = axes(walk, stage_named("A"), head)
     row = _row(walk, A, pick)
     allowed = [int(j) for j in np.flatnonzero(scn.allowed[row])]
     top = _top(A[row], scn.allowed[row])
@@ -166,7 +167,7 @@ def _in_head(walk: Walk, tx: Text, head: int, question: str) -> str:
 
 def _cell_question(walk: Walk, tx: Text, key: str, head: int, row: int, col: int,
                    covers: tuple[str, ...], hint: str | None = None) -> Question:
-    stage = BY_KEY[key]
+    stage = walk.stage(key)
     value = float(walk.matrix(key, head)[row, col])
     rows, cols = axes(walk, stage, head)
     tol = tolerance(value)
@@ -181,7 +182,7 @@ def _cell_question(walk: Walk, tx: Text, key: str, head: int, row: int, col: int
     if hint is None:
         additive = walk.scenario.score == "additive" and key == "QK^T"
         hint = tx.t("score.additive.explain") if additive else tx.t(
-            "quiz.cell.hint", formula=formula(stage, walk.scenario, walk.mode))
+            "quiz.cell.hint", formula=stage.formula_in(walk.scenario, walk.mode))
     return Question("cell", NUMBER, question, hint, value, number_text(value), covers,
                     tolerance=tol, cell=(key, head, row, col))
 
@@ -209,12 +210,13 @@ def shape_example(n: int, m: int, d_k: int) -> str:
 def _argmax_question(walk: Walk, tx: Text, head: int, row: int) -> Question:
     scn = walk.scenario
     A = walk.matrix("A", head)
-    rows, cols = axes(walk, BY_KEY["A"], head)
+    rows, cols = axes(walk, stage_named("A"), head)
     top = _top(A[row], scn.allowed[row])
     question = _in_head(walk, tx, head, tx.t("quiz.argmax.question", token=rows[row]))
     weights = " · ".join(f"{cols[j]} {number_text(A[row, j])}" for j in range(len(cols)))
     return Question("argmax", TOKEN, question, tx.t("quiz.argmax.hint", token=rows[row]), top,
                     cols[top], ("read_transposed",), tokens=tuple(cols),
+                    token_text=scn.key_tokens,
                     worked=tx.t("quiz.argmax.worked", token=rows[row], weights=weights))
 
 
@@ -273,16 +275,14 @@ def parse_choice(raw: str, count: int) -> int | None:
     return None
 
 
-def parse_token(raw: str, tokens: tuple[str, ...]) -> set[int] | None:
-    """The positions a typed token could mean: its 1-based number, or every token spelled so."""
-    s = _fold(raw).strip(_QUOTES + " ")
-    if s.isdecimal():
-        return {int(s) - 1} if 1 <= int(s) <= len(tokens) else None
-    for same in (lambda t: t == s, lambda t: _fold(t).casefold() == s.casefold()):
-        found = {i for i, tok in enumerate(tokens) if same(tok) or same(tok.split("#")[0])}
-        if found:
-            return found
-    return None
+def parse_token(raw: str, tokens: tuple[str, ...], labels: tuple[str, ...]) -> int | None:
+    """The 0-based token a typed answer names (as `explain` and the walk's c read it: a token, a
+    label such as the#4, or a number from 1), or None when it names none or is a repeated token
+    without its number."""
+    try:
+        return pick_index(_fold(raw).strip(_QUOTES + " "), tokens, labels)
+    except PickError:
+        return None
 
 
 def check(q: Question, raw: str) -> bool | None:
@@ -296,8 +296,8 @@ def check(q: Question, raw: str) -> bool | None:
     if q.kind == CHOICE:
         choice = parse_choice(raw, len(q.choices))
         return None if choice is None else choice == q.answer
-    found = parse_token(raw, q.tokens)
-    return None if found is None else q.answer in found
+    found = parse_token(raw, q.token_text, q.tokens)
+    return None if found is None else found == q.answer
 
 
 def unreadable(q: Question, tx: Text) -> str:

@@ -175,7 +175,7 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
 
     lang = detect_lang(lang)
     scenario = load_scenario(scenario_arg(name, scenario_file))
-    walk = compute(scenario, "scaled")
+    walk = compute(scenario)
     whole = questions(walk, lang, seed=seed)
     asked = whole[:count] if count is not None else whole
     console = make_console()

@@ -1,0 +1,108 @@
+"""The rows and columns of a stage: their labels, the cell a screen works out, and the one way a
+learner's typed row or column (a number or a token) becomes an index, for `explain`, the walk's c
+and the quiz alike."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attnwalk.errors import UsageError
+from attnwalk.layer.stages import TOKENS, Stage
+
+if TYPE_CHECKING:
+    from attnwalk.layer.walk import Walk
+
+
+def token_labels(tokens: Sequence[str]) -> tuple[str, ...]:
+    """Row and column labels: the tokens, with the 1-based position added to repeated ones."""
+    return _labels(tuple(tokens))
+
+
+@lru_cache(maxsize=16)
+def _labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    # Every screen of a walk asks for the same n labels: made once, not n per screen.
+    seen: dict[str, int] = {}
+    for tok in tokens:
+        seen[tok] = seen.get(tok, 0) + 1
+    return tuple(f"{tok}#{i + 1}" if seen[tok] > 1 else tok for i, tok in enumerate(tokens))
+
+
+@lru_cache(maxsize=16)
+def dim_labels(count: int) -> tuple[str, ...]:
+    """Column labels of a matrix whose columns are dimensions: 0 … count − 1."""
+    return tuple(str(j) for j in range(count))
+
+
+def axes(walk: Walk, stage: Stage, head: int = 0) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Row and column labels of a stage's matrix: tokens, or dimension indices 0 … d − 1."""
+    scn = walk.scenario
+    rows = token_labels(scn.key_tokens if stage.rows == "m" else scn.tokens)
+    if stage.kind == TOKENS:
+        return rows, ()
+    if stage.square:
+        return rows, token_labels(scn.key_tokens)
+    return rows, dim_labels(walk.matrix(stage.key, head).shape[1])
+
+
+def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
+    """The cell a screen works out: the focus row (else the last query), and for query × key
+    stages the key that row attends to most."""
+    scn = walk.scenario
+    stage = walk.stage(key)
+    row = scn.focus if scn.focus is not None else scn.n - 1
+    row = min(row, (scn.m if stage.rows == "m" else scn.n) - 1)
+    col = int(np.argmax(walk.matrix("A", head)[row])) if stage.square else 0
+    return row, col
+
+
+class PickError(UsageError):
+    """What a learner typed names no row or column, or more than one (a repeated token)."""
+
+    def __init__(self, message: str, *, value: str, repeated: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.value = value.strip()
+        self.repeated = repeated  # 1-based rows of a token that appears more than once
+
+
+def _fold(s: str) -> str:
+    """For matching what was typed: full-width and half-width alike, any case."""
+    return unicodedata.normalize("NFKC", s).casefold()
+
+
+def pick_index(value: str, tokens: Sequence[str], labels: Sequence[str], what: str = "row") -> int:
+    """A 0-based index from what a learner typed: a token ("撩"; "River" for "river" when no other
+    token folds to it), a repeated token's label ("the#4") or a row number counted from 1 (the
+    tokens table's # column). A repeated token on its own is ambiguous: PickError asks for its
+    number."""
+    value = value.strip()
+    if value in labels:  # unique tokens, or a repeated one written as its label "the#4"
+        return labels.index(value)
+    for same in (lambda t: t == value, lambda t: _fold(t) == _fold(value)):
+        found = [i for i, tok in enumerate(tokens) if same(tok)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            where = ", ".join(str(i + 1) for i in found)
+            raise PickError(f"{what} '{value}' appears more than once (rows {where}, counted from "
+                            f"1); give its row number instead, e.g. {found[-1] + 1}", value=value,
+                            repeated=tuple(i + 1 for i in found))
+        folded = [i for i, label in enumerate(labels) if same(label)]  # "The#4"
+        if len(folded) == 1:
+            return folded[0]
+    if value.isdecimal() and 1 <= int(value) <= len(tokens):
+        return int(value) - 1
+    raise PickError(f"no {what} '{value}': give a row number 1–{len(tokens)} (the tokens' # column) "
+                    f"or one of the tokens: {', '.join(labels)}", value=value)
+
+
+def pick_dim(value: str, labels: Sequence[str]) -> int:
+    """A dimension column by its label, 0 … d − 1, as the matrix table shows it."""
+    if value.strip() in labels:
+        return labels.index(value.strip())
+    raise PickError(f"no column '{value}': this stage's columns are dimensions 0–{len(labels) - 1}",
+                    value=value)

@@ -1,0 +1,258 @@
+"""How one cell of each stage is worked out with the scenario's own numbers, as the lessons do by hand.
+
+Each recipe takes a Cell (the cell being worked: its walk, row, column and head) and returns the
+lines of arithmetic: strings that break only at their spaces, and `c.prose(...)` for sentences.
+The Cell is given by the renderer (render/worked.py), which decides how numbers, vectors and words
+are written (precision, ASCII, language); a recipe only says what is computed from what, so no
+module here formats, translates or draws.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import numpy as np
+
+from attnwalk.layer.scores import rms_normalize
+
+if TYPE_CHECKING:
+    from attnwalk.layer.stages import Stage
+    from attnwalk.layer.walk import Walk
+    from attnwalk.scenario.model import Scenario
+
+EXP_SAFE = 700.0  # e^x overflows float64 past ~709.78: beyond this only the stable form is shown
+
+
+class Hidden(NamedTuple):
+    count: int  # terms left out between two shown ones
+
+
+class Cell(Protocol):
+    """The cell being worked out, and how its arithmetic is written (render/worked.py's _Cell)."""
+
+    walk: Walk
+    stage: Stage
+    scn: Scenario
+    row: int
+    col: int
+    head: int
+    value: float  # the cell itself
+    rows: tuple[str, ...]  # row labels (tokens)
+    cols: tuple[str, ...]  # column labels (tokens or dimensions)
+    mk: Any  # the markers: times, dot, arrow, ellipsis, neg_inf, sqrt, minus
+    hat: str  # QK-norm's accent: "\u0302", or "^" in ASCII
+    unrounded: bool  # set when a line shows products or powers worth a footnote
+
+    def sym(self, stage_key: str | None = None) -> str: ...  # "(S + M)"
+    def ref(self, stage_key: str | None = None) -> str: ...  # "QKᵀ[撩, 刘海]"
+    def num(self, x: float) -> str: ...
+    def operand(self, x: float) -> str: ...  # bracketed when negative
+    def short(self, x: float) -> str: ...  # without trailing zeros
+    def exp(self, x: float) -> str: ...  # e^x to 4 significant digits
+    def vec(self, v: np.ndarray) -> str: ...
+    def say(self, key: str, **values: object) -> str: ...  # a sentence from the text files
+    def colon(self) -> str: ...
+    def prose(self, sentence: str) -> Any: ...  # a line that wraps as prose
+    def elided(self, count: int, also: int | None = None) -> list[int | Hidden]: ...
+    def terms(self, items: dict[int, str], count: int, sep: str = " + ") -> str: ...
+    def dot(self, lhs: str, a: np.ndarray, b: np.ndarray, total: float) -> list[str]: ...
+    def chain(self, first: str, *rest: str) -> list[str]: ...
+    def exponentials(self, heads: list[str], rows: list[tuple[str, list[str | None]]]) -> Any: ...
+
+
+def shown(c: Cell, count: int) -> list[int]:
+    return [i for i in c.elided(count) if isinstance(i, int)]
+
+
+def embedding(c: Cell) -> list:
+    tok, ids = c.rows[c.row], c.scn.main.ids
+    E = c.walk.mats["E"][c.row]
+    if ids is None:
+        return [f"{c.sym()}[{tok}] = {c.vec(E)}"]
+    lookup = c.say("ui.lookup", id=ids[c.row])
+    return [f"{tok} {c.mk.arrow} {c.say('ui.id')} {ids[c.row]} {c.mk.arrow} {lookup}",
+            f"{c.sym()}[{tok}] = EmbeddingTable[{ids[c.row]}] = {c.vec(E)}"]
+
+
+def position(c: Cell) -> list:
+    positional = c.scn.main.positional
+    if positional == "none":
+        return [c.say("ui.no_positional")]
+    if positional == "explicit":
+        return [c.say("ui.given_positions")]
+    pos, j, d = c.row, c.col, c.scn.d_model
+    i = j // 2
+    fn = "sin" if j % 2 == 0 else "cos"
+    denominator = 10000.0 ** (2 * i / d)
+    angle = pos / denominator
+    steps = f"PE({pos}, {j}) = {fn}({pos} / 10000^({2 * i}/{d}))"
+    if denominator != 1.0:
+        steps += f" = {fn}({pos} / {c.short(denominator)})"
+    steps += f" = {fn}({c.short(angle)}) = {c.num(c.value)}"
+    where = c.say("ui.position_even" if j % 2 == 0 else "ui.position_odd", pos=pos, i=i, col=j)
+    return [where, steps]
+
+
+def input_sum(c: Cell) -> list:
+    tok, r, j = c.rows[c.row], c.row, c.col
+    E, P, X = (c.walk.mats[k][r] for k in ("E", "P", "X"))
+    return [*c.chain(f"X[{tok}] = E[{tok}] + P[{tok}]", f"{c.vec(E)} + {c.vec(P)}", c.vec(X)),
+            c.say("ui.aside",
+                  text=f"E[{tok}, {j}] + P[{tok}, {j}] = {c.num(E[j])} + {c.operand(P[j])} = {c.num(X[j])}",
+                  note=c.say("ui.elementwise"))]
+
+
+def projection(c: Cell) -> list:
+    stage = c.stage
+    W = getattr(c.scn, stage.weight)  # (d_model, h·d)
+    from_source = stage.key != "Q" and bool(c.walk.source)  # cross-attention: K and V read the source
+    X = c.walk.source["X"] if from_source else c.walk.mats["X"]
+    x_name = "X_src" if from_source else "X"
+    x, w = X[c.row], W[:, c.col]
+    tok = c.rows[c.row]
+    lines = [f"{x_name}[{tok}] = {c.vec(x)}", f"{stage.weight}[:, {c.col}] = {c.vec(w)}"]
+    if c.scn.heads > 1:
+        width = W.shape[1] // c.scn.heads
+        lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,
+                           col=c.col % width, width=width, matrix=stage.weight,
+                           shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
+    return lines + c.dot(f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {c.col}]", x, w, c.value)
+
+
+def scores(c: Cell) -> list:
+    hd = c.walk.heads[c.head].mats
+    q, k = hd["Q"][c.row], hd["K"][c.col]
+    qt, kt = c.rows[c.row], c.cols[c.col]
+    lines = [f"q_{qt} = {c.vec(q)}", f"k_{kt} = {c.vec(k)}"]
+    qn, kn = "q", "k"
+    if c.scn.qk_norm:
+        qn, kn = "q" + c.hat, "k" + c.hat
+        q, k = rms_normalize(q[None, :])[0], rms_normalize(k[None, :])[0]  # (d_k,) each
+        lines += [c.say("ui.qk_norm_cell"), f"{qn}_{qt} = {c.vec(q)}", f"{kn}_{kt} = {c.vec(k)}"]
+    if c.scn.score == "additive":
+        t = np.tanh(q + k)  # (d_k,)
+        lines += [f"tanh({qn}_{qt} + {kn}_{kt}) = {c.vec(t)}", f"w_a = {c.vec(c.scn.w_a)}"]
+        q, k, lhs = t, c.scn.w_a, f"tanh({qn} + {kn}) {c.mk.dot} w_a"
+    else:
+        lhs = f"{qn}_{qt} {c.mk.dot} {kn}_{kt}"
+    if c.scn.qk_norm and c.scn.qk_scale != 1.0:  # the scale multiplies the finished score
+        dot = float(np.dot(q, k))
+        return lines + c.dot(lhs, q, k, dot) + [
+            f"{c.num(dot)} {c.mk.times} qk_scale {c.short(c.scn.qk_scale)} = {c.num(c.value)}"]
+    return lines + c.dot(lhs, q, k, c.value)
+
+
+def scaled(c: Cell) -> list:
+    raw = float(c.walk.matrix("QK^T", c.head)[c.row, c.col])
+    qkt = c.ref("QK^T")
+    mode = c.walk.mode
+    if not c.scn.scorer.divides:
+        return [c.say("ui.additive_unscaled") + f" = {c.num(raw)}"]
+    if not mode.scales(c.scn.scorer):
+        return [c.say("ui.unscaled_cell") + c.colon() + f"{qkt} = {c.num(raw)}"]
+    rt = c.mk.sqrt
+    lines = [f"{qkt} / {rt}d_k = {c.num(raw)} / {rt}{c.scn.d_k} = "
+             f"{c.num(raw)} / {c.num(c.walk.scale)} = {c.num(c.value)}"]
+    if c.scn.qk_norm:
+        lines.append(c.say("ui.qk_norm_scaled"))
+    if not mode.reads_scores:
+        lines.append(c.say("ui.uniform_ignores"))
+    return lines
+
+
+def masked(c: Cell) -> list:
+    S = float(c.walk.matrix("S", c.head)[c.row, c.col])
+    lines: list = []
+    if c.walk.amplify != 1.0:
+        S *= c.walk.amplify
+        lines.append(c.say("ui.amplified_score", k=c.short(c.walk.amplify), value=c.num(S)))
+    if c.scn.allowed[c.row, c.col]:
+        return lines + [f"S + M = {c.num(S)} + 0 = {c.num(c.value)}"]
+    why = c.say("ui.masked_cell")
+    if c.scn.mask_kind == "causal":
+        why += " " + c.say("ui.causal_cell", col=c.col + 1, row=c.row + 1)
+    return lines + [f"S + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", c.prose(why)]
+
+
+def softmax(c: Cell) -> list:
+    head = c.walk.heads[c.head].mats
+    SM = c.walk.matrix("S+M", c.head)[c.row] if "S+M" in head else _seen_row(c)  # (m,)
+    allowed = c.scn.allowed[c.row]
+    tok, mode = c.rows[c.row], c.walk.mode
+    if not mode.reads_scores:
+        count = int(allowed.sum())
+        if not allowed[c.col]:
+            return [c.prose(c.say("ui.masked_cell"))]
+        return [c.prose(c.say("ui.uniform_cell", count=count)), f"1 / {count} = {c.num(c.value)}"]
+    if not mode.smooth:
+        best = int(np.argmax(SM))
+        return [c.prose(c.say("ui.hard_cell")),
+                f"max = {c.sym('S+M')}[{tok}, {c.cols[best]}] = {c.num(SM[best])}"]
+    top = float(np.max(SM))
+    name = c.sym("S+M" if c.scn.masked else "S")
+    lines: list = [f"{name}[{tok}] = {c.vec(SM)}"]
+    if c.walk.amplify != 1.0:
+        lines.append(c.say("ui.amplified_row", k=c.short(c.walk.amplify)))
+    naive = top <= EXP_SAFE
+    c.unrounded = True
+    m = len(SM)
+    with np.errstate(over="ignore"):
+        e = np.exp(SM)  # (m,) the lesson's form: only printed when nothing overflows
+        stable = np.exp(SM - top)  # (m,) every exponent ≤ 0
+    minus = c.mk.minus
+    top_text = c.num(top) if top >= 0 else f"({c.num(top)})"
+    heads = ["", "e^s"] if naive else [""]
+    heads.append(f"e^(s {minus} max)")
+    rows: list[tuple[str, list[str | None]]] = []  # per key: its label, then its exponentials
+    for j in c.elided(m, also=c.col):
+        if isinstance(j, Hidden):
+            rows.append((c.mk.ellipsis, [c.say("ui.more_terms", count=j.count)]))
+        elif not allowed[j]:
+            rows.append((c.cols[j], [None] * (len(heads) - 1)))  # None: masked, e^−∞ = 0
+        else:
+            cells = [f"e^{c.operand(SM[j])} = {c.exp(e[j])}"] if naive else []
+            cells.append(f"e^({c.num(SM[j])} {minus} {top_text}) = {c.exp(stable[j])}")
+            rows.append((c.cols[j], cells))
+    lines.append(c.exponentials(heads, rows))
+    if not naive:
+        lines.append(c.prose(c.say("ui.overflow_note", max=c.num(top))))
+    row_sum = c.say("ui.row_sum")
+    if naive:
+        total = float(e.sum())
+        parts = c.terms({j: c.exp(e[j]) for j in shown(c, m)}, m)
+        lines.append(f"{row_sum} = {parts} = {c.exp(total)}")
+        lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(e[c.col])} / {c.exp(total)} = {c.num(c.value)}")
+    total = float(stable.sum())
+    lines.append(c.say("ui.exponentials", max=c.num(top)) + f"{c.colon()}{row_sum} = "
+                 f"{c.exp(total)}, {c.exp(stable[c.col])} / {c.exp(total)} = {c.num(c.value)}")
+    return lines
+
+
+def _seen_row(c: Cell) -> np.ndarray:
+    """The row of scores softmax saw, where the walk has no S + M stage (no mask): S × amplify."""
+    return c.walk.matrix("S", c.head)[c.row] * c.walk.amplify
+
+
+def output(c: Cell) -> list:
+    a = c.walk.matrix("A", c.head)[c.row]  # (m,)
+    V = c.walk.heads[c.head].mats["V"]  # (m, d_v)
+    tok, t = c.rows[c.row], c.mk.times
+    lines = c.dot(f"A[{tok}] {c.mk.dot} V[:, {c.col}]", a, V[:, c.col], c.value)
+    m = len(a)
+    whole = c.terms({j: f"{c.num(a[j])} {t} {c.vec(V[j])}" for j in shown(c, m)}, m)
+    Z = c.walk.matrix("Z", c.head)[c.row]
+    return lines + c.chain(f"{c.sym()}[{tok}] = {whole}", c.vec(Z))
+
+
+def concat(c: Cell) -> list:
+    h, j = divmod(c.col, c.scn.d_v)
+    return [c.say("ui.concat_cell", col=c.col, j=j, head=h + 1)
+            + f"{c.colon()}Z_{h + 1}[{c.rows[c.row]}, {j}] = {c.num(c.value)}"]
+
+
+def projected(c: Cell) -> list:
+    concat = (c.walk.mats["concat"] if "concat" in c.walk.mats else c.walk.heads[0].mats["Z"])[c.row]
+    w = c.scn.W_O[:, c.col]
+    tok = c.rows[c.row]
+    return [f"concat[{tok}] = {c.vec(concat)}", f"W_O[:, {c.col}] = {c.vec(w)}",
+            *c.dot(f"concat[{tok}] {c.mk.dot} W_O[:, {c.col}]", concat, w, c.value)]

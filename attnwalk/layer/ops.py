@@ -1,0 +1,64 @@
+"""The numeric operations the stages are made of: pure functions over float64 arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnwalk.errors import ComputeError
+
+
+def sinusoidal(n: int, d_model: int) -> np.ndarray:
+    """The Transformer's positions: P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(same)."""
+    pos = np.arange(n, dtype=np.float64)[:, None]  # (n, 1)
+    pair = np.arange(d_model) // 2  # column j belongs to frequency pair i = j // 2
+    angle = pos / np.power(10000.0, 2.0 * pair / d_model)  # (n, d_model)
+    return np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def softmax(S: np.ndarray) -> np.ndarray:
+    """Row-wise softmax, stable for huge scores: subtract each row's max before exp; −∞ gives 0."""
+    top = np.max(S, axis=-1, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(S - top)  # every exponent ≤ 0, so nothing overflows
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def uniform_weights(allowed: np.ndarray) -> np.ndarray:
+    """Equal weight on every key a row may attend to; the scores are ignored."""
+    counts = allowed.sum(axis=-1, keepdims=True)
+    return allowed / counts
+
+
+def hard_weights(masked_scores: np.ndarray) -> np.ndarray:
+    """A one-hot row at each row's largest allowed score (the first of ties)."""
+    A = np.zeros_like(masked_scores)
+    A[np.arange(A.shape[0]), np.argmax(masked_scores, axis=-1)] = 1.0
+    return A
+
+
+def masked(S: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """S with −∞ wherever the mask forbids attending."""
+    return np.where(allowed, S, -np.inf)
+
+
+def entropy_bits(A: np.ndarray) -> np.ndarray:
+    """Entropy of each row of weights, in bits (0 for one-hot, log2 m for uniform)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(A > 0, -A * np.log2(np.where(A > 0, A, 1.0)), 0.0)
+    return terms.sum(axis=-1)
+
+
+def row_maxima(M: np.ndarray) -> np.ndarray:
+    """(rows, cols) True at each row's largest finite value: at every one of them where several tie
+    (equal within 1e-12 of the largest, so float rounding cannot split a tie such as uniform's
+    1/3, 1/3, 1/3). A row with no finite value has none."""
+    finite = np.where(np.isfinite(M), M, -np.inf)
+    top = finite.max(axis=1, keepdims=True)  # (rows, 1)
+    return np.isfinite(top) & (finite >= top - 1e-12 * np.maximum(np.abs(top), 1.0))
+
+
+def finite(M: np.ndarray, stage: str, hint: str) -> np.ndarray:
+    """M, or a ComputeError naming the stage when a value overflowed float64."""
+    if not np.all(np.isfinite(M)):
+        raise ComputeError(f"{stage} overflows float64 (some values are beyond ±1.8e308); {hint}")
+    return M

@@ -1,0 +1,47 @@
+"""How a query and a key make a score: dot-product or additive, optionally after QK-norm.
+
+    dot       QKᵀ[i, j] = q_i · k_j               grows with d_k, so a scaling mode divides by √d_k
+    additive  QKᵀ[i, j] = tanh(q_i + k_j) · w_a    bounded by |w_a|₁, never divided
+    QK-norm   q and k are first divided by their RMS, so only their direction counts
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+RMS_EPS = 1e-6  # RMSNorm's epsilon, as in real QK-norm layers
+
+
+@dataclass(frozen=True)
+class Score:
+    name: str  # "dot" | "additive", as a scenario file spells it
+    divides: bool  # is it divided by √d_k in the modes that scale?
+
+    def __str__(self) -> str:
+        return self.name
+
+    def raw(self, q: np.ndarray, k: np.ndarray, w_a: np.ndarray | None) -> np.ndarray:
+        """(n, d_k), (m, d_k) -> (n, m) scores before any scaling."""
+        if self.name == "additive":
+            return np.tanh(q[:, None, :] + k[None, :, :]) @ w_a  # (n, m, d_k) @ (d_k,) -> (n, m)
+        return q @ k.T  # (n, d_k) @ (d_k, m) -> (n, m)
+
+
+DOT = Score("dot", divides=True)
+ADDITIVE = Score("additive", divides=False)
+SCORES: dict[str, Score] = {s.name: s for s in (DOT, ADDITIVE)}
+
+
+def rms_normalize(M: np.ndarray) -> np.ndarray:
+    """Each row divided by its root-mean-square, so only its direction counts (QK-norm)."""
+    return M / np.sqrt(np.mean(M * M, axis=-1, keepdims=True) + RMS_EPS)
+
+
+def raw_scores(scn, q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """QKᵀ of one head as `scn` scores it: its Score kind, after QK-norm and times qk_scale if asked."""
+    if scn.qk_norm:
+        q, k = rms_normalize(q), rms_normalize(k)  # (n, d_k), (m, d_k)
+    raw = SCORES[scn.score].raw(q, k, scn.w_a)
+    return raw * scn.qk_scale if scn.qk_norm else raw
