@@ -291,7 +291,7 @@ def quiz_cmd(
     answer (empty, or d for a/b/c) counts as wrong instead of being asked again, so later answers
     stay on their questions.
     e.g. printf '7.29\\n3x3\\n' | attnwalk quiz girl_bangs"""
-    from attnwalk.tutor.session import quiz_command
+    from attnwalk.commands.quiz import quiz_command
 
     raise typer.Exit(quiz_command(name=name, scenario_file=scenario, count=count, seed=seed, lang=lang))
 
@@ -303,7 +303,7 @@ def progress_cmd(lang: LangOpt = None) -> None:
     and the quiz scores.
     e.g. attnwalk progress"""
     from attnwalk.text import detect_lang
-    from attnwalk.render.progressview import progress_view
+    from attnwalk.tutor.progressview import progress_view
 
     _console().print(progress_view(detect_lang(lang)), soft_wrap=True)  # the file's path is never cut
 
@@ -316,7 +316,7 @@ def reset_cmd(
 ) -> None:
     """Forget your progress: every scenario, or only NAME.  e.g. attnwalk reset girl_bangs"""
     from attnwalk.text import detect_lang
-    from attnwalk.render.progressview import reset_progress
+    from attnwalk.tutor.progressview import reset_progress
 
     print(reset_progress(name, detect_lang(lang)))
 

@@ -27,7 +27,7 @@ from attnwalk.layer.walk import compute
 from attnwalk.tutor.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN, Question, check,
                            parse_choice, parse_number, parse_shape, parse_token, questions,
                            tolerance)
-from attnwalk.tutor.session import LineAnswers, run_quiz
+from attnwalk.commands.quiz import LineAnswers, run_quiz
 from attnwalk.scenario.model import load_scenario, scenario_from_text
 
 import reference

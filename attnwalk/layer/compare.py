@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,7 +18,9 @@ from attnwalk.errors import UsageError
 from attnwalk.layer.modes import BASELINE, MODES, WALK_MODES, Mode, mode_named
 from attnwalk.layer.ops import entropy_bits, row_maxima
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from attnwalk.scenario.model import Scenario
 
 DEFAULT_SCENARIO = "river_bank"
 

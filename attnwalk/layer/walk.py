@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,7 +20,9 @@ from attnwalk.layer import ops
 from attnwalk.layer import stages as definitions
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
 from attnwalk.layer.stages import Mats, Stage, stage_named
-from attnwalk.scenario.model import Scenario, Sequence
+
+if TYPE_CHECKING:
+    from attnwalk.scenario.model import Scenario, Sequence
 
 
 @dataclass(eq=False)  # no __eq__: == on numpy fields can only raise; defines faster

@@ -1,6 +1,8 @@
-"""Which language attnwalk speaks, and its strings from attnwalk/text/<lang>.toml.
+"""Which language attnwalk speaks, and its strings from attnwalk/text/<lang>.toml: the UI, and each
+stage's title, what, why and common mistake with the variants a scenario or mode calls for.
 
-Stdlib only, so the CLI can start without loading numpy or rich.
+May import attnwalk.errors and the layer's definitions (modes at start; the stages only when a note
+is filled in); never numpy at import, rich or rendering, so the CLI starts without them.
 """
 
 from __future__ import annotations

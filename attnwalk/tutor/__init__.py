@@ -1,5 +1,5 @@
-"""The tutor around the walk: quiz questions made from a scenario's own numbers (quiz.py), the quiz
-as a learner meets it (session.py), and what the learner has walked and scored (progress.py).
+"""The tutor around the walk: quiz questions made from a scenario's own numbers (quiz.py), and
+what the learner has walked and scored (progress.py) with its view (progressview.py).
 
-May import the layer, text and render; the commands call it.
+May import the layer, the scenario's data, text and render; the commands call it.
 """

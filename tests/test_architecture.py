@@ -1,0 +1,67 @@
+"""The packages import only what their __init__ docstrings say they may (read from the source, so a
+lazy import inside a function counts too)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
+
+# package -> what it must never import: attnwalk packages, and third-party libraries
+FORBIDDEN = {
+    "layer": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
+              "typer"},
+    "scenario": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "typer"},
+    "text": {"render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml", "typer"},
+    "render": {"terminal", "tutor", "export", "commands", "cli", "typer"},
+    "export": {"terminal", "tutor", "commands", "cli", "typer"},
+    "terminal": {"tutor", "export", "commands", "cli", "typer"},
+    "tutor": {"terminal", "export", "commands", "cli", "typer"},
+    "commands": {"cli", "typer"},
+}
+
+
+def imports(path: Path) -> set[str]:
+    """attnwalk's packages and the libraries a module imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            found.add(parts[1] if parts[0] == "attnwalk" and len(parts) > 1 else parts[0])
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_each_package_imports_only_what_it_may(package: str) -> None:
+    modules = sorted((PACKAGE / package).glob("*.py"))
+    assert modules, package
+    wrong = {path.name: sorted(imports(path) & FORBIDDEN[package]) for path in modules}
+    assert {name: bad for name, bad in wrong.items() if bad} == {}
+
+
+def test_the_layer_imports_the_scenario_only_for_types() -> None:
+    # The numeric core is given a Scenario; it never reads files (the scenario package does).
+    for path in (PACKAGE / "layer").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:  # module level, outside `if TYPE_CHECKING:`
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnwalk.scenario"):
+                pytest.fail(f"{path.name} imports {node.module} at run time")
+
+
+def test_no_module_is_left_outside_a_package() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "cli.py", "errors.py"]
+
+
+def test_every_package_says_what_it_holds_and_may_import() -> None:
+    for init in PACKAGE.glob("*/__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        assert len(doc) > 100 and "import" in doc, init.parent.name
