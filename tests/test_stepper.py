@@ -36,7 +36,7 @@ def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def probe_screen(walk, stage, head, opts, *, index, count, cell=None):
     """A stand-in for render.screens.stage_screen that shows exactly what the stepper asked for."""
-    line = f"SCREEN {index}/{count} {stage.key} head={head} mode={walk.mode} width={opts.width}"
+    line = f"SCREEN {index}/{count} {stage.key} head={head} mode={walk.mode.name} width={opts.width}"
     if cell is not None:
         line += f" CELL={cell[0]},{cell[1]}"
     return Text(line)
@@ -535,6 +535,7 @@ def test_save_writes_the_whole_walk(tmp_path, suffix: str) -> None:
         assert number in saved
     if suffix == ".svg":
         assert saved.lstrip().startswith("<svg")
+        assert "attnwalk: girl_bangs (scaled)" in saved  # the window title names the mode
     elif suffix in (".html", ".htm"):
         assert "<html" in saved.lower()
     else:

@@ -113,7 +113,7 @@ def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0)
                        highlight=False, soft_wrap=False, emoji=False)
     print_walk(recorder, walk, opts, head=head)
     if fmt == "svg":
-        return recorder.export_svg(title=f"attnwalk: {walk.scenario.name} ({walk.mode})")
+        return recorder.export_svg(title=f"attnwalk: {walk.scenario.name} ({walk.mode.name})")
     if fmt == "html":
         return recorder.export_html()
     return recorder.export_text()

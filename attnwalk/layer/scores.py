@@ -7,20 +7,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 RMS_EPS = 1e-6  # RMSNorm's epsilon, as in real QK-norm layers
 
 
-@dataclass(frozen=True)
-class Score:
+class Score(NamedTuple):
     name: str  # "dot" | "additive", as a scenario file spells it
     divides: bool  # is it divided by √d_k in the modes that scale?
-
-    def __str__(self) -> str:
-        return self.name
 
     def raw(self, q: np.ndarray, k: np.ndarray, w_a: np.ndarray | None) -> np.ndarray:
         """(n, d_k), (m, d_k) -> (n, m) scores before any scaling."""
