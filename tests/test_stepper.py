@@ -535,7 +535,7 @@ def test_save_writes_the_whole_walk(tmp_path, suffix: str) -> None:
         assert number in saved
     if suffix == ".svg":
         assert saved.lstrip().startswith("<svg")
-        assert "attnwalk: girl_bangs (scaled)" in saved  # the window title names the mode
+        assert "attnwalk:&#160;girl_bangs&#160;(scaled)" in saved  # the window title names the mode
     elif suffix in (".html", ".htm"):
         assert "<html" in saved.lower()
     else:
