@@ -92,13 +92,16 @@ class Section:
                           for i in self.row_shown]
         else:
             self.matrix = walk.matrix(stage.key, head)
-            rows, cols = axes(walk, stage, head)
+            rows, cols = axes(walk, stage, head, opts.lang)
             self.row_shown = shown_indices(self.matrix.shape[0], opts.max_rows)
             self.col_shown = shown_indices(self.matrix.shape[1], opts.max_cols)
             self.rows = [rows[i] if i is not GAP else None for i in self.row_shown]
             self.cols = [cols[j] if j is not GAP else None for j in self.col_shown]
         self.explained = [(tx.t(f"ui.{field}"), stage_text(opts.lang, stage, scn, walk.mode, field))
                           for field in ("what", "why", "mistake")]
+        notice = scn.note(stage.key, opts.lang)  # the lesson's own point comes first
+        if notice:
+            self.explained.insert(0, (tx.t("lesson.notice"), notice))
         self.notes = stage_notes(opts.lang, stage, scn, walk.mode)
 
     @property
@@ -124,6 +127,10 @@ def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str, str]:
     mode = tx.t(f"mode.{walk.mode.name}.name")
     settings = f"{scn.name} · {tx.t('ui.mode')}{tx.t('ui.colon')}{mode} · {dims}"
     description = pick(scn.description, lang)
+    names = scn.dimension_names("d_model", lang)
+    if names:
+        listed = " · ".join(tx.t("lesson.dimension", index=i, name=name) for i, name in enumerate(names))
+        description = "\n".join(filter(None, (description, tx.t("lesson.dimensions") + tx.t("ui.colon") + listed)))
     # A scenario's description is written for the default mode and quotes its numbers; in any
     # other mode the tables differ from them, so say which numbers are which.
     note = (tx.t("handout.mode_note", mode=mode, default=tx.t(f"mode.{BASELINE.name}.name"))
@@ -270,7 +277,7 @@ def csv_text(walk: Walk, opts: ViewOptions) -> str:
         if weight is not None:  # before the stage it makes, shared by every head
             W = weight.matrix
             cells(weight.name, "", W, range(W.shape[0]), range(W.shape[1]))
-        rows, cols = axes(walk, stage, head)
+        rows, cols = axes(walk, stage, head, opts.lang)
         cells(stage.key, head if stage.per_head else "", walk.matrix(stage.key, head), rows, cols)
     return "\n".join(out) + "\n"
 

@@ -38,15 +38,19 @@ def dim_labels(count: int) -> tuple[str, ...]:
     return tuple(str(j) for j in range(count))
 
 
-def axes(walk: Walk, stage: Stage, head: int = 0) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Row and column labels of a stage's matrix: tokens, or dimension indices 0 … d − 1."""
+def axes(walk: Walk, stage: Stage, head: int = 0,
+         lang: str = "en") -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Row and column labels of a stage's matrix: tokens, or its dimensions by the names the
+    scenario gives them in `lang`, else by index 0 … d − 1."""
     scn = walk.scenario
     rows = token_labels(scn.key_tokens if stage.rows == "m" else scn.tokens)
     if stage.kind == TOKENS:
         return rows, ()
     if stage.square:
         return rows, token_labels(scn.key_tokens)
-    return rows, dim_labels(walk.matrix(stage.key, head).shape[1])
+    width = walk.matrix(stage.key, head).shape[1]
+    names = scn.dimension_names(stage.cols, lang)  # one head's d_k or d_v: not a split matrix
+    return rows, names if names is not None and len(names) == width else dim_labels(width)
 
 
 def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
@@ -101,8 +105,14 @@ def pick_index(value: str, tokens: Sequence[str], labels: Sequence[str], what: s
 
 
 def pick_dim(value: str, labels: Sequence[str]) -> int:
-    """A dimension column by its label, 0 … d − 1, as the matrix table shows it."""
-    if value.strip() in labels:
-        return labels.index(value.strip())
-    raise PickError(f"no column '{value}': this stage's columns are dimensions 0–{len(labels) - 1}",
-                    value=value)
+    """A dimension column by its label as the matrix table shows it (a name the scenario gives it,
+    any case), or by its index 0 … d − 1."""
+    value = value.strip()
+    folded = [i for i, label in enumerate(labels) if _fold(label) == _fold(value)]
+    if value in labels or len(folded) == 1:
+        return labels.index(value) if value in labels else folded[0]
+    if value.isdecimal() and int(value) < len(labels):
+        return int(value)
+    named = "" if labels == dim_labels(len(labels)) else f" ({', '.join(labels)})"
+    raise PickError(f"no column '{value}': this stage's columns are dimensions 0–{len(labels) - 1}"
+                    f"{named}", value=value)

@@ -18,6 +18,7 @@ from attnwalk.render import style
 from attnwalk.render.bars import attention_bars
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.heatmap import GAP, heat_table, shown_indices
+from attnwalk.render.lesson import lesson_panel, notice
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
                        tokens_table, wants_overview)
@@ -33,6 +34,9 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     `explained_at`: the step that already printed this stage's explanation (head 1's, in a walk
     printed whole); the screen then points there instead of repeating it for every head."""
     parts: list[RenderableType] = [header(walk, stage, head, opts, index=index, count=count)]
+    opening = lesson_panel(walk, opts) if index == 1 else None  # the lesson opens the walk
+    if opening is not None:
+        parts.append(opening)
     if index == 1 and wants_overview(walk, opts):  # the shapes first, before any numbers
         parts.append(shapes_overview(walk, opts))
     if stage.per_head and starts_head(walk, stage):
@@ -44,6 +48,9 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     source = source_view(walk, stage, opts)
     if source is not None:
         parts.append(source)
+    note = notice(walk, stage, opts)
+    if note is not None:
+        parts.append(note)
     if explained_at is None:
         parts.append(explanation(walk, stage, opts))
     else:
@@ -144,7 +151,7 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
     """The stage's matrix as a heat table, its legend, and for A the per-query bars."""
     scn = walk.scenario
     M = walk.matrix(stage.key, head)
-    rows, cols = axes(walk, stage, head)
+    rows, cols = axes(walk, stage, head, opts.lang)
     allowed = scn.allowed if stage.kind in (MASKED, WEIGHTS) and scn.masked else None
     out: list[RenderableType] = [heat_table(M, rows, cols, stage.kind, opts, allowed=allowed,
                                             mark_row_max=stage.kind == WEIGHTS)]
@@ -207,7 +214,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
     if not 1 <= head <= scn.heads:
         raise UsageError(f"--head {head}: this scenario has {scn.heads} head(s); choose 1–{scn.heads}")
     h = head - 1 if stage.per_head else 0
-    rows, cols = axes(walk, stage, h)
+    rows, cols = axes(walk, stage, h, opts.lang)
     tokens = scn.key_tokens if stage.rows == "m" else scn.tokens
     r = pick_index(row, tokens, rows, "row")
     c = pick_index(col, scn.key_tokens, cols, "column") if stage.square else pick_dim(col, cols)

@@ -52,7 +52,7 @@ class _Cell:
         self.walk, self.stage, self.row, self.col, self.head, self.opts = walk, stage, row, col, head, opts
         self.scn = self.walk.scenario
         self.mk = style.markers(self.opts)
-        self.rows, self.cols = axes(self.walk, self.stage, self.head)
+        self.rows, self.cols = axes(self.walk, self.stage, self.head, opts.lang)
         self.value = float(self.walk.matrix(self.stage.key, self.head)[self.row, self.col])
         self.unrounded = False  # set when a line shows products or powers worth a footnote
         self.hat = "^" if opts.ascii else "\u0302"  # QK-norm's q̂

@@ -6,20 +6,22 @@ shape against the others, and returns a Scenario whose arrays are float64 and re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.scores import SCORES  # the score kinds are the layer's to define
+from attnwalk.scenario import lesson
 from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.scenario.fields import Fields, kind, quoted, shown, suggest, whole
 from attnwalk.scenario.files import read_text
 from attnwalk.scenario.yamltree import Node, parse
 
 KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
-        "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale", "focus")
+        "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale", "focus",
+        "dimensions", "notes")
 SOURCE_KEYS = ("tokens", "ids", "embeddings", "positional")
 REQUIRED = ("tokens", "embeddings", "W_Q", "W_K", "W_V")
 POSITIONAL = ("none", "sinusoidal")
@@ -69,6 +71,8 @@ class Scenario:
     qk_norm: bool = False
     qk_scale: float = 1.0
     focus: int | None = None  # the query row whose cells the walk works through (0-based)
+    dimensions: dict = field(default_factory=dict)  # "d_model" | "d_k" | "d_v" -> {lang: names}
+    notes: dict = field(default_factory=dict)  # stage key -> what to notice there (text or {lang: text})
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -103,6 +107,19 @@ class Scenario:
     @property
     def masked(self) -> bool:
         return self.mask_kind != "none"
+
+    def dimension_names(self, dim: str, lang: str) -> tuple[str, ...] | None:
+        """The names the scenario gives the columns of `dim` ("d_model", "d_k", "d_v") in `lang`
+        (else in the language it gives), or None."""
+        names = self.dimensions.get(dim)
+        return None if names is None else lesson.in_language(names, lang)
+
+    def note(self, stage_key: str, lang: str) -> str:
+        """What to notice at a stage, in `lang` (else the language given); "" without a note."""
+        note = self.notes.get(stage_key, "")
+        if isinstance(note, dict):
+            return next((note[k] for k in (lang, "en", *note) if k in note), "")
+        return note
 
     @property
     def scorer(self):  # -> layer.scores.Score
@@ -219,6 +236,15 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         qk_scale = f.number(top["qk_scale"], "qk_scale")
 
     focus = _focus(f, top["focus"], main.tokens) if "focus" in top else None
+    dimensions = notes = {}
+    if "dimensions" in top:
+        widths = {"d_model": main.d_model, "d_k": W_Q.shape[1] // heads, "d_v": W_V.shape[1] // heads}
+        dimensions = lesson.dimension_names(f, top["dimensions"], widths)
+    if "notes" in top:
+        from attnwalk.layer.stages import STAGES, stage_by_name  # the stages are the layer's to define
+
+        notes = lesson.stage_notes(f, top["notes"], lambda name: getattr(stage_by_name(name), "key", None),
+                                   ", ".join(s.key for s in STAGES))
     m = source.n if source else main.n
     mask_kind, allowed = _mask(f, top, main, m, source is not None)
 
@@ -226,7 +252,7 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         name=name, main=main, W_Q=W_Q, W_K=W_K, W_V=W_V, mask_kind=mask_kind, allowed=allowed,
         title=title, description=description, path=path, builtin=builtin, label=file, heads=heads, W_O=W_O,
         source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale,
-        focus=focus)
+        focus=focus, dimensions=dimensions, notes=notes)
     for value in (W_Q, W_K, W_V, W_O, w_a, allowed, main.E, main.P_given):
         if value is not None:
             value.flags.writeable = False

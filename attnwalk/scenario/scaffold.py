@@ -54,6 +54,17 @@ embeddings:
   - [0.5, 0.5]  # 追
   - [0, 1]      # 球
 
+# dimensions: optional names for the columns (d_model; also d_k and d_v), one list or one per language.
+# The tables and worked cells are labelled with them instead of 0, 1, ...
+# dimensions：可省略，给各列起名字（d_model，也可以给 d_k、d_v），一个列表，或按语言分别写。
+dimensions:
+  d_model: {en: [animal, object], zh: [动物, 物体]}
+
+# notes: optional, what to notice at a stage (E, X, Q, QK^T, S, A, Z, ...), shown on its screen.
+# notes：可省略，在某一阶段提示学习者该留意什么，显示在那一步的屏幕上。
+notes:
+  A: {en: "Which token does 追 look at most, and why?", zh: "追 最关注哪个 token？为什么？"}
+
 # positional: P, added to E (X = E + P). One of three forms:
 #   none         no positions, P = 0 (the default)
 #   sinusoidal   P[pos, 2i] = sin(pos / 10000^(2i/d_model)), P[pos, 2i+1] = cos(same), pos from 0
@@ -98,7 +109,7 @@ _KEYS_HELP = """\
 #       positional: none | sinusoidal | an n × d_model matrix;
 #       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;
 #       mask: none | causal | an n × n matrix of true/false (true = may attend);
-#       more: heads, W_O, source, score, w_a, qk_norm, qk_scale, focus (see README.md);
+#       more: heads, W_O, source, score, w_a, qk_norm, qk_scale, focus, dimensions, notes (README.md);
 #       any matrix: rows, {file: x.npy} or {random: {seed: 0, rows: R, cols: C, scale: S}}.
 """
 

@@ -242,7 +242,7 @@ class Stepper:
             self.message = self.t("ui.no_cells")
             return
         scn = self.scenario
-        row_labels, col_labels = axes(self.walk, stage, head)
+        row_labels, col_labels = axes(self.walk, stage, head, self.opts.lang)
         answer = self.keys.read_line(self.t("ui.row_prompt"))
         if answer is None or not answer.strip():
             return

@@ -169,7 +169,7 @@ def _cell_question(walk: Walk, tx: Text, key: str, head: int, row: int, col: int
                    covers: tuple[str, ...], hint: str | None = None) -> Question:
     stage = walk.stage(key)
     value = float(walk.matrix(key, head)[row, col])
-    rows, cols = axes(walk, stage, head)
+    rows, cols = axes(walk, stage, head, tx.lang)
     tol = tolerance(value)
     name = stage.symbol
     if stage.square:

@@ -1,0 +1,51 @@
+"""What the scenario itself says to the learner: the lesson that opens the walk (title, description,
+what each embedding dimension means) and the note on what to notice at a stage."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.text import Text
+
+from attnwalk.layer.stages import Stage
+from attnwalk.layer.walk import Walk
+from attnwalk.render import style
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.wrap import Prose
+from attnwalk.text import pick
+
+
+def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
+    """The lesson as the walk opens: its title, its description and the names of E's columns;
+    None for a scenario that gives none of them."""
+    scn = walk.scenario
+    title = style.plain(pick(scn.title, opts.lang), opts)
+    description = style.plain(pick(scn.description, opts.lang), opts)
+    names = scn.dimension_names("d_model", opts.lang)
+    if not (title or description or names):
+        return None
+    body: list[RenderableType] = []
+    for paragraph in description.split("\n"):  # the file's blank lines keep the paragraphs apart
+        if paragraph.strip():
+            body += [Prose(paragraph.strip()), Text()]
+    if names:
+        dot = f" {style.markers(opts).dot} "
+        listed = dot.join(style.say(opts, "lesson.dimension", index=i, name=name)
+                          for i, name in enumerate(names))
+        body.append(Prose(style.say(opts, "lesson.dimensions") + style.say(opts, "ui.colon")
+                          + style.plain(listed, opts), style=style.NOTE))
+    while body and isinstance(body[-1], Text) and not body[-1].plain:
+        body.pop()
+    return Panel(Group(*body), title=Text(title or scn.name, style=style.SCREEN_TITLE),
+                 title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
+
+
+def notice(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType | None:
+    """The scenario's note on what to notice at this stage, or None."""
+    note = walk.scenario.note(stage.key, opts.lang)
+    if not note:
+        return None
+    line = Prose(style.say(opts, "lesson.notice") + style.say(opts, "ui.colon")
+                 + style.plain(note, opts))
+    line.stylize(style.LABEL, 0, len(style.say(opts, "lesson.notice")))
+    return line

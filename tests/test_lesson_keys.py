@@ -1,0 +1,119 @@
+"""A scenario's own words: named dimensions and stage notes (scenario keys `dimensions` and `notes`),
+and the lesson that opens every walk."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from attnwalk.cli import app
+from attnwalk.errors import ScenarioError
+from attnwalk.scenario.model import scenario_from_text
+
+runner = CliRunner()
+ENV = {"COLUMNS": "100", "NO_COLOR": "1", "ATTNWALK_LANG": None, "LANG": "C.UTF-8", "LANGUAGE": None,
+       "LC_ALL": None, "LC_MESSAGES": None}
+
+BASE = """\
+title: {en: "Two words", zh: "两个词"}
+description: {en: "A tiny lesson.", zh: "一个很小的例子。"}
+tokens: [river, bank]
+embeddings: [[2, 0], [0.5, 1]]
+W_Q: [[1, 0], [0, 1]]
+W_K: [[1, 0], [0, 1]]
+W_V: [[1, 0], [0, 1]]
+"""
+NAMED = BASE + """\
+dimensions:
+  d_model: {en: [geography, finance], zh: [地理, 金融]}
+  d_v: [place, money]
+notes:
+  A: {en: "bank looks mostly at river", zh: "bank 主要看向 river"}
+  qkt: "only in English"
+"""
+
+
+def walk_text(tmp_path, yaml: str, *args: str) -> str:
+    path = tmp_path / "lesson.yaml"
+    path.write_text(yaml, encoding="utf-8")
+    result = runner.invoke(app, ["step", "--scenario", str(path), "--no-pause", *args], env=ENV)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_names_and_notes_are_read_in_each_language() -> None:
+    scn = scenario_from_text(NAMED, "lesson.yaml")
+    assert scn.dimension_names("d_model", "zh") == ("地理", "金融")
+    assert scn.dimension_names("d_model", "fr") == ("geography", "finance")  # else English
+    assert scn.dimension_names("d_v", "zh") == ("place", "money")  # one list serves every language
+    assert scn.dimension_names("d_k", "en") is None
+    assert scn.note("A", "zh") == "bank 主要看向 river" and scn.note("QK^T", "zh") == "only in English"
+    assert scn.note("Z", "en") == ""
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("dimensions:\n  d_model: [one]\n",
+     "lesson.yaml:9: dimensions.d_model has 1 names, but d_model is 2; give one name per column"),
+    ("dimensions:\n  d_model:\n    en: [a, b]\n    zh: [甲]\n",
+     "lesson.yaml:11: dimensions.d_model.zh has 1 names, but d_model is 2"),
+    ("dimensions:\n  d_q: [a, b]\n", "lesson.yaml:9: dimensions.d_q: unknown key"),
+    ("notes:\n  Attention: x\n", "lesson.yaml:9: notes.Attention: 'Attention' is not a stage; choose "
+     "one of: tokens, E, P, X, Q, K, V, QK^T, S, S+M, A, Z, concat, O"),
+    ("notes: [A]\n", "lesson.yaml:8: notes: expected a mapping of stage to note"),
+])
+def test_a_wrong_name_or_note_says_where_and_what(extra: str, message: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        scenario_from_text(BASE + extra, "lesson.yaml")
+    assert str(err.value).startswith(message)
+
+
+def test_the_walk_opens_with_the_lesson(tmp_path) -> None:
+    out = walk_text(tmp_path, NAMED)
+    first = out[:out.index("Stage 2 / 11")]
+    for words in ("Two words", "A tiny lesson.", "What each column of E means: 0 = geography · 1 = finance"):
+        assert words in first
+    assert first.index("Stage 1 / 11") < first.index("Two words") < first.index("river")
+    zh = walk_text(tmp_path, NAMED, "--lang", "zh")
+    assert "两个词" in zh and "一个很小的例子。" in zh and "E 每一列的含义：0 = 地理 · 1 = 金融" in zh
+
+
+def test_named_columns_label_the_tables_and_the_worked_cells(tmp_path) -> None:
+    out = walk_text(tmp_path, NAMED)
+    e_screen = out[out.index("Stage 2 / 11"):out.index("Stage 3 / 11")]
+    header = e_screen.splitlines()[5]  # the table's column labels, under the stage's header
+    assert header.split() == ["geography", "finance"]
+    assert "E[bank, geography] = 0.5000" in e_screen
+    z_screen = out[out.index("Stage 11 / 11"):]
+    assert "Z[bank, place] = " in z_screen  # d_v names label V and Z
+    q_screen = out[out.index("Stage 5 / 11"):out.index("Stage 6 / 11")]
+    assert q_screen.splitlines()[5].split() == ["0", "1"]  # d_k is unnamed: indices
+
+
+def test_notes_show_on_their_stage_only(tmp_path) -> None:
+    out = walk_text(tmp_path, NAMED)
+    a_screen = out[out.index("Stage 10 / 11"):out.index("Stage 11 / 11")]
+    assert "What to notice: bank looks mostly at river" in a_screen
+    assert out.count("bank looks mostly at river") == 1
+    assert "What to notice: only in English" in out[out.index("Stage 8 / 11"):out.index("Stage 9 / 11")]
+    assert "留意：bank 主要看向 river" in walk_text(tmp_path, NAMED, "--lang", "zh")
+
+
+def test_explain_takes_a_dimension_by_name_or_index(tmp_path) -> None:
+    path = tmp_path / "lesson.yaml"
+    path.write_text(NAMED, encoding="utf-8")
+    by_name = runner.invoke(app, ["explain", str(path), "E", "bank", "Geography"], env=ENV)
+    by_index = runner.invoke(app, ["explain", str(path), "E", "bank", "0"], env=ENV)
+    assert by_name.exit_code == by_index.exit_code == 0
+    assert "E[bank, geography] = 0.5000" in by_name.stdout and by_name.stdout == by_index.stdout
+    bad = runner.invoke(app, ["explain", str(path), "E", "bank", "weather"], env=ENV)
+    assert bad.exit_code == 2
+    assert "no column 'weather': this stage's columns are dimensions 0–1 (geography, finance)" in bad.stderr
+
+
+def test_handouts_carry_the_names_and_the_notes(tmp_path) -> None:
+    path = tmp_path / "lesson.yaml"
+    path.write_text(NAMED, encoding="utf-8")
+    md = runner.invoke(app, ["export", str(path), "--format", "markdown"], env=ENV).stdout
+    assert "What each column of E means: 0 = geography · 1 = finance" in md
+    assert "- **What to notice**: bank looks mostly at river" in md
+    assert "| geography | finance |" in md.replace("  ", " ")
