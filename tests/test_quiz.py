@@ -24,7 +24,7 @@ from attnwalk.scenario.builtins import builtin_names
 from attnwalk.cli import app
 from attnwalk.text import text
 from attnwalk.layer.walk import compute
-from attnwalk.tutor.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN, Question, check,
+from attnwalk.tutor.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN, Question, check, unreadable,
                            parse_choice, parse_number, parse_shape, parse_token, questions,
                            tolerance)
 from attnwalk.commands.quiz import LineAnswers, run_quiz
@@ -238,6 +238,15 @@ def test_choices_and_tokens():
     assert parse_token("the", repeated, labels) is None  # either row: its number is asked for
     assert parse_token("the#3", repeated, labels) == 2 and parse_token("3", repeated, labels) == 2
     assert parse_token("ＴＨＥ#1", repeated, labels) == 0  # full-width and any case, as typed
+
+
+def test_a_repeated_token_is_asked_for_by_number():
+    q = Question("argmax", TOKEN, "?", "", 2, "the#3", tokens=("the#1", "cat", "the#3"),
+                 token_text=("the", "cat", "the"))
+    assert check(q, "the") is None and check(q, "3") and check(q, "the#3") and not check(q, "1")
+    assert unreadable(q, text("en"), "the") == "the appears more than once (rows 1, 3); type its row number instead"
+    assert unreadable(q, text("zh"), "the") == "the 出现了不止一次（第 1、3 行）；请改输它的行号"
+    assert unreadable(q, text("en"), "dog").startswith("Please type one of the tokens (the#1, cat, the#3)")
 
 
 def test_check_uses_the_tolerance():

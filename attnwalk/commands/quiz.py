@@ -145,7 +145,7 @@ def _answer(q: Question, console: Console, answers: AnswerSource, tx) -> tuple[b
         if not answers.interactive:
             console.print(Text(counted_wrong(q, raw, tx), style="yellow"))
             return False, False
-        console.print(Text(unreadable(q, tx), style="yellow"))
+        console.print(Text(unreadable(q, tx, raw), style="yellow"))
 
 
 def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, read: bool = True) -> None:

@@ -300,14 +300,20 @@ def check(q: Question, raw: str) -> bool | None:
     return None if found is None else found == q.answer
 
 
-def unreadable(q: Question, tx: Text) -> str:
-    """What to type instead, when `check` could not read an answer."""
+def unreadable(q: Question, tx: Text, raw: str = "") -> str:
+    """What to type instead, when `check` could not read an answer `raw`."""
     if q.kind == NUMBER:
         return tx.t("quiz.not_a_number")
     if q.kind == SHAPE:
         return tx.t("quiz.not_a_shape", example=q.example)
     if q.kind == CHOICE:
         return tx.t("quiz.not_a_choice", choices=choice_list(q))
+    try:
+        pick_index(_fold(raw).strip(_QUOTES + " "), q.token_text, q.tokens)
+    except PickError as err:
+        if err.repeated:  # a token spelled twice in the sentence: which one is meant?
+            return tx.t("ui.repeated_token", value=err.value,
+                        rows=tx.t("ui.list_sep").join(map(str, err.repeated)))
     return tx.t("quiz.not_a_token", tokens=", ".join(q.tokens), count=len(q.tokens))
 
 
