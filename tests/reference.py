@@ -19,9 +19,11 @@ def sinusoidal_positions(n: int, d: int) -> np.ndarray:
     return P
 
 
-def rms_norm(x, eps=1e-6):
-    """One vector over its root-mean-square (RMSNorm without a gain), as QK-norm applies it."""
-    return [xi / math.sqrt(sum(v * v for v in x) / len(x) + eps) for xi in x]
+def rms_norm(x):
+    """One vector over its root-mean-square, RMS = |x| / √d (math.hypot, which neither overflows
+    nor underflows), as QK-norm applies it; the zero vector stays zero."""
+    rms = math.hypot(*x) / math.sqrt(len(x))
+    return [xi / rms if rms else 0.0 for xi in x]
 
 
 def score(q, k, kind="dot", w_a=None, qk_norm=False, qk_scale=1.0):

@@ -11,8 +11,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-RMS_EPS = 1e-6  # RMSNorm's epsilon, as in real QK-norm layers
-
 
 class Score(NamedTuple):
     name: str  # "dot" | "additive", as a scenario file spells it
@@ -31,8 +29,17 @@ SCORES: dict[str, Score] = {s.name: s for s in (DOT, ADDITIVE)}
 
 
 def rms_normalize(M: np.ndarray) -> np.ndarray:
-    """Each row divided by its root-mean-square, so only its direction counts (QK-norm)."""
-    return M / np.sqrt(np.mean(M * M, axis=-1, keepdims=True) + RMS_EPS)
+    """Each row divided by its root-mean-square, exactly: q̂ = q / RMS(q), RMS(q) = √(mean(q²)), so
+    only its direction counts (QK-norm). No ε: real layers add one inside the root for their
+    gradients, which here would only make the shown q̂ wrong for small vectors; a zero row stays 0.
+
+    Each row is first divided by its largest magnitude, so squaring can neither overflow (entries
+    near 1e200) nor underflow (near 1e-200): RMS(q) = max|q| · RMS(q / max|q|)."""
+    top = np.max(np.abs(M), axis=-1, keepdims=True)  # (rows, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        U = M / np.where(top > 0, top, 1.0)  # every entry in [-1, 1], the largest ±1
+        rms = np.sqrt(np.mean(U * U, axis=-1, keepdims=True))  # ≥ 1/√d for a nonzero row
+        return np.where(top > 0, U / np.where(rms > 0, rms, 1.0), 0.0)
 
 
 def raw_scores(scn, q: np.ndarray, k: np.ndarray) -> np.ndarray:
