@@ -214,41 +214,71 @@ class CompareFormat(str, Enum):
 @app.command("compare")
 @handles_errors
 def compare_cmd(
-    name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (default: river_bank).")] = None,
-    scenario: ScenarioFileOpt = None,
+    names: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[NAME [NAME2]]", help="One scenario: its modes side by side (default: river_bank). Two scenarios "
+        "of the same shape (built-in names or .yaml paths): every stage of both side by side.", show_default=False)] = None,
+    scenario: Annotated[Optional[list[Path]], typer.Option(
+        "--scenario", "-s", help="A scenario file (YAML), instead of a NAME or as the second one; "
+        "give it twice for two files. Names come first, then files.")] = None,
     mode: Annotated[Optional[list[CompareMode]], typer.Option(
         "--mode", "-m", metavar="MODE", help="scaled, unscaled, uniform or hard; repeat for several. Default: scaled, unscaled and uniform; "
-        "a single mode is shown beside scaled, the baseline. hard only when asked for.")] = None,
+        "a single mode is shown beside scaled, the baseline. hard only when asked for. "
+        "With two scenarios: the one mode both are computed in (default scaled).")] = None,
     amplify: Annotated[float, typer.Option("--amplify", "-k", metavar="K",
                                            help="Multiply the scores by K before softmax (K > 0) to show saturation.")] = 1.0,
     format: Annotated[CompareFormat, typer.Option("--format", "-f", help="text for people, json for scripts.")] = CompareFormat.text,
     head: Annotated[int, typer.Option("--head", help="Which head to show in multi-head scenarios (1-based).")] = 1,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
 ) -> None:
-    """Scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and gradient signal per row.
-    e.g. attnwalk compare girl_bangs --amplify 8"""
-    from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head, compare, comparison_data
+    """One scenario: scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and
+    gradient signal per row.  Two scenarios of the same shape (the same number of tokens, d_model,
+    d_k, d_v and heads; the tokens may differ): every stage of both side by side, each marked
+    identical or different, and where.
+    e.g. attnwalk compare girl_bangs --amplify 8;  attnwalk compare river_bank savings_bank"""
+    from attnwalk.errors import UsageError
+    from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head
     from attnwalk.text import detect_lang
     from attnwalk.scenario.model import load_scenario
-    from attnwalk.commands.walk import scenario_arg
 
     check_amplify(amplify)
     lang = detect_lang(lang)
-    if name is None and scenario is None:
-        name = DEFAULT_SCENARIO
-    scn = load_scenario(scenario_arg(name, scenario))
-    cmp = compare(scn, [m.value for m in mode or []], amplify, check_head(scn, head))
+    refs = [*(names or []), *(str(path) for path in scenario or [])]
+    if len(refs) > 2:
+        raise UsageError(f"compare takes one scenario (its modes) or two (side by side), not {len(refs)}: "
+                         + " ".join(refs))
+    scenarios = [load_scenario(ref) for ref in refs or [DEFAULT_SCENARIO]]
+    modes = [m.value for m in mode or []]
+    if len(scenarios) == 2:
+        from attnwalk.layer.pair import check_shapes, compare_pair, pair_data
+
+        if len(set(modes)) > 1:
+            raise UsageError(f"with two scenarios, give one --mode to compute both in (got {', '.join(modes)})")
+        check_shapes(*scenarios)
+        result = compare_pair(*scenarios, modes[0] if modes else "scaled", amplify,
+                              check_head(scenarios[0], head))
+        data = pair_data
+    else:
+        from attnwalk.layer.compare import compare, comparison_data
+
+        result = compare(scenarios[0], modes, amplify, check_head(scenarios[0], head))
+        data = comparison_data
     if format is CompareFormat.json:
         from attnwalk.export.data import to_json
 
-        sys.stdout.write(to_json(comparison_data(cmp)) + "\n")
+        sys.stdout.write(to_json(data(result)) + "\n")
         return
-    from attnwalk.render.compareview import compare_view
     from attnwalk.render.options import ViewOptions
 
     console = _console()
     opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width)
-    console.print(compare_view(cmp, opts))
+    if len(scenarios) == 2:
+        from attnwalk.render.pairview import pair_view
+
+        console.print(pair_view(result, opts))
+    else:
+        from attnwalk.render.compareview import compare_view
+
+        console.print(compare_view(result, opts))
 
 
 @app.command("explain")
