@@ -1,4 +1,5 @@
-"""Reading a scenario file's bytes into text, refusing what is not a small text file."""
+"""Reading a file's bytes safely: only regular files, their size checked before reading; a scenario
+file's bytes into text, refusing what is not a small text file."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import codecs
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from attnwalk.errors import ScenarioError
 
@@ -14,24 +16,99 @@ TOO_LARGE = (f"is larger than {MAX_BYTES // (1024 * 1024)} MB; a scenario file s
              "(put large matrices in .npy files: W_Q: {file: wq.npy})")
 
 
+class NotAFileError(Exception):
+    """A path that is not a regular file, or is larger than asked; str() says why, in words."""
+
+
+# What a path is, when it is not a regular file, and why attnwalk will not read it.
+_SPECIAL = ((stat.S_ISDIR, "a directory"),
+            (stat.S_ISFIFO, "a named pipe (FIFO), which could keep attnwalk waiting forever"),
+            (stat.S_ISCHR, "a device (such as /dev/zero or /dev/urandom), which may never end"),
+            (stat.S_ISBLK, "a block device"),
+            (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path: Path, limit: int, *, stdin_ok: bool = False) -> tuple[BinaryIO, int]:
+    """The open file at `path` and its size, when it is a regular file of at most `limit` bytes.
+
+    The file is opened with O_NONBLOCK and checked with fstat before anything is read, so a FIFO
+    cannot block the open and a device is refused instead of read without end; a symbolic link
+    counts as what it points to. With `stdin_ok`, a pipe that is this process's own stdin
+    (`--scenario /dev/stdin`, or `-`) is read, up to `limit` bytes: the user is writing to it.
+    Raises NotAFileError; OSError (missing, permission) passes through.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            if info.st_size > limit:
+                raise NotAFileError(f"is {megabytes(info.st_size)}, more than the "
+                                    f"{megabytes(limit)} allowed")
+            os.set_blocking(fd, True)
+            return os.fdopen(fd, "rb"), info.st_size
+        if stdin_ok and stat.S_ISFIFO(info.st_mode) and _is_stdin(info):
+            os.set_blocking(fd, True)
+            return os.fdopen(fd, "rb"), -1
+        what = next((name for test, name in _SPECIAL if test(info.st_mode)), "not a regular file")
+        raise NotAFileError(f"is {what}; attnwalk reads only regular files")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _is_stdin(info: os.stat_result) -> bool:
+    try:
+        own = os.fstat(0)
+    except OSError:
+        return False
+    return (own.st_dev, own.st_ino) == (info.st_dev, info.st_ino)
+
+
+def read_capped(handle: BinaryIO, size: int, limit: int) -> bytes:
+    """At most limit + 1 bytes of `handle` (whose fstat size is `size`, or -1 for a pipe): the
+    caller sees the extra byte when there is too much."""
+    if size >= 0:
+        return handle.read(min(size, limit) + 1)  # read(n) allocates n bytes up front
+    pieces, total = [], 0
+    while total <= limit:
+        piece = handle.read(min(1 << 16, limit + 1 - total))
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
+
+
+def megabytes(size: int) -> str:
+    """A size for a message: '16 MB', '288.4 MB', '12 KB'."""
+    if size < 1024 * 1024:
+        return f"{-(-size // 1024):,} KB"
+    mb = size / (1024 * 1024)
+    return f"{mb:,.0f} MB" if mb >= 100 or mb.is_integer() else f"{mb:,.1f} MB"
+
+
 def read_text(path: Path, file: str | None = None) -> str:
     """The file's text: UTF-8 (a BOM is dropped), or UTF-16/32 with a BOM; at most MAX_BYTES.
 
-    A regular file's size is checked before anything is read, so a huge file costs nothing.
-    `file` is how messages name it (default: the path).
+    Only a regular file is read (or a pipe that is our own stdin: `--scenario /dev/stdin`), and
+    its size is checked before anything is read, so a huge file costs nothing and a FIFO or a
+    device cannot hang or flood. `file` is how messages name it (default: the path).
     """
     file = file or str(path)
     try:
-        if path.is_dir():
-            raise ScenarioError("is a directory, not a scenario file", file=file)
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if stat.S_ISREG(info.st_mode):
-                if info.st_size > MAX_BYTES:
-                    raise ScenarioError(TOO_LARGE, file=file)
-                data = handle.read(info.st_size + 1)  # read(n) allocates n bytes up front
-            else:  # a pipe or a device has no size: read up to the cap, a piece at a time
-                data = _read_bounded(handle)
+        handle, size = open_regular(path, MAX_BYTES, stdin_ok=True)
+        with handle:
+            data = read_capped(handle, size, MAX_BYTES)
+    except NotAFileError as exc:
+        if "more than" in str(exc):
+            raise ScenarioError(TOO_LARGE, file=file) from None
+        if "a directory" in str(exc):
+            raise ScenarioError("is a directory, not a scenario file", file=file) from None
+        pipe = " (to read a scenario from a pipe, give -: cat my.yaml | attnwalk run -)" \
+            if "pipe" in str(exc) else ""
+        raise ScenarioError(f"{exc}{pipe}", file=file) from None
     except FileNotFoundError:
         raise ScenarioError("no such file", file=file) from None
     except PermissionError:
@@ -44,17 +121,6 @@ def read_text(path: Path, file: str | None = None) -> str:
     if len(data) > MAX_BYTES:
         raise ScenarioError(TOO_LARGE, file=file)
     return decode(data, file)
-
-
-def _read_bounded(handle) -> bytes:
-    pieces, total = [], 0
-    while total <= MAX_BYTES:
-        piece = handle.read(1 << 16)
-        if not piece:
-            break
-        pieces.append(piece)
-        total += len(piece)
-    return b"".join(pieces)
 
 
 _BOMS = (  # UTF-32's marks first: UTF-32-LE's begins with UTF-16-LE's

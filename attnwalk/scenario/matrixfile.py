@@ -2,8 +2,9 @@
 
 Real models' weights (d_model 768, 12 heads) are too big to type into YAML, so any matrix of a
 scenario may name a `.npy`, `.npz` (with `key:`) or `.csv` file, relative to the scenario file's
-folder (absolute paths work too). Nothing is ever unpickled: numpy loads with allow_pickle=False,
-so a file holding Python objects is refused before any of its objects is built.
+folder (absolute paths work too). Only regular files are opened (a FIFO or /dev/zero is refused
+before anything is read); a .npy's or .npz member's shape and dtype are checked from its header
+before its data is read (numpyfile.py), and nothing is ever unpickled.
 
 A `.csv` is rows of numbers separated by commas. A first line in which no cell is a number is taken
 for a header and skipped; any other cell that is not a number is an error naming its line and column.
@@ -13,20 +14,19 @@ from __future__ import annotations
 
 import io
 import warnings
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from attnwalk.errors import ScenarioError
 from attnwalk.scenario.fields import Fields, kind
+from attnwalk.scenario.files import NotAFileError, megabytes, open_regular, read_capped
+from attnwalk.scenario.numpyfile import MAX_NPZ_BYTES, NUMERIC, PICKLED, BadArray, read_npy, read_npz
 from attnwalk.scenario.yamltree import Node
 
 KEYS = ("file", "key")
 SUFFIXES = (".npy", ".npz", ".csv")
-NUMERIC = "biuf"  # numpy dtype kinds that hold plain numbers: bool, int, uint, float
-PICKLED = ("contains Python objects; attnwalk never unpickles — save it with numpy.save of a "
-           "float array")
+MAX_CSV_BYTES = 16 * 1024 * 1024  # as a scenario file: text this large belongs in a .npy
 
 
 def load_matrix_file(fields: Fields, node: Node, field: str, *, boolean: bool = False) -> np.ndarray:
@@ -46,20 +46,29 @@ def load_matrix_file(fields: Fields, node: Node, field: str, *, boolean: bool = 
     if "key" in spec and suffix != ".npz":
         raise fields.error(f"{field}.key", spec["key"], f"key: is only for .npz archives, "
                            f"but '{name}' is a {suffix} file holding one array; remove key:")
-    if path.is_dir():
-        raise fields.error(where, file_node, f"'{name}' is a directory, not a {suffix} file")
-    if not path.exists():
-        raise fields.error(where, file_node, f"no such file '{name}' (looked for {path.absolute()}; "
-                           "relative paths start at the scenario file's folder)")
     try:
-        if suffix == ".csv":
-            array = _read_csv(fields, file_node, where, name, path)
-        elif suffix == ".npz":
-            array = _read_npz(fields, spec, field, name, path)
-        else:
-            array = _read_npy(fields, file_node, where, name, path)
+        # a .npy's header says how much of it is read; an .npz's directory, which member
+        handle, size = open_regular(path, MAX_CSV_BYTES if suffix == ".csv" else MAX_NPZ_BYTES)
+    except NotAFileError as exc:
+        raise fields.error(where, file_node, f"'{name}' {exc}") from None
+    except FileNotFoundError:
+        raise fields.error(where, file_node, f"no such file '{name}' (looked for {path.absolute()}; "
+                           "relative paths start at the scenario file's folder)") from None
     except PermissionError:
         raise fields.error(where, file_node, f"'{name}' cannot be read: permission denied") from None
+    except (OSError, ValueError) as exc:
+        raise fields.error(where, file_node, f"'{name}' cannot be read: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        with handle:
+            if suffix == ".csv":
+                array = _read_csv(fields, file_node, where, name, read_capped(handle, size, MAX_CSV_BYTES))
+            elif suffix == ".npz":
+                array = _read_npz(fields, spec, field, name, handle, size)
+            else:
+                array = read_npy(handle, size, field)
+    except BadArray as exc:
+        raise fields.error(where, file_node, f"'{name}' {exc}") from None
     except OSError as exc:
         raise fields.error(where, file_node,
                            f"'{name}' cannot be read: {exc.strerror or exc}") from None
@@ -73,66 +82,31 @@ def _resolve(fields: Fields, name: str) -> Path:
     return (Path(fields.base_dir) if fields.base_dir is not None else Path.cwd()) / path
 
 
-def _read_npy(fields: Fields, file_node: Node, where: str, name: str, path: Path) -> np.ndarray:
+def _read_npz(fields: Fields, spec: dict[str, Node], field: str, name: str, handle,
+              size: int) -> np.ndarray:
+    key_node = spec.get("key")
+    if key_node is not None and not isinstance(key_node.value, (str, int, float)) \
+            or key_node is not None and isinstance(key_node.value, bool):
+        raise fields.error(f"{field}.key", key_node, f"expected the name of an array in "
+                           f"'{name}', got {kind(key_node.value, key_node)}")
+    key = None if key_node is None else (key_node.raw if key_node.raw is not None
+                                         else str(key_node.value))
     try:
-        loaded = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise fields.error(where, file_node, _load_problem(name, exc)) from None
-    except EOFError:
-        raise fields.error(where, file_node, f"'{name}' is empty or cut short; save it again "
-                           "with numpy.save") from None
-    if not isinstance(loaded, np.ndarray):  # np.load opened a zip archive: an .npz by another name
-        loaded.close()
-        raise fields.error(where, file_node, f"'{name}' is an .npz archive, not a .npy file; "
-                           "rename it to .npz and give key: to pick an array")
-    return loaded
-
-
-def _read_npz(fields: Fields, spec: dict[str, Node], field: str, name: str,
-              path: Path) -> np.ndarray:
-    file_node, where = spec["file"], f"{field}.file"
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (ValueError, zipfile.BadZipFile) as exc:
-        raise fields.error(where, file_node, _load_problem(name, exc)) from None
-    except EOFError:
-        raise fields.error(where, file_node, f"'{name}' is empty or cut short; save it again "
-                           "with numpy.savez") from None
-    if isinstance(loaded, np.ndarray):
-        raise fields.error(where, file_node, f"'{name}' holds a single .npy array, not an .npz "
-                           "archive; rename it to .npy (and drop key:)")
-    with loaded:
-        keys = list(loaded.files)
+        return read_npz(handle, size, key, field)
+    except KeyError as exc:
+        keys = exc.args[0]
         shown = ", ".join(keys) if keys else "none"
-        if "key" in spec:
-            key_node = spec["key"]
-            if not isinstance(key_node.value, str) or key_node.value not in keys:
-                got = f"'{key_node.value}'" if isinstance(key_node.value, str) else kind(key_node.value)
-                raise fields.error(f"{field}.key", key_node,
-                                   f"'{name}' has no array {got}; its arrays: {shown}")
-            key = key_node.value
-        elif len(keys) == 1:
-            key = keys[0]
-        else:
-            raise fields.error(field, spec["file"], f"'{name}' holds {len(keys)} arrays; say "
-                               f"which with key: (its arrays: {shown})")
-        try:
-            return loaded[key]
-        except (ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise fields.error(where, file_node, _load_problem(f"{name}[{key}]", exc)) from None
+        if key_node is not None:
+            raise fields.error(f"{field}.key", key_node,
+                               f"'{name}' has no array '{key}'; its arrays: {shown}") from None
+        raise fields.error(field, spec["file"], f"'{name}' holds {len(keys)} arrays; say "
+                           f"which with key: (its arrays: {shown})") from None
 
 
-def _load_problem(name: str, exc: Exception) -> str:
-    text = str(exc)
-    if "pickle" in text.lower() or "object arrays" in text.lower():
-        return f"'{name}' {PICKLED}"
-    if isinstance(exc, zipfile.BadZipFile):
-        return f"'{name}' is not a valid .npz archive ({text}); save it again with numpy.savez"
-    return f"'{name}' is not a valid numpy file ({text}); save it again with numpy.save"
-
-
-def _read_csv(fields: Fields, file_node: Node, where: str, name: str, path: Path) -> np.ndarray:
-    raw = path.read_bytes()
+def _read_csv(fields: Fields, file_node: Node, where: str, name: str, raw: bytes) -> np.ndarray:
+    if len(raw) > MAX_CSV_BYTES:
+        raise fields.error(where, file_node, f"'{name}' is more than {megabytes(MAX_CSV_BYTES)}; "
+                           "save a matrix that large with numpy.save as a .npy file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -13,7 +13,7 @@ import numpy as np
 
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.scores import SCORES  # the score kinds are the layer's to define
-from attnwalk.scenario import lesson
+from attnwalk.scenario import lesson, limits
 from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.scenario.fields import Fields, kind, quoted, shown, suggest, whole
 from attnwalk.scenario.files import read_text
@@ -134,6 +134,8 @@ def load_scenario(ref: str | Path) -> Scenario:
     if not ref_text.strip():
         raise ScenarioError(f"no scenario named: give a built-in ({', '.join(builtin_names())}) "
                             "or the path to a .yaml file", file=quoted(ref_text))
+    if ref_text == "-":  # the scenario piped in: `cat my.yaml | attnwalk run -`
+        return _from_stdin()
     path = Path(ref_text)
     try:
         exists = path.exists()
@@ -155,6 +157,16 @@ def load_scenario(ref: str | Path) -> Scenario:
     text = read_text(path, file if builtin is None else None)
     return scenario_from_text(text, file if builtin is None else f"{ref_text} (built-in)",
                               default_name=path.stem, path=str(path), builtin=builtin is not None)
+
+
+def _from_stdin() -> Scenario:
+    import sys
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ScenarioError("- reads the scenario from stdin, but stdin is a terminal; pipe a file "
+                            "in: cat my.yaml | attnwalk run -", file="-")
+    text = read_text(Path("/dev/stdin"), "<stdin>")
+    return scenario_from_text(text, "<stdin>", default_name="stdin")
 
 
 def scenario_from_text(text: str, file: str, default_name: str = "scenario",
@@ -206,6 +218,7 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
             raise f.error(key, top[key], f"{key} has {W.shape[1]} columns, which "
                           f"{whole(heads)} heads cannot split evenly; its width must be heads × "
                           "per-head width")
+    _check_cost(f, root, main, source, heads, W_Q, W_V)
     W_O = None
     if "W_O" in top:
         W_O = f.matrix(top["W_O"], "W_O")
@@ -257,6 +270,20 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         if value is not None:
             value.flags.writeable = False
     return scenario
+
+
+def _check_cost(f: Fields, root: Node, main: Sequence, source: Sequence | None, heads: int,
+                W_Q: np.ndarray, W_V: np.ndarray) -> None:
+    """Refuse, before the mask or any stage is allocated, a walk too big to compute (limits.py)."""
+    m = source.n if source else main.n
+    problems = limits.walk_size(main.n, m, main.d_model, W_Q.shape[1], W_V.shape[1], heads)
+    if problems:
+        field, message = problems[0]
+        if field == "tokens" and source is not None and m > main.n and "scores" in message:
+            field = "source.tokens"
+        key, _, sub = field.partition(".")
+        keys = root.value[key].keys if sub else root.keys
+        raise ScenarioError(message, file=f.file, field=field, line=(keys or {}).get(sub or key))
 
 
 def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from attnwalk.scenario.fields import Fields, whole
+from attnwalk.scenario.limits import MAX_MATRIX
 from attnwalk.scenario.yamltree import Node
 
 KEYS = ("seed", "rows", "cols", "scale")
-MAX_VALUES = 4_194_304  # 2048 × 2048, 32 MB of float64: beyond any lesson, and still quick
+MAX_VALUES = MAX_MATRIX  # 2048 × 2048, 32 MB of float64: beyond any lesson, and still quick
 MAX_SEED = 2**63 - 1
 
 
