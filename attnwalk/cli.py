@@ -116,7 +116,7 @@ def export_cmd(
     lang: Annotated[Optional[str], typer.Option("--lang", help="Language of the handout's text: en or zh.")] = None,
     precision: Annotated[int, typer.Option("--precision", "-p", min=0, max=12,
                                            help="Decimals in markdown and latex handouts (json and csv keep every digit).")] = 4,
-    output: Annotated[Optional[Path], typer.Option(
+    output: Annotated[Optional[str], typer.Option(
         "--output", "-o", help="Write to FILE instead of printing (all or nothing: never a half-written file).")] = None,
 ) -> None:
     """Print every stage's matrix: JSON, or a handout in Markdown, LaTeX or CSV.
@@ -126,8 +126,13 @@ def export_cmd(
     from attnwalk.layer.walk import compute
     from attnwalk.scenario.model import load_scenario
 
+    from attnwalk.commands.walk import output_path, write_atomically
+    from attnwalk.scenario.limits import check_export
+
     lang = detect_lang(lang)
+    target = None if output is None else output_path(output, "--output", f"walk.{format.value}")
     walk = compute(load_scenario(scenario), mode.value)
+    check_export(walk, format.value)  # before a string of every number is built
     if format is ExportFormat.json:
         content = to_json(walk_data(walk)) + "\n"
     else:
@@ -138,9 +143,7 @@ def export_cmd(
     if output is None:
         sys.stdout.write(content)
         return
-    from attnwalk.commands.walk import write_atomically
-
-    write_atomically(output, content, option="--output")
+    write_atomically(target, content, option="--output")
 
 
 @app.command("list")
@@ -177,7 +180,7 @@ ScenarioFileOpt = Annotated[Optional[Path], typer.Option("--scenario", "-s", hel
 NoPauseOpt = Annotated[bool, typer.Option("--no-pause", help="Print every stage at once without waiting for keys.")]
 PrecisionOpt = Annotated[int, typer.Option("--precision", "-p", min=0, max=12, help="Decimals in every cell (0-12).")]
 AsciiOpt = Annotated[bool, typer.Option("--ascii", help="Draw with plain ASCII boxes.")]
-SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Also record the whole walk to FILE: .svg, .html/.htm or .txt.")]
+SaveOpt = Annotated[Optional[str], typer.Option("--save", help="Also record the whole walk to FILE: .svg, .html/.htm or .txt.")]
 LangOpt = Annotated[Optional[str], typer.Option("--lang", help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Start at the stage where you left this scenario last time.")]
 WalkHeadOpt = Annotated[Optional[str], typer.Option(

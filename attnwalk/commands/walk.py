@@ -19,21 +19,40 @@ from attnwalk.scenario.model import Scenario
 SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
 
 
-def save_format(path: Path) -> str:
-    """The format --save writes for `path` (by its extension), checked before any walking, so a
-    bad path fails at once rather than after the learner has stepped through every stage."""
-    fmt = SAVE_FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        allowed = ", ".join(SAVE_FORMATS)
-        got = f"'{path.suffix}'" if path.suffix else "no extension"
-        raise UsageError(f"--save {path}: {got} is not a format attnwalk writes; use one of {allowed}")
+def output_path(raw: str | Path, option: str, example: str) -> Path:
+    """The file `option` (--save, --output) names, as typed: refused at once when it is empty,
+    names a folder (an existing one, or any path ending in '/'), or lies in a folder that does not
+    exist or cannot be written. Checked before any work, and on the string as typed: Path("x/")
+    and Path("") lose what the user wrote ("x" and ".")."""
+    text = os.fspath(raw)
+    if not text.strip():
+        raise UsageError(f"{option} needs a file name, e.g. {option} {example}")
+    if text.endswith(("/", os.sep)) or os.path.basename(text) in (".", ".."):
+        raise UsageError(f"{option} {text}: that names a folder; give a file name, e.g. "
+                         f"{option} {text.rstrip('/' + os.sep) or '.'}/{example}")
+    path = Path(text)
+    if path.is_dir():
+        raise UsageError(f"{option} {text}: that is a folder; give a file name, e.g. "
+                         f"{option} {Path(text) / example}")
     folder = path.parent
     if not folder.is_dir():
-        raise UsageError(f"--save {path}: the folder {folder} does not exist; create it first")
-    if path.is_dir():
-        raise UsageError(f"--save {path}: that is a folder; give a file name such as walk{path.suffix}")
+        raise UsageError(f"{option} {text}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK):
-        raise UsageError(f"--save {path}: cannot write in {folder} (permission denied)")
+        raise UsageError(f"{option} {text}: cannot write in {folder} (permission denied)")
+    return path
+
+
+def save_format(path: str | Path) -> str:
+    """The format --save writes for `path` (by its extension), checked before any walking, so a
+    bad path fails at once rather than after the learner has stepped through every stage."""
+    text = os.fspath(path)
+    fmt = SAVE_FORMATS.get(Path(text).suffix.lower()) if text.strip() else "svg"
+    if fmt is None:
+        allowed = ", ".join(SAVE_FORMATS)
+        suffix = Path(text).suffix
+        got = f"'{suffix}'" if suffix else "no extension"
+        raise UsageError(f"--save {text}: {got} is not a format attnwalk writes; use one of {allowed}")
+    output_path(text, "--save", "walk.svg")
     return fmt
 
 
@@ -125,11 +144,12 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(path: Path, content: str, option: str = "--save") -> None:
+def write_atomically(path: str | Path, content: str, option: str = "--save") -> None:
     """Write `content` to `path` through a temporary file in the same folder, so a failure leaves
     neither a partial file nor a damaged old one."""
     import tempfile
 
+    path = Path(path)  # --save and --output arrive as typed (str)
     tmp_name = None
     try:
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnwalk.errors import ScenarioError
+
 MAX_MATRIX = 4_194_304  # numbers in any one matrix, given or computed: 2048 × 2048, 32 MB
 MAX_SCORES = 4_194_304  # n × m × heads: each score stage (QKᵀ, S, A) of every head together
 MAX_EXPORT = 2_097_152  # numbers a JSON or CSV export writes out: about 45 MB of JSON
@@ -88,3 +90,12 @@ def too_big_to_export(walk: Any, fmt: str) -> str | None:
     return (f"a {fmt.upper()} export of this layer holds {amount(numbers)} numbers (about "
             f"{amount(size)} MB), more than the {amount(MAX_EXPORT)} an export writes; export fewer "
             "tokens or heads, or --format markdown or latex, which show each matrix's corners")
+
+
+def check_export(walk: Any, fmt: str) -> None:
+    """Refuse, before a string is built, an export too big to write (ScenarioError on the tokens'
+    line: the number of tokens is what makes it big)."""
+    problem = too_big_to_export(walk, fmt)
+    if problem:
+        scn = walk.scenario
+        raise ScenarioError(problem, file=scn.label, field="tokens", line=scn.lines.get("tokens"))

@@ -73,6 +73,7 @@ class Scenario:
     focus: int | None = None  # the query row whose cells the walk works through (0-based)
     dimensions: dict = field(default_factory=dict)  # "d_model" | "d_k" | "d_v" -> {lang: names}
     notes: dict = field(default_factory=dict)  # stage key -> what to notice there (text or {lang: text})
+    lines: dict = field(default_factory=dict)  # field ("tokens", "source.tokens") -> its line in the file
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -265,11 +266,20 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         name=name, main=main, W_Q=W_Q, W_K=W_K, W_V=W_V, mask_kind=mask_kind, allowed=allowed,
         title=title, description=description, path=path, builtin=builtin, label=file, heads=heads, W_O=W_O,
         source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale,
-        focus=focus, dimensions=dimensions, notes=notes)
+        focus=focus, dimensions=dimensions, notes=notes, lines=_lines(root))
     for value in (W_Q, W_K, W_V, W_O, w_a, allowed, main.E, main.P_given):
         if value is not None:
             value.flags.writeable = False
     return scenario
+
+
+def _lines(root: Node) -> dict[str, int]:
+    """The line of every top-level key and of the source's keys, for messages after loading."""
+    lines = dict(root.keys or {})
+    source = root.value.get("source")
+    if source is not None and source.keys:
+        lines.update({f"source.{key}": line for key, line in source.keys.items()})
+    return lines
 
 
 def _check_cost(f: Fields, root: Node, main: Sequence, source: Sequence | None, heads: int,
