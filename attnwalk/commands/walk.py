@@ -128,8 +128,9 @@ def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0)
     and exported as SVG, HTML or plain text."""
     import io
 
-    recorder = Console(record=True, file=io.StringIO(), width=opts.width, color_system="truecolor",
-                       highlight=False, soft_wrap=False, emoji=False)
+    from attnwalk.terminal.console import make_console  # its guards escape what the SVG shows too
+
+    recorder = make_console(record=True, file=io.StringIO(), width=opts.width, color_system="truecolor")
     print_walk(recorder, walk, opts, head=head)
     if fmt == "svg":
         return recorder.export_svg(title=f"attnwalk: {walk.scenario.name} ({walk.mode.name})")
@@ -172,7 +173,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
     from attnwalk.scenario.model import load_scenario
-    from attnwalk.terminal.console import interactive, make_console
+    from attnwalk.terminal.console import interactive, make_console, wants_ascii
     from attnwalk.text import detect_lang, text
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
@@ -181,7 +182,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     shown = head_option(scenario, head)
     walk = compute(scenario, mode)
     console = make_console()
-    opts = opts.with_(width=console.size.width)
+    opts = opts.with_(width=console.size.width, ascii=ascii or wants_ascii(console))
     if save is not None:
         write_atomically(save, recorded_walk(walk, opts, fmt, shown))
     start, note = 0, ""

@@ -27,6 +27,7 @@ import numpy as np
 from attnwalk.export.latex import document, latex_text, math_text, matrix_env, tabular
 from attnwalk.layer.axes import axes, dim_labels
 from attnwalk.layer.modes import BASELINE
+from attnwalk.layer.safe import escaped
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk
 from attnwalk.render.heatmap import GAP, shown_indices
@@ -88,7 +89,7 @@ class Section:
             self.cols = [tx.t("ui.position_col"), tx.t("ui.token"), tx.t("ui.id")]
             self.row_shown = shown_indices(scn.n, opts.max_rows)
             self.col_shown = [0, 1, 2]
-            self.cells = [[str(i), scn.tokens[i], str(ids[i]) if ids else "-"] if i is not GAP else None
+            self.cells = [[str(i), escaped(scn.tokens[i]), str(ids[i]) if ids else "-"] if i is not GAP else None
                           for i in self.row_shown]
         else:
             self.matrix = walk.matrix(stage.key, head)
@@ -101,7 +102,7 @@ class Section:
                           for field in ("what", "why", "mistake")]
         notice = scn.note(stage.key, opts.lang)  # the lesson's own point comes first
         if notice:
-            self.explained.insert(0, (tx.t("lesson.notice"), notice))
+            self.explained.insert(0, (tx.t("lesson.notice"), escaped(notice)))
         self.notes = stage_notes(opts.lang, stage, scn, walk.mode)
 
     @property
@@ -125,17 +126,18 @@ def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str, str]:
     if scn.heads > 1:
         dims += f", h = {scn.heads}"
     mode = tx.t(f"mode.{walk.mode.name}.name")
-    settings = f"{scn.name} · {tx.t('ui.mode')}{tx.t('ui.colon')}{mode} · {dims}"
-    description = pick(scn.description, lang)
+    settings = f"{escaped(scn.name)} · {tx.t('ui.mode')}{tx.t('ui.colon')}{mode} · {dims}"
+    description = escaped(pick(scn.description, lang), keep_newlines=True)  # shown, never obeyed
     names = scn.dimension_names("d_model", lang)
     if names:
-        listed = " · ".join(tx.t("lesson.dimension", index=i, name=name) for i, name in enumerate(names))
+        listed = " · ".join(tx.t("lesson.dimension", index=i, name=escaped(name))
+                            for i, name in enumerate(names))
         description = "\n".join(filter(None, (description, tx.t("lesson.dimensions") + tx.t("ui.colon") + listed)))
     # A scenario's description is written for the default mode and quotes its numbers; in any
     # other mode the tables differ from them, so say which numbers are which.
     note = (tx.t("handout.mode_note", mode=mode, default=tx.t(f"mode.{BASELINE.name}.name"))
             if description and walk.mode != BASELINE else "")
-    return (pick(scn.title, lang) or scn.name, description, settings, note,
+    return (escaped(pick(scn.title, lang) or scn.name), description, settings, note,
             tx.t(f"mode.{walk.mode.name}.explain"))
 
 
@@ -250,7 +252,8 @@ def _tex_cell(s: Section | Weight, i: int | None, j: int | None, opts: ViewOptio
     x = float(s.matrix[i, j])
     if math.isinf(x):
         return "-\\infty" if x < 0 else "\\infty"
-    return number(x, opts)
+    mantissa, _, exponent = number(x, opts).partition("e")  # 1.0000e+300: 1.0000 \times 10^{300}
+    return f"{mantissa} \\times 10^{{{int(exponent)}}}" if exponent else mantissa
 
 
 # -- CSV --------------------------------------------------------------------------------------
@@ -290,4 +293,6 @@ def _csv_field(s: str) -> str:
 def handout(walk: Walk, fmt: str, opts: ViewOptions) -> str:
     """The whole walk in format `fmt` (one of FORMATS), explained in opts.lang."""
     render = {"markdown": markdown, "latex": latex, "csv": csv_text}[fmt]
-    return render(walk, opts)
+    # The scenario's own text is escaped where it goes in (labels in layer/axes.py, the rest
+    # above; LaTeX's in latex.py, before its own escaping); this catches anything else.
+    return escaped(render(walk, opts), keep_newlines=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from attnwalk.layer.safe import escaped
+
 # Text mode: characters LaTeX treats specially, and the symbols of attnwalk's text.
 _TEXT = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
@@ -53,7 +55,9 @@ def _wide(ch: str) -> bool:
 
 
 def _escape(s: str) -> str:
-    return "".join(_TEXT.get(ch, ch) for ch in s)
+    """Text mode; a control or bidirectional-override character first becomes its escape (\\x1b),
+    whose backslash is then LaTeX's \\textbackslash{}: printed, never obeyed."""
+    return "".join(_TEXT.get(ch, ch) for ch in escaped(s, keep_newlines=True))
 
 
 def _curly_quotes(s: str) -> str:

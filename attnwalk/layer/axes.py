@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.errors import UsageError
+from attnwalk.layer.safe import escaped
 from attnwalk.layer.stages import TOKENS, Stage
 
 if TYPE_CHECKING:
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def token_labels(tokens: Sequence[str]) -> tuple[str, ...]:
-    """Row and column labels: the tokens, with the 1-based position added to repeated ones."""
+    """Row and column labels: the tokens, with the 1-based position added to repeated ones, and
+    control and bidirectional-override characters escaped (safe.py): a label is shown, never obeyed."""
     return _labels(tuple(tokens))
 
 
@@ -29,7 +31,7 @@ def _labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
     seen: dict[str, int] = {}
     for tok in tokens:
         seen[tok] = seen.get(tok, 0) + 1
-    return tuple(f"{tok}#{i + 1}" if seen[tok] > 1 else tok for i, tok in enumerate(tokens))
+    return tuple(escaped(f"{tok}#{i + 1}" if seen[tok] > 1 else tok) for i, tok in enumerate(tokens))
 
 
 @lru_cache(maxsize=16)
@@ -50,7 +52,9 @@ def axes(walk: Walk, stage: Stage, head: int = 0,
         return rows, token_labels(scn.key_tokens)
     width = walk.matrix(stage.key, head).shape[1]
     names = scn.dimension_names(stage.cols, lang)  # one head's d_k or d_v: not a split matrix
-    return rows, names if names is not None and len(names) == width else dim_labels(width)
+    if names is not None and len(names) == width:
+        return rows, tuple(escaped(name) for name in names)
+    return rows, dim_labels(width)
 
 
 def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:

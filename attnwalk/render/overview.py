@@ -15,6 +15,7 @@ from rich.text import Text
 
 from attnwalk.layer.axes import default_cell, token_labels
 from attnwalk.layer.ops import entropy_bits
+from attnwalk.layer.safe import escaped
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk
 from attnwalk.text import text
@@ -184,7 +185,7 @@ def tokens_table(tokens: Sequence[str], ids: Sequence[int] | None,
                              count=len(tokens) - opts.max_rows)
             table.add_row(Text(style.markers(opts).ellipsis), None, Text(more, style=style.NOTE))
         else:
-            table.add_row(Text(str(i + 1)), Text(str(i)), Text(tokens[i]),
+            table.add_row(Text(str(i + 1)), Text(str(i)), Text(escaped(tokens[i])),
                           Text(str(ids[i]) if ids else "-"))
     legend = style.say(opts, "ui.rows_legend", row=heads[0],
                        pos=heads[1])

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from rich import box
 
+from attnwalk.layer.safe import escaped
 from attnwalk.text import text
 from attnwalk.render.options import ViewOptions
 
@@ -82,29 +83,52 @@ def panel_box(opts: ViewOptions) -> box.Box:
 
 
 def plain(s: str, opts: ViewOptions) -> str:
-    """`s` as written under opts: with --ascii, math symbols spelled in ASCII."""
+    """`s` as written under opts: control and bidirectional-override characters escaped (a
+    scenario's title or note is shown, never obeyed; line breaks stay), and with --ascii, math
+    symbols spelled in ASCII."""
+    s = escaped(s, keep_newlines=True)
     return s.translate(_TO_ASCII) if opts.ascii else s
+
+
+def ascii_spelling(s: str) -> str:
+    """`s` with the symbols --ascii spells differently written that way: what an output whose
+    encoding holds only ASCII falls back to."""
+    return s.translate(_TO_ASCII)
 
 
 def say(opts: ViewOptions, key: str, **values: object) -> str:
     """The UI string `key` in opts.lang.
 
     Under --ascii the template is transliterated before the values go in, so token text is
-    shown exactly as the scenario spells it.
+    shown exactly as the scenario spells it, except that control and bidirectional-override
+    characters in the values are escaped (layer/safe.py).
     """
     tx = text(opts.lang)
     holes = {name: f"\x00{i}\x00" for i, name in enumerate(values)}
     template = tx.t(key, **holes)
-    out = plain(template, opts)
+    out = template.translate(_TO_ASCII) if opts.ascii else template  # the holes are \x00: not escaped
     for name, hole in holes.items():
-        out = out.replace(hole, str(values[name]))
+        out = out.replace(hole, escaped(str(values[name]), keep_newlines=True))
     return out
 
 
+# Beyond these magnitudes fixed decimals stop saying what the number is: 1e300 would print 301
+# digits (no table holds them, and a cut one reads as 1e96), 3e-7 would print 0.0000. There a
+# number is written in scientific notation with opts.precision decimals: 1.0000e+300, 3.0000e-07.
+SCIENTIFIC_FROM = 1e6
+SCIENTIFIC_BELOW = 1e-4
+
+
 def number(x: float, opts: ViewOptions) -> str:
-    """A matrix value at opts.precision decimals; −∞ for masked scores; never "-0.0000"."""
+    """A matrix value at opts.precision decimals; −∞ for masked scores; never "-0.0000"; in
+    scientific notation when |x| ≥ 1e6 or 0 < |x| < 1e-4. The one formatter of a value: tables,
+    worked cells, explain and the handouts all write numbers with it."""
     if math.isinf(x):
         return markers(opts).neg_inf if x < 0 else "inf"
+    if math.isnan(x):
+        return "nan"
+    if abs(x) >= SCIENTIFIC_FROM or 0 < abs(x) < SCIENTIFIC_BELOW:
+        return f"{x:.{opts.precision}e}"
     out = f"{x:.{opts.precision}f}"
     if out.startswith("-") and not out.strip("-0."):
         out = out[1:]
@@ -112,11 +136,13 @@ def number(x: float, opts: ViewOptions) -> str:
 
 
 def short(x: float, opts: ViewOptions) -> str:
-    """A given number without trailing zeros: 2, 0.02, -0.6 (positions, angles, counts)."""
+    """A given number without trailing zeros: 2, 0.02, -0.6 (positions, angles, counts); 2e+06
+    in scientific notation (the zeros go from the mantissa, never from the exponent)."""
     out = number(x, opts)
-    if "." in out:
-        out = out.rstrip("0").rstrip(".")
-    return out or "0"
+    mantissa, e, exponent = out.partition("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return (mantissa or "0") + e + exponent
 
 
 def exp_value(x: float) -> str:
