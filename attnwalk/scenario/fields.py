@@ -7,12 +7,19 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import Any
 
 import numpy as np
 
 from attnwalk.errors import ScenarioError
+from attnwalk.scenario.yamlerrors import fullwidth_fix
 from attnwalk.scenario.yamltree import Node, shown
+
+LANGUAGES = ("en", "zh")  # the languages of text/*.toml (text/ is not the scenario's to import)
+SEPARATORS = "，、"  # a Chinese comma typed where a YAML list needs ', '
+MATRIX_FORMS = ("a matrix is a list of rows ([[1, 0], [0, 1]]), a file ({file: w.npy}) or seeded "
+                "random numbers ({random: {seed: 0, rows: 2, cols: 2}})")
 
 _NOT_FINITE = {"nan", "inf", "infinity"}  # plain words numpy would take for numbers; YAML does not
 
@@ -85,12 +92,24 @@ class Fields:
     def localized(self, node: Node, field: str) -> str | dict[str, str]:
         """A string, or a mapping of language to string ({en: ..., zh: ...})."""
         if isinstance(node.value, dict):
-            out = {lang: self.text(sub, f"{field}.{lang}") for lang, sub in node.value.items()}
-            if not out:
-                raise self.error(field, node, "expected text or {en: ..., zh: ...}, got an empty "
-                                 "mapping")
-            return out
+            return {lang: self.text(sub, f"{field}.{lang}")
+                    for lang, sub in self.languages(node, field, "text").items()}
         return self.text(node, field)
+
+    def languages(self, node: Node, field: str, what: str) -> dict[str, Node]:
+        """A mapping of language (en, zh) to `what` in that language: every key a known language,
+        at least one. Title, description, notes and dimension names all read theirs here."""
+        if not node.value:
+            raise self.error(field, node, f"expected {what} or {{en: ..., zh: ...}}, got an empty "
+                             "mapping")
+        for lang in node.value:
+            if lang not in LANGUAGES:
+                near = suggest(lang, LANGUAGES)
+                raise ScenarioError(f"unknown language{near or ''}; the languages are "
+                                    f"{', '.join(LANGUAGES)} ({{en: ..., zh: ...}})", file=self.file,
+                                    field=f"{field}.{shown(str(lang))}",
+                                    line=(node.keys or {}).get(lang, node.line))
+        return node.value
 
     def integer(self, node: Node, field: str, minimum: int | None = None) -> int:
         value = node.value
@@ -157,7 +176,15 @@ class Fields:
         items = self.items(node, field, "a list of token strings")
         if not items:
             raise self.error(field, node, "needs at least one token")
-        return tuple(self.text(item, f"{field}[{i}]") for i, item in enumerate(items))
+        out = tuple(self.text(item, f"{field}[{i}]") for i, item in enumerate(items))
+        for i, (item, text) in enumerate(zip(items, out)):
+            pieces = [p for p in re.split(f"[{SEPARATORS}]", text) if p.strip()]
+            if not item.quoted and len(pieces) > 1:  # `[女生，撩，刘海]` is one token to YAML
+                fixed = ", ".join(p.strip() for p in pieces)
+                raise self.error(f"{field}[{i}]", item, f"{quoted(text)} is read as one item: "
+                                 f"{fullwidth_fix(text)} between items; write [{shown(fixed, 60)}]"
+                                 " (or quote it to keep it whole)")
+        return out
 
     def vector(self, node: Node, field: str) -> np.ndarray:
         items = self.items(node, field, "a list of numbers")
@@ -172,6 +199,7 @@ class Fields:
             from attnwalk.scenario.randommatrix import random_matrix
             return random_matrix(self, node, field)
         if isinstance(node.value, dict):  # {file: wq.npy}; a misspelt key is reported there
+            self._matrix_mapping(node, field)
             from attnwalk.scenario.matrixfile import load_matrix_file  # only scenarios that refer to files pay for it
             return load_matrix_file(self, node, field)
         rows = self.items(node, field, "a matrix: a list of rows, each a list of numbers")
@@ -193,8 +221,20 @@ class Fields:
             out.append([self.number(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
         return np.array(out, dtype=np.float64)
 
+    def _matrix_mapping(self, node: Node, field: str, forms: str = MATRIX_FORMS) -> None:
+        """A mapping where a matrix belongs must be {file: ...} or {random: ...}; a key that is
+        neither, nor a near miss of one, gets the forms a matrix may take."""
+        keys = list(node.value)
+        if "file" in keys or "random" in keys or any(suggest(str(k), ("file", "random", "key"))
+                                                     for k in keys):
+            return
+        listed = ", ".join(shown(str(k), 20) for k in keys[:4]) or "none"
+        raise self.error(field, node, f"expected a matrix, got a mapping (keys: {listed}); {forms}")
+
     def bool_matrix(self, node: Node, field: str) -> np.ndarray:
         if isinstance(node.value, dict):  # {file: mask.npy}
+            self._matrix_mapping(node, field, "a mask is a list of rows of true/false or a file "
+                                 "({file: mask.npy})")
             from attnwalk.scenario.matrixfile import load_matrix_file
             return load_matrix_file(self, node, field, boolean=True)
         rows = self.items(node, field, "a matrix of true/false: a list of rows")
@@ -221,7 +261,8 @@ def kind(value: Any, node: Node | None = None) -> str:
     if isinstance(value, (int, float)):
         return f"the number {shown(raw or repr(value), 24)}"
     if isinstance(value, str):
-        return f"the text {quoted(value)}"
+        fix = fullwidth_fix(value)
+        return f"the text {quoted(value)}" + (f" ({fix})" if fix else "")
     if isinstance(value, list):
         return f"a list of {len(value)}"
     if isinstance(value, dict):

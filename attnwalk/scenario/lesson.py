@@ -28,10 +28,8 @@ def dimension_names(f: Fields, node: Node, widths: dict[str, int]) -> dict[str, 
     out: dict[str, Names] = {}
     for dim, sub in top.items():
         field = f"dimensions.{dim}"
-        nodes = sub.value if isinstance(sub.value, dict) else {"": sub}  # language ("": any) -> list
-        if not nodes:
-            raise f.error(field, sub, "expected a list of names or {en: [...], zh: [...]}, got "
-                          "an empty mapping")
+        nodes = (f.languages(sub, field, "a list of names") if isinstance(sub.value, dict)
+                 else {"": sub})  # language ("": any) -> list
         out[dim] = {}
         for lang, value in nodes.items():
             where = f"{field}.{lang}" if lang else field

@@ -51,10 +51,56 @@ _PLAIN = (
 )
 
 
+# Punctuation a Chinese input method types in place of YAML's: what it is, and what YAML needs.
+FULLWIDTH = {"，": ("a full-width comma", ","), "、": ("an ideographic comma", ","),
+             "：": ("a full-width colon", ":"), "［": ("a full-width bracket", "["),
+             "］": ("a full-width bracket", "]"), "｛": ("a full-width brace", "{"),
+             "｝": ("a full-width brace", "}"), "\u3000": ("a full-width space", " ")}
+
+
+def fullwidth_fix(text: str) -> str:
+    """"'，' is a full-width comma (...): YAML needs the ASCII ','" for the first such character
+    in `text`, else ""."""
+    char = next((c for c in text if c in FULLWIDTH), None)
+    if char is None:
+        return ""
+    name, ascii = FULLWIDTH[char]
+    shown = "U+3000" if char == "\u3000" else f"'{char}'"
+    return f"{shown} is {name} from a Chinese input method: YAML needs the ASCII '{ascii}'"
+
+
+def _fullwidth_line(text: str, line: int | None) -> tuple[int, int, str] | None:
+    """(line, column, char) of full-width punctuation outside quotes and comments on the error's
+    line or the line of content before it, where a slip such as `tokens： [...]` is typed (the
+    parser only notices on the next line)."""
+    if not line:
+        return None
+    for number in range(line, max(line - 3, 0), -1):
+        content = _line_of(text, number)
+        code = content.split("#", 1)[0]
+        if number != line and not code.strip():
+            continue
+        quote = None
+        for column, char in enumerate(code, start=1):
+            if char in "'\"" and quote in (None, char):
+                quote = None if quote else char
+            elif quote is None and char in FULLWIDTH and (char != "\u3000"  # in the indentation
+                                                          or not code[:column - 1].strip(" \u3000")):
+                return number, column, char
+        if number != line:
+            break
+    return None
+
+
 def syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> ScenarioError:
     """A parser's error as one line: where, and what is wrong in plain words."""
     mark = exc.problem_mark or exc.context_mark
     line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+    slip = _fullwidth_line(text, line)
+    if slip is not None:  # the cause, where it was typed, rather than where the parser tripped
+        number, at, char = slip
+        return ScenarioError(f"YAML syntax error at column {at}: {fullwidth_fix(char)}",
+                             file=file, line=number)
     problem = exc.problem or exc.context or "invalid YAML"
     source_line = _line_of(text, line)
     char = source_line[column - 1] if line and column and 0 < column <= len(source_line) else ""
