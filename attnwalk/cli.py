@@ -52,7 +52,8 @@ class ExportFormat(str, Enum):
 
 
 def handles_errors(func: Callable) -> Callable:
-    """Run a command: a user's mistake becomes one line on stderr and exit 2; Ctrl-C exits 130."""
+    """Run a command: a user's mistake becomes one line on stderr and exit 2; Ctrl-C exits 130.
+    Output that cannot be written is run()'s to report: the last of it is only written at exit."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -61,7 +62,9 @@ def handles_errors(func: Callable) -> Callable:
         except AttnwalkError as exc:
             if _state["debug"]:
                 raise
-            print(f"attnwalk: {exc}", file=sys.stderr)
+            from attnwalk.layer.safe import escaped  # a message may quote a token: shown, not obeyed
+
+            _say(f"attnwalk: {escaped(str(exc))}")
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             print(file=sys.stderr)
@@ -74,11 +77,45 @@ def handles_errors(func: Callable) -> Callable:
 
 
 def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so what is still buffered is dropped at exit rather than failing
+    again there (Python would print "Exception ignored ... BrokenPipeError" and exit 120)."""
     import os
 
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _fit_stdout(content: str, json: bool = False) -> str:
+    """`content` as stdout's encoding can hold it: JSON with \\u escapes (the same JSON); a
+    handout spelled as --ascii spells it, escaped where that is not enough."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
+    if encoding.startswith("utf"):
+        return content
+    if json:
+        from attnwalk.export.data import ascii_json
+
+        return ascii_json(content)
+    from attnwalk.terminal.console import fit_encoding
+
+    return fit_encoding(content, encoding)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, spelled as --ascii spells it where stderr's encoding needs that;
+    nothing if stderr cannot be written either (2>/dev/full)."""
+    try:
+        encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+        if not encoding.lower().startswith("utf"):
+            try:
+                line.encode(encoding)
+            except UnicodeEncodeError:
+                from attnwalk.render.style import ascii_spelling
+
+                line = ascii_spelling(line)
+        print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
 
@@ -141,7 +178,7 @@ def export_cmd(
 
         content = handout(walk, format.value, ViewOptions(precision=precision, lang=lang))
     if output is None:
-        sys.stdout.write(content)
+        sys.stdout.write(_fit_stdout(content, json=format is ExportFormat.json))
         return
     write_atomically(target, content, option="--output")
 
@@ -303,10 +340,13 @@ def explain_cmd(
     from attnwalk.render.screens import explain_view
     from attnwalk.scenario.model import load_scenario
 
+    from attnwalk.terminal.console import wants_ascii
+
     lang = detect_lang(lang)
     walk = compute(load_scenario(scenario), mode.value)
     console = _console()
-    opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width)
+    opts = ViewOptions(precision=precision, ascii=ascii or wants_ascii(console), lang=lang,
+                       width=console.size.width)
     console.print(explain_view(walk, stage, row, col, head, opts))
 
 
@@ -360,6 +400,57 @@ def _console():
     return make_console()
 
 
+def _tolerant_streams() -> None:
+    """stdout and stderr write a character their encoding cannot hold as an escape (\\u5973)
+    instead of raising UnicodeEncodeError (PYTHONIOENCODING=ascii, a latin-1 terminal); the
+    console spells symbols as --ascii does first (terminal/console.py)."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
+def _write_error(exc: OSError) -> str:
+    """The one line for output that could not be written: stdout's when the error names no file."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"{exc.filename}: {reason}"
+    return f"cannot write the output: {reason}"
+
+
 def run() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Output that cannot be written never ends in a traceback:
+
+    - a reader that has gone (`attnwalk run x | head -1`) ends quietly with exit 0, as ripgrep, fd
+      and bat do: the reader has what it asked for, and `set -o pipefail` scripts keep passing;
+    - a full disk or any other write error ends in one line on stderr and exit 1, as coreutils do
+      (`attnwalk export x > /dev/full`: "attnwalk: cannot write the output: No space left on device");
+    - an encoding that cannot hold the text falls back to the --ascii spelling, then to escapes,
+      and says so once on stderr (exit 0: nothing is lost).
+    stdout is flushed here, not at exit, where Python could only report a failure as "Exception
+    ignored".
+    """
+    _tolerant_streams()
+    try:
+        try:
+            app()
+        except SystemExit as exc:
+            if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+                raise SystemExit(0) from None  # click's answer to a closed pipe during --help
+            raise
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        raise SystemExit(0) from None
+    except OSError as exc:
+        _silence_stdout()
+        _say(f"attnwalk: {_write_error(exc)}")
+        raise SystemExit(1) from None
+    finally:
+        console = sys.modules.get("attnwalk.terminal.console")
+        if console is not None and console.escaped_for_encoding:
+            _say(f"attnwalk: the output's encoding ({sys.stdout.encoding}) cannot show some characters; "
+                 "they are written as \\uXXXX escapes (a UTF-8 locale or PYTHONIOENCODING=utf-8 shows them)")
