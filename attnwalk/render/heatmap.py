@@ -92,6 +92,20 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
     label_width = max([cell_len(s) for s in labels] + [1])
     widths = [max([cell_len(h)] + [t.cell_len for t in body]) for h, body in columns]
     edge = opts.ascii  # ASCII tables get a frame; Unicode ones only a rule under the header
+    # However narrow the terminal, a number is never cut unseen: the row labels give way first
+    # (cut with "…"), then a number too wide for what is left shows "…" where it was cut.
+    frame = 2 + 3 + (2 if edge else 0)  # the label column's padding, one column's, the frame
+    room = max(1, opts.width - frame - max(widths, default=1))
+    if label_width > room:
+        labels = [_cut(label, room, mk.ellipsis) for label in labels]
+        label_width = room
+    cap = max(1, opts.width - frame - label_width)
+    for k, (header, body) in enumerate(columns):
+        if widths[k] > cap:  # cut here, with "…", rather than cropped unseen at the screen's edge
+            for t in body:
+                t.plain = _cut(t.plain, cap, mk.ellipsis)
+            columns[k] = (_cut(header, cap, mk.ellipsis), body)
+            widths[k] = cap
     if GAP in cols:  # some columns are hidden anyway: hide a few more rather than split the table
         keep = _fitting(cols, label_width, widths, opts.width, edge)
         cols, columns, widths = ([seq[k] for k in keep] for seq in (cols, columns, widths))
@@ -123,6 +137,21 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
                           *(columns[j][1][i] for j in piece))
         tables.append(table)
     return tables[0] if len(tables) == 1 else Group(*tables)
+
+
+def _cut(text: str, width: int, ellipsis: str) -> str:
+    """`text` in at most `width` cells, ending in `ellipsis` when it was cut."""
+    if cell_len(text) <= width:
+        return text
+    if cell_len(ellipsis) > width:
+        return ellipsis[:width]
+    used, keep = cell_len(ellipsis), []
+    for ch in text:  # one pass: a token may be very long
+        used += cell_len(ch)
+        if used > width:
+            break
+        keep.append(ch)
+    return "".join(keep) + ellipsis
 
 
 def _split(label_width: int, widths: list[int], width: int, edge: bool) -> list[list[int]]:
