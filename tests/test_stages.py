@@ -39,6 +39,10 @@ TEXT_DIR = Path(__file__).resolve().parents[1] / "attnwalk" / "text"
 EXTRA = {
     "additive": SMALL + "score: additive\nw_a: [0.5, -1]\n",
     "explicit_p": SMALL + "positional: [[0, 1], [1, 0], [0.5, 0.5]]\nmask: causal\n",
+    # a mask given as a matrix, without and with positions: P's and X's text say it carries order
+    "given_mask": SMALL + "mask: [[true, false, false], [true, true, false], [false, true, true]]\n",
+    "sin_given_mask": SMALL + "positional: sinusoidal\n"
+                      "mask: [[true, false, false], [true, true, false], [false, true, true]]\n",
     "qk_norm": SMALL + "qk_norm: true\nqk_scale: 2.5\npositional: sinusoidal\n",
     "cross": SMALL + "source:\n  tokens: [x, y]\n  embeddings: [[1, 1], [0, 2]]\n",
     "heads": """\
@@ -168,13 +172,13 @@ def test_no_positions_says_permutation_equivariant_not_positions_start_at_0() ->
 def test_given_positions_are_explained_as_given() -> None:
     text = screen("explicit_p", "P")
     assert "formula P ∈ ℝ^(n × d_model)" in text
-    assert "This scenario gives P directly" in text and "P belongs to positions" in text
+    assert "This scenario gives P directly" in text and "It belongs to a position" in text
     assert "Positions start at 0" not in text and "sin(" not in text
 
 
 def test_sinusoidal_positions_keep_their_text_once() -> None:
     text = screen("girl_bangs", "P")
-    assert "sin(pos/10000^(2i/d_model))" in text and "Positions start at 0" in text
+    assert "sin(pos/10000^(2i/d_model))" in text and "Counting positions from 1. They start at 0" in text
     assert text.count("Low dimensions turn quickly") == 1
 
 
@@ -264,7 +268,7 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
 @pytest.mark.parametrize("lang", LANGS)
 def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
     tables = variant_tables(lang)
-    assert {key for key, _ in tables} == {"P", "S", "A"}
+    assert {key for key, _ in tables} == {"tokens", "P", "X", "S", "A", "Z"}
     shown = {stage_text(lang, stage, scenario(name), mode, field)
              for name in SCENARIOS for mode in ALL_MODES for stage in STAGES for field in FIELDS}
     for (key, name), fields in tables.items():
@@ -275,5 +279,5 @@ def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -
 
 def test_stage_text_without_a_scenario_is_the_stage_text() -> None:
     assert stage_text("en", stage_named("S")) == "Scaled scores"
-    assert stage_text("zh", stage_named("P"), field="mistake").startswith("位置从 0 开始")
+    assert stage_text("zh", stage_named("P"), field="mistake").startswith("以为位置从 1 开始数。其实从 0 开始")
     assert stage_text("en", stage_named("Q"), scenario("additive"), "hard", "why").startswith("Raw embeddings")

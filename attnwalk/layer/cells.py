@@ -76,8 +76,8 @@ def embedding(c: Cell) -> list:
 
 def position(c: Cell) -> list:
     positional = c.scn.main.positional
-    if positional == "none":
-        return [c.say("ui.no_positional")]
+    if positional == "none":  # a mask is laid over positions: with one, order matters even so
+        return [c.say(f"truth.no_positional_{c.scn.mask_kind}" if c.scn.masked else "ui.no_positional")]
     if positional == "explicit":
         return [c.say("ui.given_positions")]
     pos, j, d = c.row, c.col, c.scn.d_model

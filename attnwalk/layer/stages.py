@@ -132,8 +132,26 @@ def _p_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return base
 
 
-def _p_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    return () if scn.main.positional == "sinusoidal" else (scn.main.positional,)  # none, explicit
+def _order_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    """P's and X's text: which positions there are, and whether a mask carries order of its own.
+
+    Without positions and without a mask the layer is permutation-equivariant; a mask is laid over
+    positions, so it makes order matter even with P = 0 ("none_causal"). The sinusoidal text is the
+    stage's own; a masked variant only replaces the sentences the mask makes false."""
+    mask = "" if not scn.masked else "causal" if scn.mask_kind == "causal" else "masked"
+    positional = scn.main.positional  # none | sinusoidal | explicit
+    if positional == "none":
+        return (f"none_{mask}", "none") if mask else ("none",)
+    return ((mask,) if mask else ()) + (("explicit",) if positional == "explicit" else ())
+
+
+def _token_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return () if scn.main.ids is not None else ("no_ids",)  # the ids' mistake only where ids are
+
+
+def _embedding_notes(scn: Scenario, mode: Mode) -> list[str]:
+    E = np.asarray(scn.main.E) * 100  # typed by hand: at most two decimals (random ones have more)
+    return ["truth.hand_set"] if bool(np.all(np.abs(E - np.round(E)) < 1e-9)) else []
 
 
 def _projection_formula(base: str, scn: Scenario, mode: Mode) -> str:
@@ -165,7 +183,8 @@ def _raw_notes(scn: Scenario, mode: Mode) -> list[str]:
     notes = ["cross.what"] if scn.source is not None else []
     if scn.score == "additive":
         notes.append("score.additive.explain")
-    return notes + (["score.qk_norm.explain"] if scn.qk_norm else [])
+    notes += ["score.qk_norm.explain"] if scn.qk_norm else []
+    return notes + ["truth.cost_cross" if scn.source is not None else "truth.cost"]  # O(n²·d_k)
 
 
 def _s_formula(base: str, scn: Scenario, mode: Mode) -> str:
@@ -198,7 +217,14 @@ def _a_formula(base: str, scn: Scenario, mode: Mode) -> str:
 
 
 def _a_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    return (mode.name,) if not mode.smooth else ()  # uniform, hard
+    return (mode.name,) if not mode.smooth else ()  # uniform, hard (A's and Z's text)
+
+
+def _output_notes(scn: Scenario, mode: Mode) -> list[str]:
+    # From QKᵀ to Z nothing is learned in any mode; additive scores (w_a) and QK-norm's scale are
+    if scn.score != "dot" or scn.qk_norm:
+        return []
+    return ["truth.no_parameters_w_o" if scn.W_O is not None else "truth.no_parameters"]
 
 
 def _concat_formula(base: str, scn: Scenario, mode: Mode) -> str:
@@ -230,13 +256,13 @@ _SINUSOIDAL = "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)
 _BIG = "use smaller embeddings or weights"
 
 STAGES: tuple[Stage, ...] = (
-    Stage("tokens", "tokens", "token_i → id_i", "n", "-", None, TOKENS),
+    Stage("tokens", "tokens", "token_i → id_i", "n", "-", None, TOKENS, variants=_token_variants),
     Stage("E", "E", "E = EmbeddingTable[ids]", "n", "d_model", lambda m, layer: np.array(layer.scn.main.E),
-          worked=cells.embedding),
+          notes=_embedding_notes, worked=cells.embedding),
     Stage("P", "P", _SINUSOIDAL, "n", "d_model", _positions, formula_for=_p_formula,
-          variants=_p_variants, worked=cells.position),
+          variants=_order_variants, worked=cells.position),
     Stage("X", "X", "X = E + P", "n", "d_model", lambda m, layer: m["E"] + m["P"],
-          worked=cells.input_sum, overflow="use smaller embeddings or positions"),
+          variants=_order_variants, worked=cells.input_sum, overflow="use smaller embeddings or positions"),
     Stage("Q", "Q", "Q = X · W_Q", "n", "d_k", _projection("W_Q"), split=True, weight="W_Q",
           formula_for=_projection_formula, notes=_q_notes, worked=cells.projection, overflow=_BIG),
     Stage("K", "K", "K = X · W_K", "m", "d_k", _projection("W_K"), split=True, weight="W_K",
@@ -257,7 +283,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("A", "A", "A[i, :] = softmax((S + M)[i, :])", "n", "m", _weights, WEIGHTS, per_head=True,
           formula_for=_a_formula, variants=_a_variants, notes=_mode_notes, worked=cells.softmax),
     Stage("Z", "Z", "Z = A · V", "n", "d_v", lambda m, layer: m["A"] @ m["V"], per_head=True,
-          worked=cells.output, overflow="use smaller values"),  # (n, m) @ (m, d_v) -> (n, d_v)
+          variants=_a_variants, notes=_output_notes, worked=cells.output,
+          overflow="use smaller values"),  # (n, m) @ (m, d_v) -> (n, d_v)
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", _concat, split=True,
           applies=lambda scn: scn.heads > 1, formula_for=_concat_formula, notes=_concat_notes,
           worked=cells.concat),
