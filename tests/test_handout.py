@@ -83,7 +83,7 @@ def test_markdown_tables_carry_lesson_002_numbers_with_labels():
     assert "| 女生 | 0.0551 | 0.1371 | 0.8078 |" in md  # A
     assert "| 撩 | 1.6145 | 2.4204 |" in md  # Z
     assert "| 0 | 女生 | 1258 |" in md  # tokens: position, token, id
-    assert "# 女生撩刘海: every matrix by hand (lesson 002)" in md
+    assert "# 女生撩刘海: every matrix by hand, from lookup to Z" in md  # the title, as a heading
 
 
 def test_markdown_escapes_pipes_and_shows_masked_scores():
@@ -177,7 +177,7 @@ def test_straight_double_quotes_become_tex_quotes_and_chinese_quotes_stay():
     assert latex_text("并不比 875「大」") == "并不比 875「大」"
     tex = handout(walk_of("girl_bangs"), "latex", ViewOptions())
     assert "not ``more'' than 875" in tex  # stage tokens, the common mistake
-    assert "(女生撩刘海, ``the girl brushes her bangs'')" in tex  # the scenario's description
+    assert "女生撩刘海 (``the girl brushes her bangs'')" in tex  # the scenario's description
     assert '"' not in tex.split("\\begin{document}")[1]
 
 
