@@ -82,11 +82,11 @@ def read_capped(handle: BinaryIO, size: int, limit: int) -> bytes:
 
 
 def megabytes(size: int) -> str:
-    """A size for a message: '16 MB', '288.4 MB', '12 KB'."""
+    """A size for a message: '16 MB', '288 MB', '2.5 MB', '12 KB'."""
     if size < 1024 * 1024:
         return f"{-(-size // 1024):,} KB"
     mb = size / (1024 * 1024)
-    return f"{mb:,.0f} MB" if mb >= 100 or mb.is_integer() else f"{mb:,.1f} MB"
+    return f"{mb:,.0f} MB" if mb >= 10 or mb.is_integer() else f"{mb:,.1f} MB"
 
 
 def read_text(path: Path, file: str | None = None) -> str:

@@ -122,6 +122,13 @@ class Scenario:
             return next((note[k] for k in (lang, "en", *note) if k in note), "")
         return note
 
+    def overflow_where(self, stage: str) -> str:
+        """`file:line: field` of the input to make smaller when `stage` overflows float64 (the
+        largest of those it is made from; blame.py), else the file alone."""
+        from attnwalk.scenario.blame import overflow_where
+
+        return overflow_where(self, stage)
+
     @property
     def scorer(self):  # -> layer.scores.Score
         """How this scenario's queries and keys make a score (dot or additive)."""

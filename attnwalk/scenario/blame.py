@@ -1,0 +1,68 @@
+"""Which line of a scenario file a numeric overflow comes from.
+
+The layer finds that a stage overflows float64 (`Q overflows float64`) but knows no YAML lines;
+the loader knows the lines but computes nothing. Between them: the fields each stage is made from,
+and, of those, the one holding the largest number — the one to make smaller.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from attnwalk.scenario.model import Scenario
+
+# stage key -> the scenario fields its numbers are made from (`source.` ones with a source)
+_MAIN = ("embeddings", "positional")
+_KV = ("source.embeddings", "source.positional")
+INPUTS: dict[str, tuple[str, ...]] = {
+    "X": _MAIN, "source X": _KV,
+    "Q": _MAIN + ("W_Q",), "K": ("W_K",), "V": ("W_V",),
+    "QK^T": _MAIN + ("W_Q", "W_K"), "Z": ("W_V",), "O": ("W_O", "W_V"),
+}  # S overflows only through --amplify, which is no field's doing
+_KEY_STAGES = ("K", "V", "QK^T", "Z", "O")  # made from the keys' sequence too
+
+
+def _values(scn: Scenario, field: str) -> np.ndarray | None:
+    source = field.startswith("source.")
+    seq = scn.source if source else scn.main
+    if seq is None:
+        return None
+    name = field.removeprefix("source.")
+    if name == "embeddings":
+        return seq.E
+    if name == "positional":
+        return seq.P_given
+    return getattr(scn, name, None)
+
+
+def overflow_cause(scn: Scenario, stage: str) -> tuple[str, int | None] | None:
+    """(field, line) of the input with the largest magnitude among those stage `stage` is made
+    from (the first of equals, in the order of INPUTS), or None for a stage not listed."""
+    fields = INPUTS.get(stage)
+    if fields is None:
+        return None
+    if stage in _KEY_STAGES:
+        fields = fields + (_KV if scn.source is not None else _MAIN)
+    best, biggest = None, -1.0
+    for field in dict.fromkeys(fields):  # in order, once each
+        values = _values(scn, field)
+        if values is None or values.size == 0:
+            continue
+        top = float(np.max(np.abs(values)))
+        if top > biggest:
+            best, biggest = field, top
+    if best is None:
+        return None
+    return best, scn.lines.get(best)
+
+
+def overflow_where(scn: Scenario, stage: str) -> str:
+    """`file:line: field` for an overflow at `stage`, or the file alone when no field is known."""
+    cause = overflow_cause(scn, stage)
+    if cause is None:
+        return scn.label
+    field, line = cause
+    return f"{scn.label}:{line}: {field}" if line is not None else f"{scn.label}: {field}"
