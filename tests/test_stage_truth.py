@@ -309,6 +309,9 @@ def test_the_ids_mistake_only_where_there_are_ids(ids, lang) -> None:
     tokens = stage_named("tokens")
     mistake = stage_text(lang, tokens, scn, field="mistake")
     assert ("9527" in mistake) == ids
+    # E says a row is looked up by its id only where there are ids
+    looked_up = "Each id selects" if lang == "en" else "每个 ID 从词嵌入表里取出一行"
+    assert (looked_up in stage_text(lang, stage_named("E"), scn, field="what")) == ids
     body = screen(scn, "tokens", lang)
     assert ("9527" in body) == ids and mistake.replace(" ", "")[:30] in body
     assert ("9527" in stage_text(lang, tokens, load_scenario("girl_bangs"), field="mistake"))

@@ -145,8 +145,8 @@ def _order_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     return ((mask,) if mask else ()) + (("explicit",) if positional == "explicit" else ())
 
 
-def _token_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    return () if scn.main.ids is not None else ("no_ids",)  # the ids' mistake only where ids are
+def _id_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return () if scn.main.ids is not None else ("no_ids",)  # ids and the lookup only where ids are
 
 
 def _embedding_notes(scn: Scenario, mode: Mode) -> list[str]:
@@ -256,9 +256,9 @@ _SINUSOIDAL = "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)
 _BIG = "use smaller embeddings or weights"
 
 STAGES: tuple[Stage, ...] = (
-    Stage("tokens", "tokens", "token_i → id_i", "n", "-", None, TOKENS, variants=_token_variants),
+    Stage("tokens", "tokens", "token_i → id_i", "n", "-", None, TOKENS, variants=_id_variants),
     Stage("E", "E", "E = EmbeddingTable[ids]", "n", "d_model", lambda m, layer: np.array(layer.scn.main.E),
-          notes=_embedding_notes, worked=cells.embedding),
+          variants=_id_variants, notes=_embedding_notes, worked=cells.embedding),
     Stage("P", "P", _SINUSOIDAL, "n", "d_model", _positions, formula_for=_p_formula,
           variants=_order_variants, worked=cells.position),
     Stage("X", "X", "X = E + P", "n", "d_model", lambda m, layer: m["E"] + m["P"],
