@@ -269,7 +269,7 @@ def builtin_walks():
 
 
 ENGLISH_LABELS = ("ui.what", "ui.why", "ui.mistake", "ui.worked_cell", "ui.formula", "ui.shape", "ui.mode",
-                  "ui.bars_heading", "ui.unrounded_note")
+                  "ui.bars_heading")
 
 
 @pytest.mark.parametrize("how", ["--lang zh", "LANG=zh_CN.UTF-8"])

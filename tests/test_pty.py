@@ -2,7 +2,9 @@
 one at a time, the screen read back. A CliRunner cannot do this: it is not a terminal.
 
 Golden numbers from lesson 002: QKᵀ[撩, 刘海] = 0.3274×1.3872 + 1.2872×5.3083 = 7.2868 (the lesson's
-products, 0.4542 + 6.8326, are of rounded operands, so the test checks the operands and the sum).
+6.8326 is not 1.2872 × 5.3083 = 6.8328: the products of the operands shown add up to 7.2870, so
+attnwalk works that cell to 5 decimals; the test checks operands that round to the lesson's, and
+the sum).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def test_keys_move_work_a_cell_and_quit_with_0() -> None:
     child.send("2\r")
     child.expect_exact("Column (index or token): ")
     child.send("刘海\r")
-    child.expect_exact("0.3274 × 1.3872")  # q_撩 · k_刘海, the lesson's operands
+    child.expect_exact("0.32736 × 1.38719")  # q_撩 · k_刘海: the lesson's 0.3274 × 1.3872, to 5 decimals
     child.expect_exact("7.2868")
     child.send("q")
     assert finish(child) == 0

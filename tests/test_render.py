@@ -147,6 +147,11 @@ def cell(walk, key: str, row: int, col: int, **kw) -> str:
     return render(worked_cell(walk, key, row, col, 0, opts), width=opts.width)
 
 
+def flat(panel: str) -> str:
+    """A worked panel's lines as one, its borders gone: the arithmetic across its line breaks."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", panel).split())
+
+
 def lesson_scores() -> np.ndarray:
     """S computed the way lesson 002's own Python code (section 7.2) does, apart from attnwalk."""
     E = np.array([[3.0, 1.0], [2.0, 2.0], [2.0, 4.0]])
@@ -164,11 +169,18 @@ def test_default_cell_is_focus_row_and_its_most_attended_key(walk) -> None:
 
 def test_worked_scores_cell_is_the_lessons_example(screens: dict[str, str], walk) -> None:
     # Lesson 4.1: 0.3274×1.3872 + 1.2872×5.3083 = 0.4542 + 6.8326 = 7.2868. Its middle step is off
-    # in the last digit: 0.3274×1.3872 = 0.45417 and 1.2872×5.3083 = 6.83284, while the unrounded
-    # q and k give 0.4541 + 6.8327. attnwalk prints the products of the unrounded numbers.
-    expected = "0.3274 × 1.3872 + 1.2872 × 5.3083 = 0.4541 + 6.8327 = 7.2868"
-    assert expected in screens["QK^T"]
-    assert expected in cell(walk, "QK^T", 1, 2)
+    # in the last digit: 0.3274×1.3872 = 0.45417 and 1.2872×5.3083 = 6.83284, which add up to
+    # 7.2870, not 7.2868: at 4 decimals the rounding of q and k moves the sum. attnwalk works this
+    # cell to 5 decimals, so that each product is of the factors shown and the sum lands on 7.2868.
+    text = flat(cell(walk, "QK^T", 1, 2))
+    assert "q_撩 = [0.32736, 1.28717]" in screens["QK^T"]  # the walk's screen works the same cell
+    m = re.search(r"q_撩 · k_刘海 = (\S+) × (\S+) \+ (\S+) × (\S+) = (\S+) \+ (\S+) = (\S+)", text)
+    assert m, text
+    q0, k0, q1, k1, p0, p1, total = (float(x) for x in m.groups())
+    assert [round(q0, 4), round(q1, 4), round(k0, 4), round(k1, 4)] == [0.3274, 1.2872, 1.3872, 5.3083]
+    assert abs(q0 * k0 - p0) <= 5e-6 and abs(q1 * k1 - p1) <= 5e-6  # products of the shown factors
+    assert round(p0 + p1, 5) == total and round(total, 4) == 7.2868  # landing on the lesson's value
+    assert "QKᵀ[撩, 刘海] = 7.2868" in text
 
 
 def test_worked_projection_uses_x_row_and_w_column(walk) -> None:
@@ -196,25 +208,35 @@ def test_worked_scaling_divides_by_root_dk(walk) -> None:
 def test_worked_softmax_row_of_the_lesson(walk) -> None:
     text = cell(walk, "A", 0, 2)
     # Lesson 5: e^3.5002 = 33.12 and A[女生, 刘海] = 0.8078. The lesson's other exponentials
-    # (82.42, 485.6, row sum 601.1) are off: e^4.4115 is 82.39 and e^6.1849 is 485.4; attnwalk
-    # exponentiates the unrounded scores, checked here against the lesson's own code.
+    # (82.42, 485.6, row sum 601.1) are off: e^4.4115 is 82.39 and e^6.1849 is 485.4. attnwalk
+    # exponentiates the scores as shown (the lesson's own code gives them to 4 decimals), so
+    # each line checks on a calculator: 33.12 + 82.39 + 485.4 = 600.91, 485.4 / 600.9 = 0.8078.
     assert "e^3.5002 = 33.12" in text
     S = lesson_scores()[0]
     for s in S:
-        assert f"e^{s:.4f} = {math.exp(s):#.4g}" in text
-    assert f"row sum = {math.exp(S[0]):#.4g} + {math.exp(S[1]):#.4g} + {math.exp(S[2]):#.4g}" in text
-    assert "= 0.8078" in text
+        assert f"e^{s:.4f} = {math.exp(round(s, 4)):#.4g}" in text
+    assert "e^6.1849 = 485.4" in text  # it printed 485.3, e^ of the unrounded 6.184860
+    assert f"row sum = 33.12 + 82.39 + 485.4 = {33.12 + 82.39 + 485.4:#.4g}" in text
+    assert f"485.4 / 600.9 = {485.4 / 600.9:.4f}" in text and "= 0.8078" in text
     assert "e^(3.5002 − 6.1849)" in text  # the stable form, after subtracting the row max
 
 
 def test_worked_output_is_the_weighted_sum_of_v_rows(walk) -> None:
     # Lesson 6: Z女生 = 0.0551 × [2.2000, 0.9000] + 0.1371 × [1.8254, 1.6276] + 0.8078 × [1.4758,
-    # 2.8460]; dimension 0 = 1.5636, dimension 1 = 2.5716.
-    text = cell(walk, "Z", 0, 0, width=200)
-    assert "0.0551 × 2.2000 + 0.1371 × 1.8254 + 0.8078 × 1.4758" in text
-    assert "= 1.5636" in text
-    assert ("0.0551 × [2.2000, 0.9000] + 0.1371 × [1.8254, 1.6276] + 0.8078 × [1.4758, 2.8460] "
-            "= [1.5636, 2.5716]") in text
+    # 2.8460]; dimension 0 = 1.5636, dimension 1 = 2.5716. The lesson's line does not add up at 4
+    # decimals: 0.0551 × 0.9 + 0.1371 × 1.6276 + 0.8078 × 2.846 = 2.5717. attnwalk works the cell
+    # to 5 decimals, where it does: the weights and values shown round to the lesson's.
+    text = flat(cell(walk, "Z", 0, 0, width=200))
+    m = re.search(r"A\[女生\] · V\[:, 0\] = (\S+) × (\S+) \+ (\S+) × (\S+) \+ (\S+) × (\S+) = ", text)
+    assert m, text
+    a, v = [float(x) for x in m.groups()[::2]], [float(x) for x in m.groups()[1::2]]
+    assert np.allclose(a, [0.0551, 0.1371, 0.8078], rtol=0, atol=5e-5 + 1e-12)  # 0.80775 ≈ 0.8078
+    assert np.allclose(v, [2.2, 1.8254, 1.4758], rtol=0, atol=5e-5 + 1e-12)
+    whole = re.search(r"Z\[女生\] = .* = \[(\S+), (\S+)\]", text)
+    assert whole and np.allclose([float(x) for x in whole.groups()], [1.5636, 2.5716], rtol=0,
+                                 atol=5e-5 + 1e-12)
+    assert round(float(whole[1]), 5) == round(sum(x * y for x, y in zip(a, v)), 5)
+    assert "Z[女生, 0] = 1.5636" in text
 
 
 def test_worked_cell_in_other_modes() -> None:
@@ -364,7 +386,8 @@ def test_explain_works_out_one_cell() -> None:
     assert "0.7104" in result.stdout  # lesson 5: A[撩][刘海] = 0.7104
     result = explain("girl_bangs", "QKT", "2", "3", "--ascii")
     assert result.exit_code == 0, result.output
-    assert "0.3274 x 1.3872 + 1.2872 x 5.3083" in result.stdout and "7.2868" in result.stdout
+    # lesson 4.1: q撩 = [0.3274, 1.2872], k刘海 = [1.3872, 5.3083], worked to 5 decimals
+    assert "0.32736 x 1.38719 + 1.28717 x 5.30832" in result.stdout and "7.2868" in result.stdout
 
 
 @pytest.mark.parametrize("args, hint", [
@@ -495,8 +518,9 @@ def test_narrow_terminals_stack_the_exponentials_instead_of_cutting_them(walk, w
     """COLUMNS=50 cut the softmax table to "…   e^3.1919 = 24…"."""
     out = render(worked_cell(walk, "A", 1, 2, 0, ViewOptions(width=width)), width=width)
     assert "…" not in out
-    for number in ("e^3.1919 = 24.33", "e^5.1526 = 172.9", "e^(3.1919 − 5.1526) = 0.1408",
-                   "172.9 / 243.3 = 0.7104", "A[撩, 刘海] = 0.7104"):
+    # the exponentials carry a fifth digit here: 172.9 / 243.4 = 0.7104 but 1.000 / 1.408 = 0.7102
+    for number in ("e^3.1919 = 24.335", "e^5.1526 = 172.88", "e^(3.1919 − 5.1526) = 0.14076",
+                   "172.88 / 243.34 = 0.7104", "A[撩, 刘海] = 0.7104"):
         assert number in out, (width, number)
     assert max(cell_len(line) for line in out.splitlines()) <= width
 
@@ -526,8 +550,8 @@ def test_no_worked_cell_or_bar_is_cut_at_forty_columns(name: str) -> None:
 def test_a_negative_number_after_an_operator_is_bracketed(walk) -> None:
     k = cell(walk, "K", 1, 0)  # lesson 3.1 writes 3×(-0.6), 2×(-0.5)
     assert "2.8415 × 0.6000 + 2.5403 × (-0.1000) = 1.7049 + (-0.2540) = 1.4509" in k
-    q = cell(walk, "Q", 1, 0)
-    assert "2.8415 × (-0.6000) + 2.5403 × 0.8000 = -1.7049 + 2.0322 = 0.3274" in q
+    q = cell(walk, "Q", 2, 0)  # Q[撩, 0] is worked to 5 decimals: -1.7049 + 2.0322 would be 0.3273
+    assert "2.9093 × (-0.6000) + 3.5839 × 0.8000 = -1.7456 + 2.8671 = 1.1215" in q
     x = cell(walk, "X", 2, 1)
     assert "4.0000 + (-0.4161) = 3.5839" in x
     assert "x (-0.1000) = 1.7049 + (-0.2540)" in cell(walk, "K", 1, 0, ascii=True)
@@ -558,12 +582,14 @@ def test_every_tied_maximum_is_marked_and_the_bars_say_it_is_a_tie() -> None:
 def test_worked_arithmetic_keeps_two_decimals_at_precision_zero(walk) -> None:
     """--precision 0 read "172.9 / 243.3 = 1" and "A[撩, 刘海] = 1"; lesson 5: 0.7104."""
     a = cell(walk, "A", 1, 2, precision=0)
-    assert "172.9 / 243.3 = 0.71" in a and "A[撩, 刘海] = 0.71" in a
+    # the scores as shown, 3.19, 3.83, 5.15, exponentiated: e^3.19 = 24.29, e^5.15 = 172.4
+    assert "e^3.19 = 24.29" in a and "e^5.15 = 172.4" in a
+    assert "172.4 / 242.8 = 0.71" in a and "A[撩, 刘海] = 0.71" in a
     assert "(worked to 2 decimals; the tables show 0)" in a
     table = heat_table(walk.matrix("A"), ["女生", "撩", "刘海"], ["女生", "撩", "刘海"], "weights",
                        ViewOptions(precision=0), mark_row_max=True)
     assert "0.71" not in render(table)  # the tables print as asked
-    assert "worked to" not in cell(walk, "A", 1, 2, precision=3)
+    assert "worked to" not in cell(walk, "A", 1, 2, precision=4)
 
 
 def test_worked_cells_are_named_by_their_labels(walk) -> None:

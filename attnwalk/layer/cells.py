@@ -5,6 +5,10 @@ lines of arithmetic: strings that break only at their spaces, and `c.prose(...)`
 The Cell is given by the renderer (render/worked.py), which decides how numbers, vectors and words
 are written (precision, ASCII, language); a recipe only says what is computed from what, so no
 module here formats, translates or draws.
+
+Every equation a recipe prints must hold for the digits printed: each step is computed from the
+previous one as printed (c.printed, c.dot), and c.lands says whether a chain ends on the cell's
+value; if one does not, the renderer works the cell again with more decimals.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
+from attnwalk.layer.geometry import geometry
 from attnwalk.layer.scores import rms_normalize
 
 if TYPE_CHECKING:
@@ -41,14 +46,19 @@ class Cell(Protocol):
     cols: tuple[str, ...]  # column labels (tokens or dimensions)
     mk: Any  # the markers: times, dot, arrow, ellipsis, neg_inf, sqrt, minus
     hat: str  # QK-norm's accent: "\u0302", or "^" in ASCII
-    unrounded: bool  # set when a line shows products or powers worth a footnote
 
     def sym(self, stage_key: str | None = None) -> str: ...  # "(S + M)"
     def ref(self, stage_key: str | None = None) -> str: ...  # "QKᵀ[撩, 刘海]"
     def num(self, x: float) -> str: ...
     def operand(self, x: float) -> str: ...  # bracketed when negative
     def short(self, x: float) -> str: ...  # without trailing zeros
-    def exp(self, x: float) -> str: ...  # e^x to 4 significant digits
+    def exp(self, x: float, digits: int = 4) -> str: ...  # e^x's value, to significant digits
+    def printed(self, x: float) -> float: ...  # x as num() prints it
+    def agrees(self, x: float, on: float | None = None) -> bool: ...  # x rounds to `on` (the cell)?
+    def lands(self, x: float, on: float | None = None) -> bool: ...  # agrees, else more decimals
+    def more_decimals(self) -> None: ...  # the digits shown cannot agree: work the cell with more
+    def plain(self, s: str) -> str: ...  # θ, ², √ spelled in ASCII under --ascii
+    def degrees(self, x: float) -> str: ...  # "45.0°"
     def vec(self, v: np.ndarray) -> str: ...
     def say(self, key: str, **values: object) -> str: ...  # a sentence from the text files
     def colon(self) -> str: ...
@@ -56,6 +66,10 @@ class Cell(Protocol):
     def elided(self, count: int, also: int | None = None) -> list[int | Hidden]: ...
     def terms(self, items: dict[int, str], count: int, sep: str = " + ") -> str: ...
     def dot(self, lhs: str, a: np.ndarray, b: np.ndarray, total: float) -> list[str]: ...
+    def dot_value(self, a: np.ndarray, b: np.ndarray) -> float: ...  # Σ of dot()'s printed products
+    def sum_of_products(self, a: np.ndarray, b: np.ndarray) -> float: ...  # of printed factors, rounded once
+    def product(self, x: float) -> str: ...  # a product or dot_value as dot() prints it (guard digits)
+    def rounds_to(self, x: float, y: float) -> bool: ...  # product(x) rounds to num(y)?
     def chain(self, first: str, *rest: str) -> list[str]: ...
     def exponentials(self, heads: list[str], rows: list[tuple[str, list[str | None]]]) -> Any: ...
 
@@ -129,17 +143,24 @@ def scores(c: Cell) -> list:
         qn, kn = "q" + c.hat, "k" + c.hat
         q, k = rms_normalize(q[None, :])[0], rms_normalize(k[None, :])[0]  # (d_k,) each
         lines += [c.say("ui.qk_norm_cell"), f"{qn}_{qt} = {c.vec(q)}", f"{kn}_{kt} = {c.vec(k)}"]
+    scale = c.scn.qk_scale if c.scn.qk_norm else 1.0
     if c.scn.score == "additive":
-        t = np.tanh(q + k)  # (d_k,)
+        # tanh of the q + k shown, so the line checks on a calculator
+        t = np.tanh([c.printed(x) + c.printed(y) for x, y in zip(q, k)])  # (d_k,)
         lines += [f"tanh({qn}_{qt} + {kn}_{kt}) = {c.vec(t)}", f"w_a = {c.vec(c.scn.w_a)}"]
-        q, k, lhs = t, c.scn.w_a, f"tanh({qn} + {kn}) {c.mk.dot} w_a"
+        lines += c.dot(f"tanh({qn} + {kn}) {c.mk.dot} w_a", t, c.scn.w_a, c.value / scale)
+        # q and k are added, never multiplied: no q · k, so no angle to show
+        lines.append(c.prose(c.say("geometry.additive", q=qn, k=kn)))
+        dot = c.dot_value(t, c.scn.w_a)
     else:
-        lhs = f"{qn}_{qt} {c.mk.dot} {kn}_{kt}"
-    if c.scn.qk_norm and c.scn.qk_scale != 1.0:  # the scale multiplies the finished score
-        dot = float(np.dot(q, k))
-        return lines + c.dot(lhs, q, k, dot) + [
-            f"{c.num(dot)} {c.mk.times} qk_scale {c.short(c.scn.qk_scale)} = {c.num(c.value)}"]
-    return lines + c.dot(lhs, q, k, c.value)
+        lines += c.dot(f"{qn}_{qt} {c.mk.dot} {kn}_{kt}", q, k, c.value / scale)
+        dot = c.dot_value(q, k)
+        lines += geometry(c, q, k, qn, kn, dot)
+    if scale != 1.0:  # the scale multiplies the finished score
+        end = float(c.product(dot * scale))
+        c.lands(end)
+        lines.append(f"{c.product(dot)} {c.mk.times} qk_scale {c.short(scale)} = {c.product(end)}")
+    return lines
 
 
 def scaled(c: Cell) -> list:
@@ -194,11 +215,16 @@ def softmax(c: Cell) -> list:
     if c.walk.amplify != 1.0:
         lines.append(c.say("ui.amplified_row", k=c.short(c.walk.amplify)))
     naive = top <= EXP_SAFE
-    c.unrounded = True
     m = len(SM)
+    # Every power is of the score as shown, so e^3.5002 = 33.12 checks on a calculator; the
+    # exponentials carry as many digits as let both forms' quotients land on the table's weight
+    s = np.array([c.printed(x) for x in SM])  # (m,) −∞ where masked
+    top_s = c.printed(top)
     with np.errstate(over="ignore"):
-        e = np.exp(SM)  # (m,) the lesson's form: only printed when nothing overflows
-        stable = np.exp(SM - top)  # (m,) every exponent ≤ 0
+        e = np.exp(s)  # (m,) the lesson's form: only printed when nothing overflows
+        stable = np.exp(s - top_s)  # (m,) every exponent ≤ 0
+    forms = [e, stable] if naive else [stable]
+    digits = next((d for d in EXP_DIGITS if _lands(c, [_quotient(c, f, d)[2] for f in forms])), 4)
     minus = c.mk.minus
     top_text = c.num(top) if top >= 0 else f"({c.num(top)})"
     heads = ["", "e^s"] if naive else [""]
@@ -210,22 +236,42 @@ def softmax(c: Cell) -> list:
         elif not allowed[j]:
             rows.append((c.cols[j], [None] * (len(heads) - 1)))  # None: masked, e^−∞ = 0
         else:
-            cells = [f"e^{c.operand(SM[j])} = {c.exp(e[j])}"] if naive else []
-            cells.append(f"e^({c.num(SM[j])} {minus} {top_text}) = {c.exp(stable[j])}")
+            cells = [f"e^{c.operand(SM[j])} = {c.exp(e[j], digits)}"] if naive else []
+            cells.append(f"e^({c.num(SM[j])} {minus} {top_text}) = {c.exp(stable[j], digits)}")
             rows.append((c.cols[j], cells))
     lines.append(c.exponentials(heads, rows))
     if not naive:
         lines.append(c.prose(c.say("ui.overflow_note", max=c.num(top))))
     row_sum = c.say("ui.row_sum")
     if naive:
-        total = float(e.sum())
-        parts = c.terms({j: c.exp(e[j]) for j in shown(c, m)}, m)
-        lines.append(f"{row_sum} = {parts} = {c.exp(total)}")
-        lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(e[c.col])} / {c.exp(total)} = {c.num(c.value)}")
-    total = float(stable.sum())
+        shown_e, total, weight = _quotient(c, e, digits)
+        c.lands(weight)
+        parts = c.terms({j: c.exp(e[j], digits) for j in shown(c, m)}, m)
+        lines.append(f"{row_sum} = {parts} = {c.exp(total, digits)}")
+        lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, digits)} / {c.exp(total, digits)}"
+                     f" = {c.num(weight)}")
+    shown_e, total, weight = _quotient(c, stable, digits)
+    c.lands(weight)
     lines.append(c.say("ui.exponentials", max=c.num(top)) + f"{c.colon()}{row_sum} = "
-                 f"{c.exp(total)}, {c.exp(stable[c.col])} / {c.exp(total)} = {c.num(c.value)}")
+                 f"{c.exp(total, digits)}, {c.exp(shown_e, digits)} / {c.exp(total, digits)}"
+                 f" = {c.num(weight)}")
     return lines
+
+
+def _lands(c: Cell, weights: list[float]) -> bool:
+    """Both forms of the softmax print one weight, and it rounds to the table's."""
+    return len({c.num(w) for w in weights}) == 1 and c.agrees(weights[0])
+
+
+EXP_DIGITS = range(4, 11)  # significant digits tried for the exponentials, fewest (the lessons' 4) first
+
+
+def _quotient(c: Cell, e: np.ndarray, digits: int) -> tuple[float, float, float]:
+    """This key's exponential, the row sum and their quotient, each from the digits shown before it:
+    the exponentials to `digits` significant digits, their sum to as many, the quotient as a weight."""
+    shown_e = np.array([float(c.exp(x, digits)) for x in e])  # (m,) 0 where masked
+    total = float(c.exp(float(np.sum(shown_e)), digits))
+    return float(shown_e[c.col]), total, c.printed(shown_e[c.col] / total)
 
 
 def _seen_row(c: Cell) -> np.ndarray:
@@ -240,8 +286,14 @@ def output(c: Cell) -> list:
     lines = c.dot(f"A[{tok}] {c.mk.dot} V[:, {c.col}]", a, V[:, c.col], c.value)
     m = len(a)
     whole = c.terms({j: f"{c.num(a[j])} {t} {c.vec(V[j])}" for j in shown(c, m)}, m)
-    Z = c.walk.matrix("Z", c.head)[c.row]
-    return lines + c.chain(f"{c.sym()}[{tok}] = {whole}", c.vec(Z))
+    Z = c.walk.matrix("Z", c.head)[c.row]  # (d_v,)
+    # as a learner checks this line: each weight shown times each row of V shown, summed
+    shown_Z = np.array([c.sum_of_products(a, V[:, i]) for i in range(len(Z))])  # (d_v,)
+    for z, true in zip(shown_Z, Z):
+        c.lands(z, on=true)
+    if not c.rounds_to(c.dot_value(a, V[:, c.col]), shown_Z[c.col]):  # dot() summed rounded products
+        c.more_decimals()
+    return lines + c.chain(f"{c.sym()}[{tok}] = {whole}", c.vec(shown_Z))
 
 
 def concat(c: Cell) -> list:

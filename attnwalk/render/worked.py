@@ -1,13 +1,18 @@
 """One cell of one stage worked out with the scenario's own numbers, the way the lessons do by hand.
 
-Every product and sum is computed from the unrounded numbers and only then printed at
-opts.precision (at least WORKED_DECIMALS), so the last digit of a printed product can differ from
-multiplying the printed factors (the total always equals the matrix cell). A negative number after
-an operator is bracketed, as the lessons write 3×(-0.6). Every line and table fits the width or
-folds at its spaces: no number is ever cut short.
+Every printed equation holds for the digits printed, so a learner can check each line with a
+calculator: a product is of the factors as shown, a sum of the terms as shown, e^x of the x shown.
+Rounded inputs can still move the end of such a chain off the table's value, so a cell that would
+land elsewhere is worked again: first with a guard digit on its products, then with one more
+decimal throughout (up to MORE_DECIMALS more), saying so; the result line is always the table's
+value, at opts.precision (at least WORKED_DECIMALS). A negative number after an operator is
+bracketed, as the lessons write 3×(-0.6). Every line and table fits the width or folds at its
+spaces: no number is ever cut short.
 """
 
 from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal
 
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
@@ -26,6 +31,7 @@ from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 
 WORKED_DECIMALS = 2  # arithmetic at --precision 0 or 1 would read "172.9 / 243.3 = 1"
+MORE_DECIMALS = 4  # how many decimals a cell may add so its arithmetic lands on the table's value
 FRAME = 4  # a worked panel's border and padding: 2 cells on each side
 
 
@@ -48,13 +54,16 @@ class _Cell:
     stages' recipes (layer/cells.py) write with, in the walk's precision, markers and language."""
 
     def __init__(self, walk: Walk, stage: Stage, row: int, col: int, head: int,
-                 opts: ViewOptions) -> None:
+                 opts: ViewOptions, target: ViewOptions, guard: int = 0) -> None:
         self.walk, self.stage, self.row, self.col, self.head, self.opts = walk, stage, row, col, head, opts
+        self.target = target  # the precision of the result line: the table's (at least WORKED_DECIMALS)
+        self.wide = opts.with_(precision=opts.precision + guard)  # products carry `guard` more decimals
         self.scn = self.walk.scenario
         self.mk = style.markers(self.opts)
         self.rows, self.cols = axes(self.walk, self.stage, self.head, opts.lang)
         self.value = float(self.walk.matrix(self.stage.key, self.head)[self.row, self.col])
-        self.unrounded = False  # set when a line shows products or powers worth a footnote
+        self.missed: tuple[float, float] | None = None  # (a chain's end, where it should land)
+        self.cramped = False  # set when the arithmetic needs more decimals to agree with itself
         self.hat = "^" if opts.ascii else "\u0302"  # QK-norm's q̂
 
     def sym(self, stage_key: str | None = None) -> str:
@@ -73,8 +82,46 @@ class _Cell:
     def short(self, x: float) -> str:
         return style.short(x, self.opts)
 
-    def exp(self, x: float) -> str:
-        return style.exp_value(x)
+    def exp(self, x: float, digits: int = 4) -> str:
+        """x (an exponential) to `digits` significant digits: 4 as the lessons write them."""
+        if digits == 4:
+            return style.exp_value(x)
+        out = f"{x:#.{digits}g}"
+        return out[:-1] if out.endswith(".") else out
+
+    def printed(self, x: float) -> float:
+        """x as this cell prints it: the number a learner would type into a calculator."""
+        return float(self.num(x)) if np.isfinite(x) else float(x)
+
+    def agrees(self, x: float, on: float | None = None) -> bool:
+        """Is x, where a chain of shown digits ended, `on` (the cell's value) as the table prints it?"""
+        on = self.value if on is None else on
+        if not (np.isfinite(x) and np.isfinite(on)):
+            return style.number(x, self.target) == style.number(on, self.target)
+        shown, table = self.num(x), style.number(on, self.target)
+        if "e" in shown + table:  # scientific notation: digit for digit
+            return style.number(x, self.target) == table
+        # within half a unit of the table's last digit: 2.87235 rounds to 2.8724 as a learner rounds
+        gap = abs(Decimal(shown) - Decimal(table))
+        return gap <= Decimal(5).scaleb(-self.target.precision - 1)
+
+    def lands(self, x: float, on: float | None = None) -> bool:
+        """agrees(x, on); if not, the cell is worked again with more decimals (worked_cell)."""
+        ok = self.agrees(x, on)
+        if not ok and self.missed is None:
+            self.missed = (x, self.value if on is None else on)
+        return ok
+
+    def more_decimals(self) -> None:
+        """The digits at this precision cannot make the arithmetic agree: work the cell with more."""
+        self.cramped = True
+
+    def plain(self, s: str) -> str:
+        """Math written with θ, ², √: spelled in ASCII under --ascii."""
+        return style.plain(s, self.opts)
+
+    def degrees(self, x: float) -> str:
+        return f"{x:.1f}" + (" deg" if self.opts.ascii else "°")
 
     def prose(self, sentence: str) -> Prose:
         return Prose(sentence)
@@ -112,17 +159,54 @@ class _Cell:
                        self.say("ui.more_terms", count=i.count))
         return sep.join(out)
 
+    def product(self, x: float) -> str:
+        """A product, or a sum of them, as dot() prints it: with the cell's guard digits."""
+        return style.number(float(x), self.wide)
+
+    def products(self, a: np.ndarray, b: np.ndarray) -> list[Decimal]:
+        """Each a[i] × b[i] of the factors as printed, rounded as printed. In decimal arithmetic, so
+        that a tie such as 3.5839 × (-0.5) = -1.79195 rounds one way every time (half to even)."""
+        return [self._rounded(Decimal(self.num(x)) * Decimal(self.num(y)), self.wide)
+                for x, y in zip(a, b)]
+
+    def dot_value(self, a: np.ndarray, b: np.ndarray) -> float:
+        """a · b as dot() prints it: the exact sum of the printed products (hidden ones included)."""
+        return float(sum(self.products(a, b), Decimal(0)))
+
+    def sum_of_products(self, a: np.ndarray, b: np.ndarray) -> float:
+        """a · b straight from the factors as printed, rounded once (as a calculator gives it)."""
+        exact = sum((Decimal(self.num(x)) * Decimal(self.num(y)) for x, y in zip(a, b)), Decimal(0))
+        return float(self._rounded(exact, self.opts))
+
+    def rounds_to(self, x: float, y: float) -> bool:
+        """Does x, as product() prints it, round to y as num() prints it?"""
+        long, short = self.product(x), self.num(y)
+        if "e" in long + short:
+            return self.num(x) == short
+        return abs(Decimal(long) - Decimal(short)) <= Decimal(5).scaleb(-self.opts.precision - 1)
+
+    def _rounded(self, exact: Decimal, opts: ViewOptions) -> Decimal:
+        """An exact decimal as printed at opts.precision, a tie rounding half to even."""
+        text = style.number(float(exact), opts)
+        if "e" in text:  # scientific notation (style.number): its own digits
+            return Decimal(text)
+        return exact.quantize(Decimal(1).scaleb(-opts.precision), ROUND_HALF_EVEN)
+
     def dot(self, lhs: str, a: np.ndarray, b: np.ndarray, total: float) -> list[str]:
-        """lhs = a0 × b0 + a1 × b1 + … = p0 + p1 + … = total, over two lines if too wide."""
+        """lhs = a0 × b0 + a1 × b1 + … = p0 + p1 + … = a · b, over two lines if too wide: each
+        product of the factors as printed, and their sum; `total` is where it should land."""
         t = self.mk.times
         d = len(a)
-        self.unrounded = True
+        p = self.products(a, b)  # (d,)
+        end = self.dot_value(a, b)
+        self.lands(end, on=total)
         lead = {i: self.num if i == 0 else self.operand for i in _shown(d)}  # "-1.7 + (-0.3)"
         factors = self.terms({i: f"{lead[i](a[i])} {t} {self.operand(b[i])}" for i in _shown(d)}, d)
         if d == 1:
-            return [f"{lhs} = {factors} = {self.num(total)}"]
-        products = self.terms({i: lead[i](a[i] * b[i]) for i in _shown(d)}, d)
-        return self.chain(f"{lhs} = {factors}", f"{products} = {self.num(total)}")
+            return [f"{lhs} = {factors} = {self.product(end)}"]
+        products = self.terms({i: self.product(p[i]) if i == 0 else _bracketed(self.product(p[i]))
+                               for i in _shown(d)}, d)
+        return self.chain(f"{lhs} = {factors}", f"{products} = {self.product(end)}")
 
     def chain(self, first: str, *rest: str) -> list[str]:
         """first = rest[0] = … on one line if it fits the panel, else each "= …" on its own."""
@@ -130,6 +214,10 @@ class _Cell:
         if cell_len(line) <= self.opts.width - FRAME:
             return [line]
         return [first, *(f"    = {part}" for part in rest)]
+
+
+def _bracketed(number: str) -> str:
+    return f"({number})" if number.startswith("-") else number
 
 
 def _shown(count: int) -> list[int]:
@@ -142,17 +230,28 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     stage = walk.stage(key)
     if stage.worked is None:
         return Text(style.say(opts, "ui.no_cells"))
-    worked = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
-    c = _Cell(walk, stage, row, col, head, worked)
-    lines = stage.worked(c)
+    target = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
+    # As few decimals as let every chain land on the value: first a guard digit on the products
+    # (0.0551 × 2.2000 = 0.12122), then one more decimal everywhere, and so on
+    for more, guard in ((more, guard) for more in range(MORE_DECIMALS + 1) for guard in (0, 1)):
+        c = _Cell(walk, stage, row, col, head, target.with_(precision=target.precision + more), target,
+                  guard)
+        lines = stage.worked(c)
+        if c.missed is None and not c.cramped:
+            break
     # The arithmetic breaks only at its spaces (keeping numbers and token labels whole); prose
     # lines come as Prose, which breaks Chinese between characters
     body = [Text(line) if isinstance(line, str) else line for line in lines]
-    body.append(Text(f"{c.ref()} = {c.num(c.value)}", style=style.RESULT))
-    if c.unrounded:
-        body.append(Prose(c.say("ui.unrounded_note"), style=style.NOTE))
-    if worked.precision != opts.precision:
-        body.append(Prose(c.say("ui.worked_decimals", decimals=worked.precision,
+    body.append(Text(f"{c.ref()} = {style.number(c.value, target)}", style=style.RESULT))
+    if c.missed is not None:  # even MORE_DECIMALS could not absorb the rounding: say where it went
+        end, on = c.missed
+        body.append(Prose(c.say("geometry.rounded_gap", chain=c.num(end), value=c.num(on)),
+                          style=style.NOTE))
+    if c.opts.precision > target.precision:
+        body.append(Prose(c.say("geometry.more_decimals", decimals=c.opts.precision,
+                                precision=opts.precision), style=style.NOTE))
+    elif target.precision != opts.precision:
+        body.append(Prose(c.say("ui.worked_decimals", decimals=target.precision,
                                 precision=opts.precision), style=style.NOTE))
     # Named by its row and column labels, as the tables show them: E[撩, 0], QKᵀ[撩, 刘海], the#4
     title = c.say("ui.worked_cell") + c.colon() + c.ref()
