@@ -424,3 +424,20 @@ def test_the_chinese_cell_says_it_in_chinese() -> None:
         assert english in en and english not in zh
     # the arithmetic is the same in both languages
     assert GEOMETRY["identity"].search(zh)[0] == GEOMETRY["identity"].search(en)[0]
+
+
+@pytest.mark.parametrize("name", [n for n in builtin_names() if n != "shapes"])
+def test_every_scaled_score_is_the_quotient_of_the_numbers_shown(name: str) -> None:
+    """yellow_dog printed 6.0000 / 1.4142 = 4.2426; 6 / 1.4142 is 4.24268."""
+    walk = compute(load_scenario(name))
+    S = walk.matrix("S")
+    seen = 0
+    for row in range(S.shape[0]):
+        for col in range(S.shape[1]):
+            text = cell_text(walk, "S", row, col)
+            for m in re.finditer(rf"= ({NUM}) / ({NUM}) = ({NUM}) ", text):
+                assert holds(float(Decimal(m[1]) / Decimal(m[2])), m[3]), (name, row, col, m.group())
+                assert abs(Decimal(m[3]) - Decimal(result(text, "S"))) <= half_unit(result(text, "S"))
+                seen += 1
+            assert result(text, "S") == style.number(float(S[row, col]), ViewOptions())
+    assert seen or walk.scenario.score == "additive", name

@@ -172,8 +172,10 @@ def scaled(c: Cell) -> list:
     if not mode.scales(c.scn.scorer):
         return [c.say("ui.unscaled_cell") + c.colon() + f"{qkt} = {c.num(raw)}"]
     rt = c.mk.sqrt
+    quotient = c.printed(c.printed(raw) / c.printed(c.walk.scale))  # of the two numbers shown
+    c.lands(quotient)
     lines = [f"{qkt} / {rt}d_k = {c.num(raw)} / {rt}{c.scn.d_k} = "
-             f"{c.num(raw)} / {c.num(c.walk.scale)} = {c.num(c.value)}"]
+             f"{c.num(raw)} / {c.num(c.walk.scale)} = {c.num(quotient)}"]
     if c.scn.qk_norm:
         lines.append(c.say("ui.qk_norm_scaled"))
     if not mode.reads_scores:
