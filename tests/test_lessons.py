@@ -537,3 +537,8 @@ def test_savings_bank_points_to_the_side_by_side_compare() -> None:
     notes = source("savings_bank")["notes"]
     assert any("attnwalk compare river_bank savings_bank" in note["en"] for note in notes.values())
     assert any("attnwalk compare river_bank savings_bank" in note["zh"] for note in notes.values())
+    result = CliRunner().invoke(app, ["compare", "river_bank", "savings_bank"],
+                                env={"COLUMNS": "100", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output  # the command the note names works
+    for name in ("river_bank", "savings_bank"):
+        assert squeeze(in_lang(source(name)["title"], "en")) in squeeze(result.stdout)
