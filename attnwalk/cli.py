@@ -357,16 +357,19 @@ def quiz_cmd(
     scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", help="Quiz on this scenario file (YAML).")] = None,
     count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, help="Ask only the first N questions (default: all).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Other cells and another order, the same for the same seed.")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", help="Print the questions with their answers instead of asking them: json or markdown (a worksheet with an answer key).")] = None,
+    review: Annotated[bool, typer.Option("--review", help="Ask again the questions missed in the last quiz of this scenario.")] = False,
     lang: LangOpt = None,
 ) -> None:
     """Predict, then see: questions on the scenario's own numbers; scored and remembered.
     Answers come from stdin when it is not a terminal, one per line; there a line that is not an
     answer (empty, or d for a/b/c) counts as wrong instead of being asked again, so later answers
     stay on their questions.
-    e.g. printf '7.29\\n3x3\\n' | attnwalk quiz girl_bangs"""
+    e.g. printf '4.51\\n3x3\\n' | attnwalk quiz girl_bangs"""
     from attnwalk.commands.quiz import quiz_command
 
-    raise typer.Exit(quiz_command(name=name, scenario_file=scenario, count=count, seed=seed, lang=lang))
+    raise typer.Exit(quiz_command(name=name, scenario_file=scenario, count=count, seed=seed, lang=lang,
+                                  format=format, review=review))
 
 
 @app.command("progress")

@@ -139,7 +139,7 @@ def test_a_best_saved_from_a_short_quiz_gives_way_to_a_whole_one(state):
 
 
 def test_cli_quiz_with_count_does_not_set_the_best(state):
-    runner.invoke(app, ["quiz", "girl_bangs", "-n", "2"], input="7.29\n3x3\n")
+    runner.invoke(app, ["quiz", "girl_bangs", "-n", "2"], input="4.51\n3x3\n")
     quiz = Progress(state).load()["girl_bangs"]["quiz"]
     assert quiz["best"] is None and quiz["last"]["questions"] == 2 and quiz["last"]["full"] > 2
 
@@ -205,7 +205,7 @@ def test_an_unwritable_place_warns_once_and_goes_on(tmp_path):
 def test_progress_and_reset_commands(state):
     result = runner.invoke(app, ["progress"])
     assert result.exit_code == 0 and "No progress yet" in result.stdout and str(state) in result.stdout
-    runner.invoke(app, ["quiz", "girl_bangs", "-n", "2"], input="7.29\n3x3\n")
+    runner.invoke(app, ["quiz", "girl_bangs", "-n", "2"], input="4.51\n3x3\n")
     Progress(state).record_stage("girl_bangs", 9, steps_of("girl_bangs"))
     result = runner.invoke(app, ["progress"], env={"COLUMNS": "120"})
     assert "girl_bangs" in result.stdout and "10 / 11 (A)" in result.stdout and "2 / 2" in result.stdout
@@ -216,7 +216,7 @@ def test_progress_and_reset_commands(state):
     result = runner.invoke(app, ["reset", "girl_bangs"])
     assert "Progress cleared for girl_bangs." in result.stdout
     assert Progress(state).load() == {}
-    runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="7.29\n")
+    runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="4.51\n")
     assert "(1 scenarios)" in runner.invoke(app, ["reset"]).stdout and not state.exists()
 
 
@@ -224,7 +224,7 @@ def test_reset_a_scenario_file_by_its_path(state, tmp_path, monkeypatch):
     src = Path(__file__).resolve().parents[1] / "scenarios" / "girl_bangs.yaml"
     shutil.copy(src, tmp_path / "mine.yaml")
     monkeypatch.chdir(tmp_path)
-    runner.invoke(app, ["quiz", "--scenario", "mine.yaml", "-n", "1"], input="7.29\n")
+    runner.invoke(app, ["quiz", "--scenario", "mine.yaml", "-n", "1"], input="4.51\n")
     assert str(tmp_path / "mine.yaml") in Progress(state).load()
     assert "cleared" in runner.invoke(app, ["reset", "mine.yaml"]).stdout
     assert Progress(state).load() == {}
@@ -246,7 +246,7 @@ def test_a_corrupt_state_file_never_stops_a_walk_or_a_quiz(state):
     result = runner.invoke(app, ["run", "girl_bangs", "--no-pause", "--resume"])
     assert result.exit_code == 0 and result.stderr.count("warning") == 1
     assert "Stage 1 / 11" in result.stdout
-    result = runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="7.29\n")
+    result = runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="4.51\n")
     assert result.exit_code == 0 and "Score: 1 / 1" in result.stdout
     assert json.loads(state.read_text(encoding="utf-8"))["scenarios"]["girl_bangs"]
 
@@ -254,7 +254,7 @@ def test_a_corrupt_state_file_never_stops_a_walk_or_a_quiz(state):
 def test_an_unwritable_state_dir_never_stops_a_quiz(tmp_path, monkeypatch):
     (tmp_path / "blocker").write_text("")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "blocker"))
-    result = runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="7.29\n")
+    result = runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="4.51\n")
     assert result.exit_code == 0 and "Score: 1 / 1" in result.stdout
     assert result.stderr.count("cannot save progress") == 1
 

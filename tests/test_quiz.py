@@ -25,8 +25,8 @@ from attnwalk.cli import app
 from attnwalk.text import text
 from attnwalk.layer.walk import compute
 from attnwalk.tutor.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN, Question, check, unreadable,
-                           parse_choice, parse_number, parse_shape, parse_token, questions,
-                           tolerance)
+                           parse_choice, parse_number, parse_shape, parse_token, tolerance)
+from attnwalk.tutor.questions import questions
 from attnwalk.commands.quiz import LineAnswers, run_quiz
 from attnwalk.scenario.model import load_scenario, scenario_from_text
 
@@ -87,41 +87,59 @@ def console() -> Console:
 
 def test_lesson_002_numbers_are_the_answers():
     qs = questions(walk_of("girl_bangs"))
-    cells = {q.cell[0]: q for q in qs if q.kind == NUMBER}
-    # the focus row 撩 (lesson 002): QKᵀ[撩, 刘海], S[撩, 女生], A[撩, 刘海], Z[撩, 0]
-    assert cells["QK^T"].cell[2:] == (1, 2) and round(cells["QK^T"].answer, 4) == 7.2868
+    cells = {q.cell[0]: q for q in qs if q.kind == NUMBER and not q.mode and q.topic == "cell"}
+    # the focus row 撩 (lesson 002), off the cells the walk works out on screen (撩 → 刘海, Z[撩, 0]):
+    # S[撩, :] = [3.1919, 3.8314, 5.1526], A[撩, :] = [0.1000, 0.1896, 0.7104], Z[撩] = [1.6145, 2.4204]
+    assert cells["QK^T"].cell[2:] == (1, 0) and cells["QK^T"].answer == pytest.approx(3.1919 * 2 ** 0.5, abs=2e-4)
     assert cells["S"].cell[2:] == (1, 0) and round(cells["S"].answer, 4) == 3.1919
-    assert cells["A"].cell[2:] == (1, 2) and round(cells["A"].answer, 4) == 0.7104
-    assert cells["Z"].cell[2:] == (1, 0) and round(cells["Z"].answer, 4) == 1.6145
-    assert "QKᵀ[2, 3] (撩 → 刘海)" in cells["QK^T"].text and "±0.073" in cells["QK^T"].text
+    assert cells["A"].cell[2:] == (1, 0) and round(cells["A"].answer, 4) == 0.1000
+    assert cells["Z"].cell[2:] == (1, 1) and round(cells["Z"].answer, 4) == 2.4204
+    assert "QKᵀ[2, 1] (撩 → 女生)" in cells["QK^T"].text and "±0.046" in cells["QK^T"].text
+    # the inputs are stated, as the lesson's tables give them: S[撩, :] for A, A[撩, :] and V's column for Z
+    assert cells["A"].given == "Given: row 撩 of S = [3.1919, 3.8314, 5.1526]"
+    assert "[0.1000, 0.1896, 0.7104]" in cells["Z"].given
     shape = next(q for q in qs if q.kind == SHAPE)
     assert shape.answer == (3, 3)
-    argmax = next(q for q in qs if q.kind == TOKEN)
-    assert argmax.tokens[argmax.answer] == "刘海" and "撩" in argmax.text
+    argmax = next(q for q in qs if q.kind == TOKEN)  # not the focus row: its A screen shows it
+    assert argmax.tokens[argmax.answer] == "刘海" and "女生" in argmax.text  # A[女生] = [0.0551, 0.1371, 0.8078]
 
 
 @pytest.mark.parametrize("name", builtin_names())
-def test_every_quiz_covers_every_mistake_the_lessons_list(name):
-    qs = questions(walk_of(name))
+def test_every_quiz_covers_every_mistake_the_lessons_list_that_its_scenario_has(name):
+    walk = walk_of(name)
+    scn = walk.scenario
+    qs = questions(walk)
     covered = {m for q in qs for m in q.covers}
-    assert covered == set(MISTAKES)
+    divides = scn.score == "dot"  # additive scores are never divided by √d_k: no question on it
+    assert covered == set(MISTAKES) - (set() if scn.heads > 1 else {"heads_repeat"}) - (
+        set() if divides else {"scale_detail"})
     topics = {q.topic for q in qs}
-    assert {"softmax_axis", "k_vs_v", "mask", "uniform", "scale", "read_a", "params", "qkv",
-            "output", "heads", "shape"} <= topics
-    assert {q.cell[0] for q in qs if q.cell} >= {"QK^T", "S", "A", "Z"}
+    assert {"softmax_axis", "k_vs_v", "read_a", "params", "qkv", "output", "shape"} <= topics
+    assert ("scale" in topics) == ("what_if" in topics) == divides
+    assert ("mask" in topics) == (not scn.allowed.all())  # only about what the scenario has
+    assert ("heads" in topics) == (scn.heads > 1)
+    assert "uniform" not in topics  # uniform belongs to compare's context, not the walk's
+    # S = QKᵀ for additive scores: its QKᵀ question already asks S
+    assert {q.cell[0] for q in qs if q.cell} == {"QK^T", "A", "Z"} | ({"S"} if divides else set())
 
 
 @pytest.mark.parametrize("name", builtin_names())
 def test_numeric_answers_agree_with_the_reference_layer(name):
     scn = load_scenario(name)
     walk = compute(scn, "scaled")
-    ref = reference.attention(walk.mats["X"], walk.mats["X"], np.array(scn.W_Q), np.array(scn.W_K),
-                              np.array(scn.W_V), scn.allowed, heads=scn.heads)["heads"]
+    X_kv = walk.source["X"] if walk.source else walk.mats["X"]  # cross-attention reads the source
+
+    def ref(mode):
+        return reference.attention(walk.mats["X"], X_kv, np.array(scn.W_Q), np.array(scn.W_K),
+                                   np.array(scn.W_V), scn.allowed, mode, heads=scn.heads, kind=scn.score,
+                                   w_a=scn.w_a, qk_norm=scn.qk_norm, qk_scale=scn.qk_scale)["heads"]
+
+    refs = {"": ref("scaled"), "unscaled": ref("unscaled")}  # the what-if asks A without √d_k
     for seed in (None, 1, 2, 3):
         for q in questions(walk, seed=seed):
             if q.cell is not None:
                 key, head, row, col = q.cell  # head is 0-based; the shapes lesson has 8
-                assert q.answer == pytest.approx(ref[head][key][row, col], abs=1e-9)
+                assert q.answer == pytest.approx(refs[q.mode][head][key][row, col], abs=1e-9)
                 assert check(q, right_answer(q)) is True
 
 
@@ -140,10 +158,10 @@ def test_choices_are_shuffled_but_the_right_one_is_the_lessons_answer():
     for seed in (None, 0, 1, 2, 3):
         for q in questions(walk_of("girl_bangs"), seed=seed):
             if q.kind == CHOICE:
-                right = tx.t(f"quiz.{q.topic}.answer", row_token="撩", col_token="刘海")
-                if q.topic != "read_a":
-                    assert q.choices[q.answer] == right
+                if q.topic in ("params", "scale", "softmax_axis", "k_vs_v", "output"):  # no tokens in them
+                    assert q.choices[q.answer] == tx.t(f"quiz.{q.topic}.answer")
                 assert len(set(q.choices)) == 3
+                assert q.why[q.answer] == "" and all(q.why[i] for i in range(3) if i != q.answer)
                 positions.add(q.answer)
     assert positions == {0, 1, 2}
 
@@ -159,7 +177,7 @@ def test_multi_head_questions_name_the_head(tmp_path):
     walk = compute(scenario_from_text(TWO_HEADS, "two.yaml"), "scaled")
     qs = questions(walk, seed=4)
     for q in qs:
-        if q.cell:
+        if q.cell and not q.mode:
             assert q.text.startswith(f"head {q.cell[1] + 1} / 2 · ")
             key, head, row, col = q.cell
             assert q.answer == walk.matrix(key, head)[row, col]
@@ -168,7 +186,7 @@ def test_multi_head_questions_name_the_head(tmp_path):
 def test_questions_speak_chinese():
     qs = questions(walk_of("girl_bangs"), "zh")
     assert "是多少" in qs[0].text
-    assert any("W_Q 是参数" in c for q in qs for c in q.choices)
+    assert any("W_Q 是训练学到的" in c for q in qs for c in q.choices)
 
 
 FIVE_TOKENS = """
@@ -250,12 +268,12 @@ def test_a_repeated_token_is_asked_for_by_number():
 
 
 def test_check_uses_the_tolerance():
-    q = questions(walk_of("girl_bangs"))[0]  # QKᵀ[撩, 刘海] = 7.2868 ± 0.073
-    assert check(q, "7.29") and check(q, "7.3") and check(q, "7.2868")
-    assert check(q, "7.2") is False and check(q, "8") is False
+    q = questions(walk_of("girl_bangs"))[0]  # QKᵀ[撩, 女生] = 3.1919 × √2 = 4.5140 ± 0.046
+    assert check(q, "4.51") and check(q, "4.5") and check(q, "4.514")
+    assert check(q, "4.45") is False and check(q, "5") is False
     assert check(q, "seven") is None
-    a_cell = next(q for q in questions(walk_of("girl_bangs")) if q.cell and q.cell[0] == "A")
-    assert check(a_cell, "71%") and check(a_cell, "0.71") and not check(a_cell, "70%")
+    a_cell = next(q for q in questions(walk_of("girl_bangs")) if q.cell and q.cell[0] == "A")  # 0.1000
+    assert check(a_cell, "10%") and check(a_cell, "0.1") and not check(a_cell, "9%")
 
 
 @settings(max_examples=60, deadline=None)
@@ -289,8 +307,8 @@ def test_a_wrong_answer_gets_hint_worked_arithmetic_and_answer():
     out = con.file.getvalue()
     assert result.score == 0
     assert "Not quite. Hint: Apply QKᵀ[i, j] = q_i · k_j to that one cell only." in out
-    assert "1.3872" in out and "5.3083" in out  # k_刘海, as lesson 002 writes it
-    assert "= 7.2868" in out and "Answer: 7.2868" in out
+    assert "1.60000" in out and "3.10000" in out  # k_女生 = X_女生 · W_K = [3, 2] · W_K (lesson 002)
+    assert "= 4.51401" in out and "Answer: 4.5140" in out
     assert "Q is 3 × 2 and Kᵀ is 2 × 3" in out and "Answer: 3 × 3" in out
     assert "Score: 0 / 2" in out
 
@@ -299,7 +317,7 @@ def test_end_of_input_stops_early_and_still_scores():
     walk = walk_of("girl_bangs")
     qs = questions(walk)
     con = console()
-    result = run_quiz(walk, qs, con, LineAnswers(io.StringIO("7.29\n3x3\n"), con))
+    result = run_quiz(walk, qs, con, LineAnswers(io.StringIO("4.51\n3x3\n"), con))
     out = con.file.getvalue()
     assert (result.score, result.answered, result.questions) == (2, 2, len(qs))
     assert f"Stopped after 2 of {len(qs)} questions." in out and "Score: 2 / 2" in out
@@ -354,7 +372,7 @@ class Typed:
 def test_on_a_terminal_a_mistyped_answer_is_asked_again():
     walk = walk_of("girl_bangs")
     qs = questions(walk)[:1]
-    source = Typed(["seven", "", "7.29"])
+    source = Typed(["seven", "", "4.51"])
     con = console()
     result = run_quiz(walk, qs, con, source)
     assert result.score == 1 and len(source.prompts) == 3
@@ -393,9 +411,10 @@ def test_cli_quiz_options_and_language(tmp_path):
     assert "第 1 / 2 题" in result.stdout and "得分：" in result.stdout
     path = tmp_path / "mine.yaml"
     path.write_text(TWO_HEADS, encoding="utf-8")
-    result = runner.invoke(app, ["quiz", "--scenario", str(path), "-n", "1"], input="2\n")
-    assert result.exit_code == 0 and "head 1 / 2 · What is QKᵀ[3, 3]" in result.stdout
-    assert "Score: 1 / 1" in result.stdout  # q_c · k_c = [1, 1] · [1, 1] = 2
+    result = runner.invoke(app, ["quiz", "--scenario", str(path), "-n", "1"], input="1\n")
+    # row c works out QKᵀ[c, c] on screen (its most attended key), so the quiz asks c → a
+    assert result.exit_code == 0 and "head 1 / 2 · What is QKᵀ[3, 1]" in result.stdout
+    assert "Score: 1 / 1" in result.stdout  # q_c · k_a = [1, 1] · [1, 0] = 1
 
 
 def test_cli_quiz_errors_are_one_line():
@@ -416,11 +435,11 @@ def _program():
 
 
 def test_piped_stdin_in_a_real_process(tmp_path):
-    out = subprocess.run([*_program(), "quiz", "girl_bangs"], input="7.29\n3x3\nb\n",
+    out = subprocess.run([*_program(), "quiz", "girl_bangs"], input="4.51\n3x3\na\n",
                          capture_output=True, text=True, env=_env(tmp_path), timeout=60)
     assert out.returncode == 0, out.stderr
-    assert "Your answer: 7.29" in out.stdout and "Correct!" in out.stdout
-    assert "Score: 2 / 3" in out.stdout  # params: b is a wrong choice in the default order
+    assert "Your answer: 4.51" in out.stdout and "Correct!" in out.stdout
+    assert "Score: 2 / 3" in out.stdout  # params: a is a wrong choice in the default order; its retry finds no line
     assert (tmp_path / "state" / "attnwalk" / "progress.json").is_file()
 
 
@@ -433,7 +452,7 @@ def test_a_terminal_prompts_reasks_and_q_quits(tmp_path):
     child.sendline("seven")
     child.expect_exact("Please type a number.")
     child.expect_exact("Your answer: ")  # asked again: a typo on a terminal is not an answer
-    child.sendline("7.29")
+    child.sendline("4.51")
     child.expect_exact("Correct!")
     child.expect_exact("Your answer: ")
     child.sendline("q")
@@ -449,7 +468,7 @@ def test_ctrl_c_at_a_terminal_still_scores_records_and_exits_130(tmp_path):
     child = pexpect.spawn(program[0], program[1:] + ["quiz", "girl_bangs", "--lang", "zh"],
                           env=_env(tmp_path), encoding="utf-8", timeout=20, dimensions=(40, 100))
     child.expect_exact("你的答案：")
-    child.sendline("7.29")
+    child.sendline("4.51")
     child.expect_exact("正确！")
     child.expect_exact("你的答案：")
     child.sendcontrol("c")
@@ -459,3 +478,92 @@ def test_ctrl_c_at_a_terminal_still_scores_records_and_exits_130(tmp_path):
     assert child.exitstatus == 130
     saved = json.loads((tmp_path / "state" / "attnwalk" / "progress.json").read_text(encoding="utf-8"))
     assert saved["scenarios"]["girl_bangs"]["quiz"]["last"]["answered"] == 1
+
+
+# -- fair questions (issue 14, points 2 and 4) ------------------------------------------------
+
+SEEDS = [None, *range(40)]
+
+
+def _every_quiz(lang):
+    for name in builtin_names():
+        walk = walk_of(name)
+        for seed in SEEDS if name != "shapes" else SEEDS[:6]:
+            yield name, walk, seed, questions(walk, lang, seed=seed)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_question_gives_its_answer_away(lang):
+    from attnwalk.layer.axes import default_cell
+
+    longest = first = choices = 0
+    for name, walk, seed, qs in _every_quiz(lang):
+        asked = set()
+        for q in qs:
+            assert q.qid not in asked  # no question twice
+            asked.add(q.qid)
+            if q.kind == CHOICE:
+                # never two correct options: three different texts (a reading question on the
+                # diagonal once offered "how much T3 attends to T3" twice), each wrong one explained
+                assert len(set(q.choices)) == 3, (name, seed, q.choices)
+                assert [w == "" for w in q.why] == [i == q.answer for i in range(3)]
+                lengths = [len(c) for c in q.choices]
+                longest += lengths.index(max(lengths)) == q.answer  # "always pick the longest"
+                first += q.answer == 0  # "always pick a"
+                choices += 1
+            if q.kind == NUMBER and not q.mode:
+                key, head, row, col = q.cell
+                # not the cell the walk worked out on that stage's screen
+                assert (row, col) != default_cell(walk, key, head), (name, seed, q.text)
+                if abs(q.answer) > 1e-9:  # (q · k = 0 is worth asking; its q or k may hold a 0)
+                    assert q.shown not in q.given  # the answer is not among the inputs
+    assert longest / choices <= 1 / 3 + 0.10, longest / choices
+    assert first / choices <= 1 / 3 + 0.10, first / choices
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_each_quiz_spreads_its_right_letters_over_a_b_and_c(lang):
+    for name, walk, seed, qs in _every_quiz(lang):
+        letters = [q.answer for q in qs if q.kind == CHOICE]
+        counts = [letters.count(i) for i in range(3)]
+        assert max(counts) - min(counts) <= 1, (name, seed, counts)
+
+
+def test_inputs_come_before_the_questions_they_answer():
+    """A number question states its inputs (S gives QKᵀ[i, j]); a seeded order still asks the
+    stages in the layer's order, so no input is a later question's answer."""
+    for name, walk, seed, qs in _every_quiz("en"):
+        order = [q.cell[0] if not q.mode else "what_if" for q in qs if q.kind == NUMBER]
+        rank = {"QK^T": 0, "S": 1, "A": 2, "what_if": 3, "Z": 4}
+        assert order == sorted(order, key=rank.__getitem__), (name, seed, order)
+
+
+def test_reading_questions_are_off_the_diagonal_and_on_allowed_cells():
+    tx = text("en")
+    for name, walk, seed, qs in _every_quiz("en"):
+        for q in qs:
+            if q.topic == "read_a":
+                right, transposed = q.choices[q.answer], [c for c in q.choices if "as the query" in c]
+                assert len(transposed) == 2 and right in transposed
+        if not walk.scenario.allowed.all():
+            mask = next(q for q in qs if q.topic == "mask")
+            scn = walk.scenario
+            masked = [(scn.tokens[r], scn.key_tokens[c]) for r, c in np.argwhere(~scn.allowed)]
+            assert any(tx.t("quiz.mask.question", row_token=r, col_token=c) == mask.text for r, c in masked)
+
+
+def test_a_wrong_choice_is_explained_then_tried_once_more():
+    walk = walk_of("girl_bangs")
+    q = next(q for q in questions(walk) if q.topic == "params")
+    wrong = (q.answer + 1) % 3
+    con = Console(width=400, file=io.StringIO(), color_system=None)
+    result = run_quiz(walk, [q], con, Typed([LETTERS[wrong], LETTERS[q.answer]]))
+    out = con.file.getvalue()
+    assert f"Not quite: {q.why[wrong]}" in out and "One more try." in out
+    assert "Right on the second try (scored as wrong)." in out
+    assert result.score == 0 and result.missed == ("concept:params",)
+    assert result.shown == ("params_vs_activations",)
+    con = console()  # wrong twice: the answer is revealed
+    result = run_quiz(walk, [q], con, Typed([LETTERS[wrong], LETTERS[wrong]]))
+    out = con.file.getvalue()
+    assert out.count("Not quite") == 2 and f"Answer: {q.shown}" in out

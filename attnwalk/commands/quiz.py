@@ -20,7 +20,9 @@ from rich.text import Text
 
 from attnwalk.text import pick, text
 from attnwalk.layer.walk import Walk
-from attnwalk.tutor.quiz import CHOICE, LETTERS, NUMBER, Question, check, choice_list, counted_wrong, unreadable
+from attnwalk.tutor.mistakes import diagnose
+from attnwalk.tutor.quiz import (CHOICE, LETTERS, NUMBER, Question, check, choice_list, counted_wrong,
+                                 number_text, parse_choice, parse_number, unreadable)
 from attnwalk.render.options import ViewOptions
 
 QUIT_WORDS = ("q", "quit", "exit", "退出")
@@ -80,24 +82,35 @@ class QuizResult:
     answered: int
     questions: int
     interrupted: bool = False  # Ctrl-C
+    missed: tuple[str, ...] = ()  # the qid of each question answered wrong (for --review)
+    shown: tuple[str, ...] = ()  # the misconceptions the wrong answers showed, in order, once each
 
 
 def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: AnswerSource,
              lang: str = "en", precision: int = 4) -> QuizResult:
-    """Ask every question in turn; returns the score (also printed as "Score: k / N")."""
+    """Ask every question in turn; returns the score (also printed as "Score: k / N").
+
+    A wrong number that matches a known mistake gets that mistake named and the step done right;
+    a wrong option gets why it is wrong and one more try (a right second try teaches, but is not
+    scored: the score says what was known before the explanation)."""
     tx = text(lang)
     total = len(questions)
     score = answered = 0
     interrupted = False
+    missed: list[str] = []
+    shown: list[str] = []
+    opts = ViewOptions(precision=precision, lang=lang, width=console.width)
     console.print(Text(tx.t("quiz.intro" if answers.interactive else "quiz.intro_piped", total=total)))
     try:
         for index, q in enumerate(questions, 1):
             console.print()
             console.print(Text(tx.t("quiz.number", index=index, total=total), style="bold cyan"))
             console.print(Text(q.text))
+            if q.given:
+                console.print(Text(q.given, style="dim"))
             if q.choices:
                 console.print(_choices(q))
-            verdict, read = _answer(q, console, answers, tx)
+            verdict, read, raw = _answer(q, console, answers, tx)
             if verdict is None:
                 break
             answered += 1
@@ -106,9 +119,16 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
                 console.print(Text(tx.t("quiz.correct"), style="bold green"))
                 if q.kind == NUMBER:
                     console.print(Text(tx.t("quiz.answer", answer=q.shown)))
+                continue
+            missed.append(q.qid)
+            if q.kind == CHOICE and read:
+                _add(shown, q.covers)
+                if not _retry(walk, q, raw, console, answers, tx, opts):
+                    break
+            elif q.kind == NUMBER and read and _diagnosed(walk, q, raw, console, tx, opts, shown):
+                pass
             else:
-                _reveal(walk, q, console, tx, ViewOptions(precision=precision, lang=lang,
-                                                           width=console.width), read)
+                _reveal(walk, q, console, tx, opts, read)
     except KeyboardInterrupt:
         interrupted = True
         console.print()
@@ -116,7 +136,57 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
     if answered < total:
         console.print(Text(tx.t("quiz.stopped_after", answered=answered, total=total)))
     console.print(Text(tx.t("quiz.score", score=score, total=answered), style="bold"))
-    return QuizResult(score, answered, total, interrupted)
+    return QuizResult(score, answered, total, interrupted, tuple(missed), tuple(shown))
+
+
+def _add(shown: list[str], names) -> None:
+    shown.extend(name for name in names if name not in shown)
+
+
+def _retry(walk: Walk, q: Question, raw: str, console: Console, answers: AnswerSource, tx,
+           opts: ViewOptions) -> bool:
+    """Why the chosen option is wrong, then one more try; the answer if that is wrong too.
+    False when the learner stopped instead of trying again."""
+    chosen = parse_choice(raw, len(q.choices))
+    console.print(Text(tx.t("quiz.diagnosis.wrong_option", why=q.why[chosen]), style="yellow"))
+    console.print(Text(tx.t("quiz.diagnosis.retry")))
+    again, read, _ = _answer(q, console, answers, tx)
+    if again:
+        console.print(Text(tx.t("quiz.diagnosis.second_try"), style="green"))
+        return True
+    _reveal(walk, q, console, tx, opts, read and again is not None)
+    return again is not None
+
+
+def _diagnosed(walk: Walk, q: Question, raw: str, console: Console, tx, opts: ViewOptions,
+               shown: list[str]) -> bool:
+    """When a wrong number is what a known mistake gives: that mistake named, the cell worked
+    out right, the answer. False (nothing printed) when it matches none."""
+    found = diagnose(list(q.mistakes), parse_number(raw), q.tolerance, float(q.answer))
+    if not found:
+        return False
+    key, head, row, col = q.cell
+    from attnwalk.layer.axes import axes
+
+    rows, cols = axes(walk, walk.stage(key), head, tx.lang)
+    console.print(Text(tx.t("quiz.diagnosis.not_quite"), style="yellow"))
+    for name, value in found:
+        console.print(Text(tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
+                                col=cols[col]), style="yellow"))
+    _add(shown, [name for name, _ in found])
+    console.print(Text(tx.t("quiz.diagnosis.done_right"), style="bold"))
+    _worked(walk, q, console, opts)
+    console.print(Text(tx.t("quiz.answer", answer=q.shown), style="bold"))
+    return True
+
+
+def _worked(walk: Walk, q: Question, console: Console, opts: ViewOptions) -> None:
+    from attnwalk.render.worked import worked_cell
+    from attnwalk.layer.walk import compute
+
+    key, head, row, col = q.cell
+    shown_walk = compute(walk.scenario, q.mode, walk.amplify) if q.mode else walk
+    console.print(worked_cell(shown_walk, key, row, col, head, opts))
 
 
 def _choices(q: Question) -> Table:
@@ -129,22 +199,23 @@ def _choices(q: Question) -> Table:
     return grid
 
 
-def _answer(q: Question, console: Console, answers: AnswerSource, tx) -> tuple[bool | None, bool]:
-    """True or False for the learner's answer (None when they stop: q, end of input), and whether
-    it was an answer at all (a piped line that was not is counted wrong, not asked again)."""
+def _answer(q: Question, console: Console, answers: AnswerSource, tx) -> tuple[bool | None, bool, str]:
+    """True or False for the learner's answer (None when they stop: q, end of input), whether
+    it was an answer at all (a piped line that was not is counted wrong, not asked again), and
+    the line typed."""
     prompt = tx.t("quiz.choose", choices=choice_list(q)) if q.kind == CHOICE else tx.t("quiz.prompt")
     while True:
         raw = answers.ask(prompt)
         if raw is None:
-            return None, True
+            return None, True, ""
         verdict = check(q, raw)
         if verdict is None and raw.strip().casefold() in QUIT_WORDS:
-            return None, True
+            return None, True, raw
         if verdict is not None:
-            return verdict, True
+            return verdict, True, raw
         if not answers.interactive:
             console.print(Text(counted_wrong(q, raw, tx), style="yellow"))
-            return False, False
+            return False, False, raw
         console.print(Text(unreadable(q, tx, raw), style="yellow"))
 
 
@@ -153,39 +224,63 @@ def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, re
     only when there was an answer to be not quite right.)"""
     console.print(Text(tx.t("quiz.wrong" if read else "quiz.hint", hint=q.hint), style="yellow"))
     if q.cell is not None:
-        from attnwalk.render.worked import worked_cell
-
-        key, head, row, col = q.cell
-        console.print(worked_cell(walk, key, row, col, head, opts))
+        _worked(walk, q, console, opts)
     elif q.worked:
         console.print(Text(q.worked))
     console.print(Text(tx.t("quiz.answer", answer=q.shown), style="bold"))
 
 
 def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | None,
-                 seed: int | None, lang: str | None) -> int:
-    """`attnwalk quiz`: build the quiz, run it on the terminal or on piped lines, record it."""
+                 seed: int | None, lang: str | None, format: str | None = None,
+                 review: bool = False) -> int:
+    """`attnwalk quiz`: build the quiz, print it as a worksheet (--format), or run it on the
+    terminal or on piped lines and record it; --review asks the questions missed last time."""
+    from attnwalk.errors import UsageError
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
     from attnwalk.tutor.progress import Progress, scenario_key
-    from attnwalk.tutor.quiz import questions
+    from attnwalk.tutor.questions import questions
     from attnwalk.scenario.model import load_scenario
     from attnwalk.terminal.console import make_console
     from attnwalk.commands.walk import scenario_arg
 
     lang = detect_lang(lang)
+    if format is not None and format.strip().lower() not in ("json", "markdown", "md"):
+        raise UsageError(f"unknown --format '{format}'; choose json or markdown")
     scenario = load_scenario(scenario_arg(name, scenario_file))
+    key = scenario_key(scenario)
     walk = compute(scenario)
+    store = Progress()
+    missed: list[str] | None = None
+    if review:
+        last = store.last_quiz(key)
+        seed = last.get("seed") if isinstance(last.get("seed"), int) else None
+        missed = [m for m in last.get("missed", []) if isinstance(m, str)]
     whole = questions(walk, lang, seed=seed)
     asked = whole[:count] if count is not None else whole
+    if missed is not None:
+        asked = [q for q in whole if q.qid in missed][:count]
+    if format is not None:
+        from attnwalk.tutor.worksheet import as_json, as_markdown
+
+        sheet = as_json(asked, lang) if format.strip().lower() == "json" else as_markdown(
+            asked, lang, scenario.name, seed)
+        sys.stdout.write(sheet if sheet.endswith("\n") else sheet + "\n")
+        return 0
     console = make_console()
+    tx = text(lang)
     title = pick(scenario.title, lang)
-    console.print(Text(text(lang).t("quiz.title", name=scenario.name), style="bold"))
+    console.print(Text(tx.t("quiz.title", name=scenario.name), style="bold"))
     if title:
         console.print(Text(title, style="dim"))
+    if missed is not None:
+        if not asked:
+            console.print(Text(tx.t("quiz.review.none", name=scenario.name)))
+            return 0
+        console.print(Text(tx.t("quiz.review.intro", count=len(asked))))
     answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
     result = run_quiz(walk, asked, console, answers, lang)
     if result.answered:
-        Progress().record_quiz(scenario_key(scenario), result.score, result.answered, result.questions,
-                               full=len(whole))
+        store.record_quiz(key, result.score, result.answered, result.questions, full=len(whole),
+                          seed=seed, missed=result.missed, shown=result.shown)
     return 130 if result.interrupted else 0

@@ -11,8 +11,12 @@ goes on without it (and a corrupt file is replaced by a good one at the next sav
          "walk": {"stage": 6, "total": 11, "stage_key": "S", "head": 0, "furthest": 8,
                   "furthest_key": "A", "when": "2026-11-29T09:20:00+00:00"},
                   # stage: the last one shown, 0-based index into the walk's steps (render.screens.walk_steps); furthest: the highest
-         "quiz": {"last": {"score": 12, "answered": 16, "questions": 16, "full": 16, "when": "…"},
-                  "best": {… the best whole quiz …}, "attempts": 3}}}}
+         "quiz": {"last": {"score": 12, "answered": 16, "questions": 16, "full": 16, "when": "…",
+                           "seed": null, "missed": ["cell:A:0:1:0", "concept:params"]},
+                  "best": {… the best whole quiz …}, "attempts": 3,
+                  "mistakes": {"column_softmax": 2, "softmax_axis": 1}}}}}
+                  # missed: Question.qid of each wrong answer (quiz --review); mistakes: the
+                  # misconceptions wrong answers showed, each with how many quizzes showed it
                   # questions: how many were asked (--count N); full: how many the whole quiz has
 
 A quiz is the best only when it is the whole quiz, every question answered: a `--count 2` run
@@ -156,12 +160,15 @@ class Progress:
         return self.update(key, change)
 
     def record_quiz(self, key: str, score: int, answered: int, questions: int,
-                    when: str | None = None, full: int | None = None) -> bool:
+                    when: str | None = None, full: int | None = None, seed: int | None = None,
+                    missed: tuple[str, ...] = (), shown: tuple[str, ...] = ()) -> bool:
         """A quiz of `questions` questions (of `full` in the whole quiz; --count asks fewer)
-        ended with `score` right out of `answered`."""
+        ended with `score` right out of `answered`. `seed` and `missed` (the questions answered
+        wrong, by Question.qid) let --review ask those again; `shown` (the misconceptions the
+        wrong answers showed) is counted into the record's "mistakes"."""
         full = questions if full is None else full
         result = {"score": score, "answered": answered, "questions": questions, "full": full,
-                  "when": when or now()}
+                  "when": when or now(), "seed": seed, "missed": list(missed)}
 
         def change(record: dict) -> None:
             old = record.get("quiz") if isinstance(record.get("quiz"), dict) else {}
@@ -170,9 +177,19 @@ class Progress:
                                    or _fraction(result) > _fraction(best)):
                 best = result
             attempts = old.get("attempts") if isinstance(old.get("attempts"), int) else 0
-            record["quiz"] = {"last": result, "best": best, "attempts": attempts + 1}
+            counts = old.get("mistakes") if isinstance(old.get("mistakes"), dict) else {}
+            counts = {k: v for k, v in counts.items() if isinstance(v, int)}
+            for name in shown:
+                counts[name] = counts.get(name, 0) + 1
+            record["quiz"] = {"last": result, "best": best, "attempts": attempts + 1, "mistakes": counts}
 
         return self.update(key, change)
+
+    def last_quiz(self, key: str) -> dict:
+        """The last quiz of scenario `key` as recorded (empty if none): its seed and missed."""
+        quiz = self.load().get(key, {}).get("quiz")
+        last = quiz.get("last") if isinstance(quiz, dict) else None
+        return last if isinstance(last, dict) else {}
 
     def resume_index(self, key: str, steps: list) -> int | None:
         """Where the walk of `key` was left, as an index into `steps`; None if never walked.

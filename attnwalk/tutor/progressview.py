@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attnwalk.text import text
+from attnwalk.text import MissingTextError, text
 from attnwalk.tutor.progress import Progress, local_time
 
 FIRST_LESSON = "girl_bangs"
@@ -26,12 +26,14 @@ def progress_view(lang: str, store: Progress | None = None) -> RenderableType:
     table = Table(title=tx.t("progress.title"), title_justify="left")
     for key in ("scenario", "stage", "resume_at", "quiz", "best", "when"):
         table.add_column(tx.t(f"progress.{key}"), overflow="fold")
+    table.add_column(tx.t("quiz.review.column"), overflow="fold")
     for name, record in sorted(scenarios.items()):
         walk = _dict(record.get("walk"))
         quiz = _dict(record.get("quiz"))
         times = [t for t in (walk.get("when"), _dict(quiz.get("last")).get("when")) if t]
         table.add_row(name, _furthest(walk), _stage(walk), _score(_dict(quiz.get("last")), tx),
-                      _score(_dict(quiz.get("best")), tx), local_time(max(times)) if times else "")
+                      _score(_dict(quiz.get("best")), tx), local_time(max(times)) if times else "",
+                      _mistakes(_dict(quiz.get("mistakes")), tx))
     return Group(table, where)
 
 
@@ -66,6 +68,20 @@ def _score(result: dict, tx) -> str:
     if answered < whole:
         return tx.t("progress.stopped", score=score, answered=answered, questions=whole)
     return f"{score} / {answered}"
+
+
+def _mistakes(counts: dict, tx) -> str:
+    """The misconceptions quizzes showed, most often first: "softmax down the column ×2"."""
+    shown = sorted(((n, name) for name, n in counts.items() if isinstance(n, int) and n > 0),
+                   key=lambda item: -item[0])
+    out = []
+    for n, name in shown:
+        try:
+            label = tx.t(f"quiz.mistake_name.{name}")
+        except MissingTextError:  # a name from a later version of attnwalk: show it as saved
+            label = name
+        out.append(label + (f" ×{n}" if n > 1 else ""))
+    return tx.t("ui.list_sep").join(out)
 
 
 def reset_progress(name: str | None, lang: str, store: Progress | None = None) -> str:

@@ -1,7 +1,7 @@
-"""Predict-then-reveal questions built from one walk's own numbers, and the checking of answers.
+"""A quiz question, and the reading and checking of answers to it.
 
-Pure: `questions(walk, lang, seed)` builds the same list every time for the same arguments, and
-`check(question, typed)` decides an answer; nothing here reads input or prints.
+Pure: `check(question, typed)` decides an answer; nothing here reads input or prints. The questions
+are built in tutor/questions.py, a wrong number's mistake is diagnosed in tutor/mistakes.py.
 
 How typed answers are read (see `check`):
 
@@ -16,23 +16,19 @@ How typed answers are read (see `check`):
 from __future__ import annotations
 
 import math
-import random
 import re
 import unicodedata
 from dataclasses import dataclass
 
-import numpy as np
-
-from attnwalk.text import Text, text
-from attnwalk.layer.axes import PickError, axes, pick_index
-from attnwalk.layer.stages import stage_named
-from attnwalk.layer.walk import Walk
+from attnwalk.text import Text
+from attnwalk.layer.axes import PickError, pick_index
 
 NUMBER, TOKEN, SHAPE, CHOICE = "number", "token", "shape", "choice"
 ABS_TOL, REL_TOL = 0.005, 0.01
 LETTERS = "abcdefgh"
 
-# The common mistakes the lessons list (003 §13, 004 常见错误); every quiz covers each of them.
+# The common mistakes the lessons list (003 §13, 004 常见错误); every quiz covers each of them that
+# its scenario has (heads_repeat only with several heads).
 MISTAKES: dict[str, str] = {
     "params_vs_activations": "003 §13: W_Q, W_K, W_V are parameters; Q, K, V are this input's activations",
     "scores_shape": "003 §13: QKᵀ is n × n (n × m), not n × d_k",
@@ -44,21 +40,6 @@ MISTAKES: dict[str, str] = {
     "scale_detail": "004: √d_k is neither a rounding detail nor a guarantee against saturation",
     "read_transposed": "004: rows are the querying tokens, columns the keys",
 }
-
-# Concept questions: the text table quiz.<topic> holds question, answer, wrong_a, wrong_b, hint.
-CONCEPTS: dict[str, tuple[str, ...]] = {
-    "params": ("params_vs_activations",),
-    "qkv": ("qkv_same",),
-    "scale": ("scale_detail",),
-    "softmax_axis": ("softmax_axis",),
-    "read_a": ("read_transposed",),
-    "k_vs_v": ("k_is_content",),
-    "output": ("output_updates_v",),
-    "mask": (),
-    "uniform": (),
-    "heads": ("heads_repeat",),
-}
-
 
 @dataclass(frozen=True)
 class Question:
@@ -76,6 +57,11 @@ class Question:
     cell: tuple[str, int, int, int] | None = None  # (stage key, head, row, col) to work out
     worked: str = ""  # questions without a cell: the arithmetic behind the answer
     example: str = ""  # SHAPE: the format to answer in, as a shape that is not the answer ("5x2")
+    why: tuple[str, ...] = ()  # CHOICE: why each option is wrong ("" for the right one)
+    given: str = ""  # NUMBER: the inputs to compute it from ("S[撩, :] = [3.1919, 3.8314, 5.1526]")
+    mode: str = ""  # NUMBER: a what-if's mode ("unscaled"); the walk's own when ""
+    mistakes: tuple[tuple[str, float], ...] = ()  # NUMBER: what each known mistake gives (mistakes.py)
+    qid: str = ""  # the same question in another run of the same quiz (for --review)
 
 
 def tolerance(value: float) -> float:
@@ -88,146 +74,6 @@ def tolerance(value: float) -> float:
 def number_text(x: float, precision: int = 4) -> str:
     out = f"{x:.{precision}f}"
     return out[1:] if out.startswith("-") and not out.strip("-0.") else out
-
-
-# -- building the questions -------------------------------------------------------------------
-
-
-def questions(walk: Walk, lang: str = "en", seed: int | None = None,
-              count: int | None = None) -> list[Question]:
-    """The quiz for `walk`: its own cells, shapes and argmax, and the concept questions.
-
-    Without a seed the cells are the focus row's (as the walk shows them) and the order is fixed;
-    a seed picks other rows, columns and heads and shuffles the order. Choices are shuffled
-    either way, deterministically. `count` keeps the first questions of the order.
-    """
-    tx = text(lang)
-    pick = random.Random(seed) if seed is not None else None
-    scn = walk.scenario
-    head = pick.randrange(scn.heads) if pick else 0
-    A = walk.matrix("A", head)
-    rows, cols = axes(walk, stage_named("A"), head)
-    row = _row(walk, A, pick)
-    allowed = [int(j) for j in np.flatnonzero(scn.allowed[row])]
-    top = _top(A[row], scn.allowed[row])
-
-    def col(default: int) -> int:
-        return pick.choice(allowed) if pick else default
-
-    others = [j for j in allowed if j != top]
-    cells = {"QK^T": (row, col(top)), "S": (row, col(others[0] if others else top)),
-             "A": (row, col(top)), "Z": (row, pick.randrange(scn.d_v) if pick else 0)}
-
-    def cell(key: str, covers: tuple[str, ...] = ()) -> Question:
-        r, c = cells[key]
-        return _cell_question(walk, tx, key, head, r, c, covers)
-
-    def concept(topic: str) -> Question:
-        return _concept(tx, topic, seed, row_token=rows[row], col_token=cols[top])
-
-    out = [cell("QK^T"), _shape_question(walk, tx), concept("params"), concept("qkv"),
-           cell("S"), concept("scale"), concept("softmax_axis")]
-    if _unique_top(A[row], scn.allowed[row]):
-        out.append(_argmax_question(walk, tx, head, row))
-    out += [cell("A"), concept("read_a"), concept("k_vs_v"), cell("Z"), concept("output")]
-    forbidden = np.argwhere(~scn.allowed)
-    if len(forbidden):
-        r, c = pick.choice(list(forbidden)) if pick else forbidden[0]
-        out.append(_cell_question(walk, tx, "A", head, int(r), int(c), (), hint=tx.t("quiz.mask.hint")))
-    out += [concept("mask"), concept("uniform"), concept("heads")]
-    if pick:
-        pick.shuffle(out)
-    return out[:count] if count is not None else out
-
-
-def _row(walk: Walk, A: np.ndarray, pick: random.Random | None) -> int:
-    """The query row the number questions use: the focus row (else the last), or a random one."""
-    scn = walk.scenario
-    if pick:
-        clear = [r for r in range(scn.n) if _unique_top(A[r], scn.allowed[r])]
-        return pick.choice(clear or list(range(scn.n)))
-    return scn.focus if scn.focus is not None else scn.n - 1
-
-
-def _top(a: np.ndarray, allowed: np.ndarray) -> int:
-    return int(np.argmax(np.where(allowed, a, -np.inf)))
-
-
-def _unique_top(a: np.ndarray, allowed: np.ndarray) -> bool:
-    """True when one allowed key has clearly the most weight (a question with one answer)."""
-    ranked = np.sort(a[allowed])[::-1]
-    return len(ranked) == 1 or ranked[0] - ranked[1] > 1e-6
-
-
-def _in_head(walk: Walk, tx: Text, head: int, question: str) -> str:
-    """The question, led by its head ("head 1 / 2 · …") when the scenario has several."""
-    heads = walk.scenario.heads
-    return f"{tx.t('ui.head', head=head + 1, heads=heads)} · {question}" if heads > 1 else question
-
-
-def _cell_question(walk: Walk, tx: Text, key: str, head: int, row: int, col: int,
-                   covers: tuple[str, ...], hint: str | None = None) -> Question:
-    stage = walk.stage(key)
-    value = float(walk.matrix(key, head)[row, col])
-    rows, cols = axes(walk, stage, head, tx.lang)
-    tol = tolerance(value)
-    name = stage.symbol
-    if stage.square:
-        question = tx.t("quiz.cell.question", stage=name, row=row + 1, col=col + 1,
-                        row_token=rows[row], col_token=cols[col], tol=f"{tol:g}")
-    else:
-        question = tx.t("quiz.cell.question_dim", stage=name, row_token=rows[row], col=cols[col],
-                        tol=f"{tol:g}")
-    question = _in_head(walk, tx, head, question)
-    if hint is None:
-        additive = walk.scenario.score == "additive" and key == "QK^T"
-        hint = tx.t("score.additive.explain") if additive else tx.t(
-            "quiz.cell.hint", formula=stage.formula_in(walk.scenario, walk.mode))
-    return Question("cell", NUMBER, question, hint, value, number_text(value), covers,
-                    tolerance=tol, cell=(key, head, row, col))
-
-
-def _shape_question(walk: Walk, tx: Text) -> Question:
-    scn = walk.scenario
-    example = shape_example(scn.n, scn.m, scn.d_k)
-    return Question("shape", SHAPE, tx.t("quiz.shape.question", example=example),
-                    tx.t("quiz.shape.hint"), (scn.n, scn.m), f"{scn.n} × {scn.m}", ("scores_shape",),
-                    worked=tx.t("quiz.shape.worked", n=scn.n, m=scn.m, d_k=scn.d_k), example=example)
-
-
-_EXAMPLES = ((5, 2), (4, 7), (6, 3), (2, 8))
-
-
-def shape_example(n: int, m: int, d_k: int) -> str:
-    """A shape to show the answer's format with, "5x2", that is neither the answer nor a shape the
-    learner might take for it (n × m either way round, n × d_k, d_k × m): a hint of "3x3" gave
-    the answer away for three tokens."""
-    near = {(n, m), (m, n), (n, d_k), (d_k, m), (d_k, n), (m, d_k), (d_k, d_k)}
-    rows, cols = next(shape for shape in _EXAMPLES if shape not in near)  # n, m, d_k can't rule out all 4
-    return f"{rows}x{cols}"
-
-
-def _argmax_question(walk: Walk, tx: Text, head: int, row: int) -> Question:
-    scn = walk.scenario
-    A = walk.matrix("A", head)
-    rows, cols = axes(walk, stage_named("A"), head)
-    top = _top(A[row], scn.allowed[row])
-    question = _in_head(walk, tx, head, tx.t("quiz.argmax.question", token=rows[row]))
-    weights = " · ".join(f"{cols[j]} {number_text(A[row, j])}" for j in range(len(cols)))
-    return Question("argmax", TOKEN, question, tx.t("quiz.argmax.hint", token=rows[row]), top,
-                    cols[top], ("read_transposed",), tokens=tuple(cols),
-                    token_text=scn.key_tokens,
-                    worked=tx.t("quiz.argmax.worked", token=rows[row], weights=weights))
-
-
-def _concept(tx: Text, topic: str, seed: int | None, **values: str) -> Question:
-    field = lambda name: tx.t(f"quiz.{topic}.{name}", **values)  # noqa: E731
-    options = [field("answer"), field("wrong_a"), field("wrong_b")]
-    order = list(range(len(options)))
-    random.Random(f"{'attnwalk' if seed is None else seed}:{topic}").shuffle(order)
-    return Question(topic, CHOICE, field("question"), field("hint"), order.index(0),
-                    f"{LETTERS[order.index(0)]}) {options[0]}", CONCEPTS[topic],
-                    choices=tuple(options[i] for i in order))
 
 
 # -- reading answers --------------------------------------------------------------------------

@@ -1,0 +1,135 @@
+"""A wrong number is diagnosed: when it is what a known mistake gives, the quiz names that mistake
+and works the cell out right (issue 14, point 3).
+
+Every mistaken answer here is computed in this file with numpy from lesson 002's inputs (女生撩刘海:
+E, sinusoidal P, W_Q, W_K, W_V as the lesson's code sets them) and the causal lesson's, never read
+from attnwalk's own matrices.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from attnwalk.commands.quiz import LineAnswers, run_quiz
+from attnwalk.layer.walk import compute
+from attnwalk.scenario.model import load_scenario
+from attnwalk.text import text
+from attnwalk.tutor.mistakes import NAMES, diagnose
+from attnwalk.tutor.questions import cell_question
+
+# lesson 002's code: E rows for 女生, 撩, 刘海; P sinusoidal for 3 positions in 2 dimensions
+E = np.array([[3.0, 1.0], [2.0, 2.0], [2.0, 4.0]])
+P = np.array([[np.sin(p), np.cos(p)] for p in range(3)])
+W_Q = np.array([[-0.6, 0.9], [0.8, -0.5]])
+W_K = np.array([[0.6, 0.1], [-0.1, 1.4]])
+W_V = np.array([[1.0, -0.5], [-0.4, 1.2]])
+X = E + P
+Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+RAW = Q @ K.T
+S = RAW / np.sqrt(2)
+
+
+def row_softmax(M):
+    e = np.exp(M - M.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+A = row_softmax(S)
+Z = A @ V
+COLUMN_A = (np.exp(S) / np.exp(S).sum(axis=0, keepdims=True))  # each column sums to 1: the mistake
+ROUNDED_Z = np.round(A, 1) @ V  # A copied off the screen as 0.1, 0.2, 0.7 …
+
+# the causal lesson (scenarios/causal_mask.yaml): a mask forgotten
+CAUSAL = load_scenario("causal_mask")
+
+
+def causal_mistake():
+    Xc = np.array(CAUSAL.main.E)  # no positions in that lesson
+    Sc = (Xc @ np.array(CAUSAL.W_Q)) @ (Xc @ np.array(CAUSAL.W_K)).T / np.sqrt(CAUSAL.d_k)
+    return row_softmax(Sc)[0, 1]  # T1's weight on T2 had the mask been left off
+
+
+# (scenario, stage, row, col, what_if, mistake, the mistaken answer)
+CASES = [
+    ("girl_bangs", "A", 1, 0, False, "column_softmax", COLUMN_A[1, 0]),
+    ("girl_bangs", "A", 1, 0, False, "no_scale", row_softmax(RAW)[1, 0]),
+    ("girl_bangs", "A", 1, 0, False, "transposed", A[0, 1]),
+    ("girl_bangs", "Z", 1, 1, False, "k_for_v", (A @ K)[1, 1]),
+    ("causal_mask", "A", 0, 1, False, "mask_forgotten", None),
+    ("girl_bangs", "S", 1, 0, False, "neighbour_row", S[2, 0]),
+    ("girl_bangs", "A", 1, 0, False, "neighbour_col", A[1, 1]),
+    ("girl_bangs", "Z", 2, 0, False, "rounded", ROUNDED_Z[2, 0]),
+    ("girl_bangs", "A", 1, 0, True, "kept_scale", A[1, 0]),
+    ("girl_bangs", "Z", 1, 1, False, "column_softmax", (COLUMN_A @ V)[1, 1]),
+    ("girl_bangs", "S", 1, 0, False, "no_scale", RAW[1, 0]),
+]
+
+
+def test_every_named_mistake_has_a_case():
+    assert {case[5] for case in CASES} == set(NAMES)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("name, key, row, col, what_if, mistake, value", CASES,
+                         ids=[f"{c[5]}-{c[1]}" for c in CASES])
+def test_an_answer_built_from_a_mistake_is_diagnosed_as_it(name, key, row, col, what_if, mistake,
+                                                           value, lang):
+    if value is None:
+        value = causal_mistake()
+    walk = compute(load_scenario(name))
+    q = cell_question(walk, key, row, col, lang=lang, what_if=what_if)
+    typed = f"{value:.4f}"  # as a learner types it, to the walk's four decimals
+    assert abs(float(typed) - float(q.answer)) > q.tolerance  # a wrong answer …
+    found = diagnose(list(q.mistakes), float(typed), q.tolerance, float(q.answer))
+    assert found and found[0][0] == mistake  # … named as the mistake it is, nearest first
+    con = Console(width=400, file=io.StringIO(), color_system=None)
+    result = run_quiz(walk, [q], con, LineAnswers(io.StringIO(typed + "\n"), con), lang)
+    out = con.file.getvalue()
+    tx = text(lang)
+    said = tx.t(f"quiz.diagnosis.{mistake}", value=typed, row="\0", col="\0").split("\0")[0]
+    assert said in out  # the mistake named, with the value it gives …
+    assert tx.t("quiz.diagnosis.done_right") in out  # … then the step done right
+    assert tx.t("quiz.answer", answer=q.shown) in out
+    assert result.score == 0 and mistake in result.shown
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_answer_that_matches_no_mistake_gets_the_hint_and_the_worked_cell(lang):
+    walk = compute(load_scenario("girl_bangs"))
+    q = cell_question(walk, "A", 1, 0, lang=lang)
+    con = Console(width=400, file=io.StringIO(), color_system=None)
+    result = run_quiz(walk, [q], con, LineAnswers(io.StringIO("0.42\n"), con), lang)
+    out = con.file.getvalue()
+    tx = text(lang)
+    assert tx.t("quiz.wrong", hint=q.hint) in out and tx.t("quiz.diagnosis.done_right") not in out
+    assert result.shown == ()
+
+
+def test_a_right_answer_is_never_diagnosed():
+    walk = compute(load_scenario("girl_bangs"))
+    q = cell_question(walk, "A", 1, 0)
+    assert diagnose(list(q.mistakes), 0.1, q.tolerance, float(q.answer)) == []  # A[撩, 女生] = 0.1000
+
+
+def test_the_cli_names_the_column_softmax_for_an_a_cell(tmp_path, monkeypatch):
+    """Done when: typing the column-softmax value for an A cell gets that mistake named."""
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    walk = compute(load_scenario("girl_bangs"))
+    from attnwalk.tutor.questions import questions
+
+    qs = questions(walk)
+    first_a = next(i for i, q in enumerate(qs) if q.cell and q.cell[0] == "A" and not q.mode)
+    assert qs[first_a].cell[2:] == (1, 0)  # A[撩, 女生]
+    script = "\n" * first_a + f"{COLUMN_A[1, 0]:.4f}\n"  # empty lines: counted wrong, no retry
+    result = CliRunner().invoke(app, ["quiz", "girl_bangs", "-n", str(first_a + 1)], input=script)
+    assert result.exit_code == 0, result.output
+    assert "is softmax taken down the column, over the queries" in result.stdout
+    assert "Done right:" in result.stdout and "Answer: 0.1000" in result.stdout
