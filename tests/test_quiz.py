@@ -567,3 +567,85 @@ def test_a_wrong_choice_is_explained_then_tried_once_more():
     result = run_quiz(walk, [q], con, Typed([LETTERS[wrong], LETTERS[wrong]]))
     out = con.file.getvalue()
     assert out.count("Not quite") == 2 and f"Answer: {q.shown}" in out
+
+
+# -- worksheets (issue 14, point 5) -----------------------------------------------------------
+
+
+def test_json_worksheet_holds_every_question_with_its_answer():
+    result = runner.invoke(app, ["quiz", "girl_bangs", "--seed", "3", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    again = json.loads(runner.invoke(app, ["quiz", "girl_bangs", "--seed", "3", "--format", "json"]).stdout)
+    assert data == again  # same seed, same set
+    qs = data["questions"]
+    assert len(qs) == len(questions(walk_of("girl_bangs"), seed=3))
+    for q in qs:
+        assert {"kind", "prompt", "answer", "tolerance"} <= set(q)
+        if q["kind"] == "choice":
+            assert len(q["options"]) == 3 and q["answer"] in ("a", "b", "c")
+        if q["kind"] == "number":
+            assert isinstance(q["answer"], float) and q["tolerance"] > 0
+            assert all({"name", "value"} <= set(m) for m in q["mistakes"])
+    letters = [q["answer"] for q in qs if q["kind"] == "choice"]
+    assert set(letters) == {"a", "b", "c"}  # spread over a, b and c …
+    longest = sum(max(q["options"], key=len) == q["options"]["abc".index(q["answer"])]
+                  for q in qs if q["kind"] == "choice")
+    assert longest <= len(letters) / 3 + 0.1 * len(letters)  # … and not the longest
+    # lesson 002: A[刘海, :] = [0.1838, 0.2518, 0.5644], A[女生, 刘海] = 0.8078, QKᵀ[刘海, :] =
+    # [4.3564, 4.8011, 5.9428]; seed 3 asks row 刘海
+    a_cell = next(q for q in qs if q["kind"] == "number" and q["prompt"].startswith("What is A[3, 1]"))
+    assert round(a_cell["answer"], 4) == 0.1838
+    names = {m["name"]: m["value"] for m in a_cell["mistakes"]}
+    assert round(names["transposed"], 4) == 0.8078  # A[女生, 刘海]
+    raw = np.array([4.3564, 4.8011, 5.9428])
+    assert names["no_scale"] == pytest.approx(np.exp(raw[0]) / np.exp(raw).sum(), abs=1e-4)
+
+
+def test_markdown_worksheet_ends_with_the_answer_key():
+    result = runner.invoke(app, ["quiz", "causal_mask", "--seed", "2", "--format", "markdown", "--lang", "zh"])
+    assert result.exit_code == 0, result.output
+    md = result.stdout
+    assert md.startswith("# 测验：causal_mask") and "--seed 2" in md
+    body, key = md.split("## 参考答案")
+    qs = questions(walk_of("causal_mask"), "zh", seed=2)
+    for i, q in enumerate(qs, 1):
+        assert f"{i}. {q.text}" in body and f"\n{i}. " in key
+        if q.kind == CHOICE:
+            assert f"{i}. {q.shown}" in key
+    assert "能看出错因的错误答案：" in key and "忘了掩码" in key  # the masked weight's mistake
+
+
+def test_an_unknown_format_is_a_usage_error():
+    result = runner.invoke(app, ["quiz", "girl_bangs", "--format", "xml"])
+    assert result.exit_code == 2 and "json or markdown" in result.output
+
+
+# -- memory (issue 14, point 6) ---------------------------------------------------------------
+
+
+def test_progress_keeps_misconceptions_and_review_asks_the_missed_questions(isolated_state):
+    qs = questions(walk_of("girl_bangs"))
+    # the first question (QKᵀ[撩, 女生]) answered as the transposed cell QKᵀ[女生, 撩] = 6.2388
+    # (lesson 002's QKᵀ), the shape right, then the params question wrong twice
+    params = qs[2]
+    wrong = LETTERS[(params.answer + 1) % 3]
+    script = f"6.2388\n3x3\n{wrong}\n{wrong}\nq\n"
+    result = runner.invoke(app, ["quiz", "girl_bangs"], input=script)
+    assert result.exit_code == 0, result.output
+    quiz = json.loads(isolated_state.read_text(encoding="utf-8"))["scenarios"]["girl_bangs"]["quiz"]
+    assert quiz["last"]["missed"] == [qs[0].qid, params.qid]
+    assert quiz["mistakes"] == {"transposed": 1, "params_vs_activations": 1}
+    shown = runner.invoke(app, ["progress"], env={"COLUMNS": "200"})
+    assert "read the matrix transposed" in shown.stdout and "W_Q and Q taken for the same kind" in shown.stdout
+    review = runner.invoke(app, ["quiz", "girl_bangs", "--review"], input="4.51\n" + LETTERS[params.answer] + "\n")
+    assert "Review: the 2 questions missed last time." in review.stdout
+    assert review.stdout.count("Question 1 / 2") == 1 and "Score: 2 / 2" in review.stdout
+    assert qs[0].text in review.stdout and params.text in review.stdout
+    again = runner.invoke(app, ["quiz", "girl_bangs", "--review"], input="")
+    assert "Nothing to review for girl_bangs" in again.stdout  # all right in the review
+
+
+def test_review_with_no_quiz_yet_says_so():
+    result = runner.invoke(app, ["quiz", "river_bank", "--review", "--lang", "zh"], input="")
+    assert result.exit_code == 0 and "river_bank 没有需要重做的题" in result.stdout
