@@ -36,7 +36,8 @@ def output_path(raw: str | Path, option: str, example: str) -> Path:
                          f"{option} {Path(text) / example}")
     folder = path.parent
     if not folder.is_dir():
-        raise UsageError(f"{option} {text}: the folder {folder} does not exist; create it first")
+        raise UsageError(f"{option} {text}: cannot write it: the folder {folder} does not exist; "
+                         "create it first")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option} {text}: cannot write in {folder} (permission denied)")
     return path
