@@ -289,10 +289,12 @@ def output(c: Cell) -> list:
     m = len(a)
     whole = c.terms({j: f"{c.num(a[j])} {t} {c.vec(V[j])}" for j in shown(c, m)}, m)
     Z = c.walk.matrix("Z", c.head)[c.row]  # (d_v,)
-    # as a learner checks this line: each weight shown times each row of V shown, summed
-    shown_Z = np.array([c.sum_of_products(a, V[:, i]) for i in range(len(Z))])  # (d_v,)
-    for z, true in zip(shown_Z, Z):
-        c.lands(z, on=true)
+    # as a learner checks this line: each weight shown times each row of V shown, summed (only
+    # the entries the line prints: the middle of a long vector is elided)
+    shown_Z = Z.copy()  # (d_v,)
+    for i in {*shown(c, len(Z)), c.col}:
+        shown_Z[i] = c.sum_of_products(a, V[:, i])
+        c.lands(shown_Z[i], on=Z[i])
     if not c.rounds_to(c.dot_value(a, V[:, c.col]), shown_Z[c.col]):  # dot() summed rounded products
         c.more_decimals()
     return lines + c.chain(f"{c.sym()}[{tok}] = {whole}", c.vec(shown_Z))
