@@ -178,8 +178,10 @@ class Fields:
             raise self.error(field, node, "needs at least one token")
         out = tuple(self.text(item, f"{field}[{i}]") for i, item in enumerate(items))
         for i, (item, text) in enumerate(zip(items, out)):
+            if item.quoted or ("，" not in text and "、" not in text):
+                continue
             pieces = [p for p in re.split(f"[{SEPARATORS}]", text) if p.strip()]
-            if not item.quoted and len(pieces) > 1:  # `[女生，撩，刘海]` is one token to YAML
+            if len(pieces) > 1:  # `[女生，撩，刘海]` is one token to YAML
                 fixed = ", ".join(p.strip() for p in pieces)
                 raise self.error(f"{field}[{i}]", item, f"{quoted(text)} is read as one item: "
                                  f"{fullwidth_fix(text)} between items; write [{shown(fixed, 60)}]"
