@@ -231,12 +231,14 @@ def walk_cmd(
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
+    predict: Annotated[bool, typer.Option("--predict", help="Before S, A and Z (and S + M with a mask), "
+                                          "ask for a prediction, then show it beside the truth; piped answers: one line a stage.")] = False,
 ) -> None:
     from attnwalk.commands.walk import walk_command
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
                                   precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
-                                  head=head))
+                                  head=head, predict=predict))
 
 
 # run and step are one command under two names: a lesson by name, or the learner's own file.

@@ -81,11 +81,12 @@ class ScreenRule:
 
 
 def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
-               head: int | None = 0) -> None:
+               head: int | None = 0, predictor=None) -> None:
     """The walk printed whole from step `start`, screens separated by rules: no waiting, no
     clearing. With several heads, head `head` (0-based) is printed in full and every head on one
     summary screen after it, so the output does not grow with the number of heads; head None
-    prints every head in full, later heads pointing back to head 1's explanations."""
+    prints every head in full, later heads pointing back to head 1's explanations. A predictor
+    (tutor/predict.py, run --predict) asks before a stage's screen and judges below it."""
     from attnwalk.render.overview import heads_summary
     from attnwalk.render.screens import explained_at, stage_screen, walk_steps
 
@@ -104,8 +105,12 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
         if i < start or (one_head and stage.per_head and h != head):
             continue
         first = None if one_head else explained_at(steps, i)  # later heads point back to head 1
+        if predictor is not None:
+            predictor.before(stage.key, h)
         show(stage_screen(walk, stage, h, opts, index=i + 1, count=len(steps),
                           explained_at=first if first is not None and first > start else None))
+        if predictor is not None:
+            predictor.after(stage.key, h)
         if one_head and stage.per_head and (i + 1 == len(steps) or steps[i + 1][1] != head
                                             or not steps[i + 1][0].per_head):
             show(heads_summary(walk, head, opts))  # after the shown head's last screen
@@ -168,7 +173,7 @@ def write_atomically(path: str | Path, content: str, option: str = "--save") -> 
 
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
-                 resume: bool = False, head: str | None = None) -> int:
+                 resume: bool = False, head: str | None = None, predict: bool = False) -> int:
     """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
     head a printed walk shows in full (or "all"), where the stepper starts."""
     from attnwalk.layer.walk import compute
@@ -213,5 +218,13 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
     if note:
         print(note, file=sys.stderr)
-    print_walk(console, walk, opts, start=start, head=shown)
+    predictor = None
+    if predict:  # answers typed at the terminal, or piped on stdin one per stage
+        from attnwalk.commands.quiz import LineAnswers, TerminalAnswers
+        from attnwalk.tutor.predict import Predictor
+
+        answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
+        predictor = Predictor(walk, console, answers, opts.lang)
+        console.print(text(opts.lang).t("quiz.predict.intro"))
+    print_walk(console, walk, opts, start=start, head=shown, predictor=predictor)
     return 0
