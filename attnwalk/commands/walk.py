@@ -210,6 +210,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         with TerminalKeys() as keys:
             stepper = Stepper(scenario, console, keys, opts, mode=mode, walk=walk)
             stepper.index, stepper.message = start, note
+            stepper.predict = predict
             try:
                 return stepper.run()
             finally:  # q, the end, Ctrl-C: the place is kept for --resume

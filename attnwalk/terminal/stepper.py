@@ -56,6 +56,8 @@ class Stepper:
         self.message = ""
         self.offset = 0  # the first line of the screen's body in view (_END: its end), on a tall screen
         self.shown = Window(0, 0, 0, 0, 0)  # the window last drawn: how far the keys can scroll it
+        self.predict = False  # --predict, or p: ask before S, A, Z (S + M) what they will show
+        self.predicted: set[tuple[str, int]] = set()  # (stage key, head) already asked
 
     # -- what is on screen -------------------------------------------------------------------
 
@@ -154,7 +156,12 @@ class Stepper:
                 if self.index == len(self.steps) - 1:
                     self.console.print(Text(self.t("ui.end"), style=style.RESULT))
                     return 0
+                verdict = self.ask_prediction(self.index + 1) if self.predict else ""
                 self.go(self.index + 1)
+                self.message = verdict or self.message
+            elif key == "p":  # predictions on or off (tutor/predict.py)
+                self.predict = not self.predict
+                self.message = self.t("quiz.predict.on" if self.predict else "quiz.predict.off_now")
             elif key == K.BACK:
                 if self.index == 0:
                     self.message = self.t("ui.first_stage")
@@ -172,6 +179,19 @@ class Stepper:
                 continue  # a key with no meaning: leave the screen as it is
             self.draw()
         return 0  # input ended (Ctrl-D, EOF): leave quietly
+
+    def ask_prediction(self, index: int) -> str:
+        """Before step `index` is shown, its prediction asked once (at the prompt line); the
+        verdict to show under the stage, or "" when there is none (Esc skips)."""
+        from attnwalk.tutor.predict import judge, prediction
+
+        stage, head = self.steps[index]
+        q = prediction(self.walk, stage.key, head, self.opts.lang)
+        if q is None or (stage.key, head) in self.predicted:
+            return ""
+        self.predicted.add((stage.key, head))
+        raw = self.keys.read_line(f"{self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))}: {q.text} ")
+        return judge(self.walk, q, raw, self.opts.lang)[0] if raw is not None else ""
 
     def show_help(self, pressed: Iterator[str]) -> bool:
         """The help instead of the stage until a key is pressed; False when it is q. A help taller

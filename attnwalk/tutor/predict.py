@@ -102,22 +102,28 @@ class Predictor:
             self.console.print(Text(self.verdict(q, raw), style="bold"))
 
     def verdict(self, q: Question, raw: str) -> str:
-        """"Your prediction: 5.1 · the walk: 5.1526 · right", with the mistake a wrong number shows."""
-        tx = text(self.lang)
-        right = check(q, raw) if raw.strip() else None
+        line, right = judge(self.walk, q, raw, self.lang)
         self.judged.append((q.qid.split(":")[1], right))
-        if not raw.strip():
-            return tx.t("quiz.predict.skipped", truth=q.shown)
-        if right is None:
-            return tx.t("quiz.predict.unread", answer=raw.strip(), truth=q.shown)
-        line = tx.t("quiz.predict.judged", answer=raw.strip(), truth=q.shown,
-                    verdict=tx.t("quiz.predict.right" if right else "quiz.predict.off"))
-        if not right and q.kind == NUMBER and q.mistakes:
-            found = mistakes.diagnose(list(q.mistakes), parse_number(raw), q.tolerance, float(q.answer))
-            if found:
-                name, value = found[0]
-                key, head, row, col = q.cell
-                rows, cols = axes(self.walk, self.walk.stage(key), head, self.lang)
-                line += "\n" + tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
-                                    col=cols[col])
         return line
+
+
+def judge(walk: Walk, q: Question, raw: str, lang: str = "en") -> tuple[str, bool | None]:
+    """"Your prediction: 5.1 · the walk: 5.1526 · right", with the mistake a wrong number shows,
+    and whether it was right (None: skipped, or no answer to the question)."""
+    tx = text(lang)
+    right = check(q, raw) if raw.strip() else None
+    if not raw.strip():
+        return tx.t("quiz.predict.skipped", truth=q.shown), None
+    if right is None:
+        return tx.t("quiz.predict.unread", answer=raw.strip(), truth=q.shown), None
+    line = tx.t("quiz.predict.judged", answer=raw.strip(), truth=q.shown,
+                verdict=tx.t("quiz.predict.right" if right else "quiz.predict.off"))
+    if not right and q.kind == NUMBER and q.mistakes:
+        found = mistakes.diagnose(list(q.mistakes), parse_number(raw), q.tolerance, float(q.answer))
+        if found:
+            name, value = found[0]
+            key, head, row, col = q.cell
+            rows, cols = axes(walk, walk.stage(key), head, lang)
+            line += "\n" + tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
+                                col=cols[col])
+    return line, right
