@@ -118,6 +118,7 @@ def test_every_quiz_covers_every_mistake_the_lessons_list_that_its_scenario_has(
     assert ("scale" in topics) == ("what_if" in topics) == divides
     assert ("mask" in topics) == (not scn.allowed.all())  # only about what the scenario has
     assert ("heads" in topics) == (scn.heads > 1)
+    assert ("cross" in topics) == (scn.source is not None)
     assert "uniform" not in topics  # uniform belongs to compare's context, not the walk's
     # S = QKᵀ for additive scores: its QKᵀ question already asks S
     assert {q.cell[0] for q in qs if q.cell} == {"QK^T", "A", "Z"} | ({"S"} if divides else set())

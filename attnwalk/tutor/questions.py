@@ -8,7 +8,8 @@
   mistakes would give (tutor/mistakes.py), to name the one a wrong answer shows.
 - A what-if asks what a cell of A becomes without √d_k, where the scenario divides by it.
 - Concept questions come from the lessons' misconceptions (003 §13, 004 常见错误), only about
-  what the scenario has (the mask with a mask, heads with several heads), with this scenario's
+  what the scenario has (the mask with a mask, heads with several heads, where K and V come from
+  with a source), with this scenario's
   tokens in their wording; reading questions are always off the diagonal. Their options are real
   misconceptions, each with why it is wrong; the right one's letter is spread evenly over a, b, c
   within a quiz (seeded), and the text files keep it from being the longest.
@@ -39,6 +40,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "output": ("output_updates_v",),
     "mask": (),
     "heads": ("heads_repeat",),
+    "cross": (),  # not in the lessons' lists, but the mix-up a source invites
 }
 _EN = text("en")  # the numbers of a given line are the same in every language
 GIVEN_MAX = 8  # a row of inputs longer than this is not printed (the shapes lesson has 100 keys)
@@ -75,6 +77,8 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
         out.append(concept("mask"))
     if scn.heads > 1:
         out.append(concept("heads"))
+    if scn.source is not None:
+        out.append(concept("cross"))
     out = [q for q in out if q is not None]
     _spread_answers(out, random.Random(f"attnwalk:{seed}"))
     if pick:
