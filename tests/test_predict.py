@@ -100,6 +100,9 @@ def test_the_interactive_walk_asks_at_the_prompt_when_p_turns_predictions_on():
     script = ["p"] + ["n"] * 8 + ["5.15", "\r", "n", "刘海", "\r", "n", "1.7", "\r", "b", "n", "q"]
     keys = ScriptedKeys(script)
     stepper = Stepper(load_scenario("girl_bangs"), console, keys, ViewOptions(width=120))
+    from attnwalk.tutor.predict import StepPredictions
+
+    stepper.predictor = StepPredictions("en")  # as walk_command gives it
     assert stepper.run() == 0
     frames = out.getvalue().split("\f")
     assert "Predictions on" in frames[2]

@@ -210,7 +210,9 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         with TerminalKeys() as keys:
             stepper = Stepper(scenario, console, keys, opts, mode=mode, walk=walk)
             stepper.index, stepper.message = start, note
-            stepper.predict = predict
+            from attnwalk.tutor.predict import StepPredictions
+
+            stepper.predictor, stepper.predict = StepPredictions(opts.lang), predict
             try:
                 return stepper.run()
             finally:  # q, the end, Ctrl-C: the place is kept for --resume

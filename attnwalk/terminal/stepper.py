@@ -57,6 +57,7 @@ class Stepper:
         self.offset = 0  # the first line of the screen's body in view (_END: its end), on a tall screen
         self.shown = Window(0, 0, 0, 0, 0)  # the window last drawn: how far the keys can scroll it
         self.predict = False  # --predict, or p: ask before S, A, Z (S + M) what they will show
+        self.predictor = None  # what asks and judges (tutor/predict.StepPredictions, given by the command)
         self.predicted: set[tuple[str, int]] = set()  # (stage key, head) already asked
 
     # -- what is on screen -------------------------------------------------------------------
@@ -159,7 +160,7 @@ class Stepper:
                 verdict = self.ask_prediction(self.index + 1) if self.predict else ""
                 self.go(self.index + 1)
                 self.message = verdict or self.message
-            elif key == "p":  # predictions on or off (tutor/predict.py)
+            elif key == "p" and self.predictor is not None:  # predictions on or off
                 self.predict = not self.predict
                 self.message = self.t("quiz.predict.on" if self.predict else "quiz.predict.off_now")
             elif key == K.BACK:
@@ -183,15 +184,13 @@ class Stepper:
     def ask_prediction(self, index: int) -> str:
         """Before step `index` is shown, its prediction asked once (at the prompt line); the
         verdict to show under the stage, or "" when there is none (Esc skips)."""
-        from attnwalk.tutor.predict import judge, prediction
-
         stage, head = self.steps[index]
-        q = prediction(self.walk, stage.key, head, self.opts.lang)
+        q = self.predictor.ask(self.walk, stage.key, head) if self.predictor is not None else None
         if q is None or (stage.key, head) in self.predicted:
             return ""
         self.predicted.add((stage.key, head))
         raw = self.keys.read_line(f"{self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))}: {q.text} ")
-        return judge(self.walk, q, raw, self.opts.lang)[0] if raw is not None else ""
+        return self.predictor.judge(self.walk, q, raw) if raw is not None else ""
 
     def show_help(self, pressed: Iterator[str]) -> bool:
         """The help instead of the stage until a key is pressed; False when it is q. A help taller

@@ -10,7 +10,7 @@ A prediction is a quiz Question (tutor/quiz.py), so answers are read and judged 
 them, and a wrong number is diagnosed by the mistake it matches (tutor/mistakes.py). `Predictor`
 asks through an AnswerSource (commands/quiz.py: a terminal, or lines piped on stdin, one a
 stage; an empty line skips) and prints on a console; `before` and `after` are called around each
-stage by the printed walk, the stepper calls `ask` and `verdict`.
+stage by the printed walk. The stepper asks and judges through `StepPredictions`.
 """
 
 from __future__ import annotations
@@ -127,3 +127,17 @@ def judge(walk: Walk, q: Question, raw: str, lang: str = "en") -> tuple[str, boo
             line += "\n" + tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
                                 col=cols[col])
     return line, right
+
+
+class StepPredictions:
+    """The interactive walk's asking and judging: terminal/ may not import tutor/, so
+    commands/walk.py hands the stepper this."""
+
+    def __init__(self, lang: str = "en") -> None:
+        self.lang = lang
+
+    def ask(self, walk: Walk, key: str, head: int) -> Question | None:
+        return prediction(walk, key, head, self.lang)
+
+    def judge(self, walk: Walk, q: Question, raw: str) -> str:
+        return judge(walk, q, raw, self.lang)[0]
