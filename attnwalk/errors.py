@@ -26,7 +26,11 @@ class ScenarioError(AttnwalkError):
 
 
 class ComputeError(AttnwalkError):
-    """Numbers that cannot be carried through a stage (overflow to ±inf)."""
+    """Numbers that cannot be carried through a stage (overflow to ±inf); `stage` names it."""
+
+    def __init__(self, message: str, stage: str | None = None) -> None:
+        super().__init__(message)
+        self.stage = stage
 
 
 class UsageError(AttnwalkError):

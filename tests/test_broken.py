@@ -63,8 +63,9 @@ def refused(result) -> str:
 
 def check_message(message: str, path: str, line: int | None, field: str | None,
                   expect: list[str]) -> None:
-    if field is not None and field.startswith("stage:"):  # found by the pipeline, not the loader
-        assert message.startswith(f"attnwalk: {path}: {field[len('stage:'):]} overflows"), message
+    if field is not None and field.startswith("stage:"):  # found by the layer, named at its input
+        stage = field[len("stage:"):]
+        assert message.startswith(f"attnwalk: {path}:{line}: embeddings: {stage} overflows"), message
     else:
         # `file:line: field: what`, or `file:line: field has ...` when the sentence starts with it
         where = f"attnwalk: {path}" + (f":{line}" if line is not None else "") + ": "
@@ -276,7 +277,8 @@ def test_products_beyond_float64_are_refused_naming_the_stage(name, stage):
     for mode in MODES:
         with pytest.raises(ComputeError) as info:
             compute(scn, mode)
-        assert str(info.value).startswith(f"{BROKEN / name}: {stage} overflows float64")
+        # the line and field of the input to make smaller: the embeddings hold the largest number
+        assert str(info.value).startswith(f"{BROKEN / name}:4: embeddings: {stage} overflows float64")
 
 
 def test_a_fully_masked_row_is_refused_at_load_naming_the_row_and_token(tmp_path):

@@ -60,5 +60,6 @@ def row_maxima(M: np.ndarray) -> np.ndarray:
 def finite(M: np.ndarray, stage: str, hint: str) -> np.ndarray:
     """M, or a ComputeError naming the stage when a value overflowed float64."""
     if not np.all(np.isfinite(M)):
-        raise ComputeError(f"{stage} overflows float64 (some values are beyond ±1.8e308); {hint}")
+        raise ComputeError(f"{stage} overflows float64 (some values are beyond ±1.8e308); {hint}",
+                           stage=stage)
     return M

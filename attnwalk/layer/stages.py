@@ -63,6 +63,8 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     notes: Callable[[Scenario, Mode], list[str]] = _no_notes  # text keys of what this scenario adds
     worked: Callable[[cells.Cell], list] | None = None  # one cell's arithmetic (layer/cells.py)
     overflow: str = ""  # the fix to suggest when the stage overflows float64 ("" = not checked)
+    inputs: tuple[str, ...] = ()  # the scenario fields its numbers come from, to name the one to
+    # make smaller when it overflows; "keys:" fields are the keys' sequence's (a source's, if any)
     weight: str | None = None  # the learned matrix that makes it (a Scenario field): "W_Q"
     weight_rows: str = "d_model"  # the named dimension of that matrix's rows (its columns: cols)
     exported: bool = True  # in `export --format json` (S+M is S with −∞: the JSON keeps S and mask)
@@ -254,6 +256,10 @@ def blocks(symbol: str, heads: int) -> str:
 
 _SINUSOIDAL = "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)"
 _BIG = "use smaller embeddings or weights"
+_X = ("embeddings", "positional")  # what X is made of: the fields behind every later stage
+_KEYS_X = ("keys:embeddings", "keys:positional")
+_X = ("embeddings", "positional")  # what X is made of: the fields behind every later stage
+_KEYS_X = ("keys:embeddings", "keys:positional")
 
 STAGES: tuple[Stage, ...] = (
     Stage("tokens", "tokens", "token_i → id_i", "n", "-", None, TOKENS, variants=_id_variants),
@@ -262,18 +268,21 @@ STAGES: tuple[Stage, ...] = (
     Stage("P", "P", _SINUSOIDAL, "n", "d_model", _positions, formula_for=_p_formula,
           variants=_order_variants, worked=cells.position),
     Stage("X", "X", "X = E + P", "n", "d_model", lambda m, layer: m["E"] + m["P"],
-          variants=_order_variants, worked=cells.input_sum, overflow="use smaller embeddings or positions"),
+          variants=_order_variants, worked=cells.input_sum, overflow="use smaller embeddings or positions",
+          inputs=_X),
     Stage("Q", "Q", "Q = X · W_Q", "n", "d_k", _projection("W_Q"), split=True, weight="W_Q",
-          formula_for=_projection_formula, notes=_q_notes, worked=cells.projection, overflow=_BIG),
+          formula_for=_projection_formula, notes=_q_notes, worked=cells.projection, overflow=_BIG,
+          inputs=_X + ("W_Q",)),
     Stage("K", "K", "K = X · W_K", "m", "d_k", _projection("W_K"), split=True, weight="W_K",
           formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
-          overflow=_BIG),
+          overflow=_BIG, inputs=("W_K",) + _KEYS_X),
     Stage("V", "V", "V = X · W_V", "m", "d_v", _projection("W_V"), split=True, weight="W_V",
           formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
-          overflow=_BIG),
+          overflow=_BIG, inputs=("W_V",) + _KEYS_X),
     Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", _raw, per_head=True,
           formula_for=_raw_formula, notes=_raw_notes, worked=cells.scores,
-          overflow="use smaller queries and keys", aliases=("qkt", "qk^t", "qk", "raw")),
+          overflow="use smaller queries and keys", inputs=_X + ("W_Q", "W_K") + _KEYS_X,
+          aliases=("qkt", "qk^t", "qk", "raw")),
     Stage("S", "S", "S = QKᵀ / √d_k", "n", "m", _scaled, per_head=True, formula_for=_s_formula,
           variants=_s_variants, notes=_mode_notes, worked=cells.scaled),
     Stage("S+M", "S + M", "S + M,  M[i, j] ∈ {0, −∞}", "n", "m",
@@ -284,12 +293,13 @@ STAGES: tuple[Stage, ...] = (
           formula_for=_a_formula, variants=_a_variants, notes=_mode_notes, worked=cells.softmax),
     Stage("Z", "Z", "Z = A · V", "n", "d_v", lambda m, layer: m["A"] @ m["V"], per_head=True,
           variants=_a_variants, notes=_output_notes, worked=cells.output,
-          overflow="use smaller values"),  # (n, m) @ (m, d_v) -> (n, d_v)
+          overflow="use smaller values", inputs=("W_V",) + _KEYS_X),  # (n, m) @ (m, d_v) -> (n, d_v)
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", _concat, split=True,
           applies=lambda scn: scn.heads > 1, formula_for=_concat_formula, notes=_concat_notes,
           worked=cells.concat),
     Stage("O", "O", "O = concat · W_O", "n", "d_model", _projected, weight="W_O", weight_rows="d_v",
-          applies=lambda scn: scn.W_O is not None, worked=cells.projected, overflow="use a smaller W_O"),
+          applies=lambda scn: scn.W_O is not None, worked=cells.projected, overflow="use a smaller W_O",
+          inputs=("W_O", "W_V") + _KEYS_X),
 )
 
 

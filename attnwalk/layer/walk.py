@@ -103,8 +103,9 @@ def compute(scn: Scenario, mode: Mode | str = BASELINE, amplify: float = 1.0,
     stages = definitions.STAGES if stages is None else stages
     try:
         return _compute(scn, mode, amplify, tuple(s for s in stages if s.applies(scn)))
-    except ComputeError as exc:  # name the file, as every scenario error does
-        raise ComputeError(f"{scn.label}: {exc}") from None
+    except ComputeError as exc:  # name the file, and the line of the input to make smaller
+        where = scn.overflow_where(exc.stage) if exc.stage else scn.label
+        raise ComputeError(f"{where}: {exc}", stage=exc.stage) from None
 
 
 def segments(stages: tuple[Stage, ...]) -> tuple[list[Stage], list[Stage], list[Stage]]:

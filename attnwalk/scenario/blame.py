@@ -14,15 +14,7 @@ import numpy as np
 if TYPE_CHECKING:
     from attnwalk.scenario.model import Scenario
 
-# stage key -> the scenario fields its numbers are made from (`source.` ones with a source)
-_MAIN = ("embeddings", "positional")
-_KV = ("source.embeddings", "source.positional")
-INPUTS: dict[str, tuple[str, ...]] = {
-    "X": _MAIN, "source X": _KV,
-    "Q": _MAIN + ("W_Q",), "K": ("W_K",), "V": ("W_V",),
-    "QK^T": _MAIN + ("W_Q", "W_K"), "Z": ("W_V",), "O": ("W_O", "W_V"),
-}  # S overflows only through --amplify, which is no field's doing
-_KEY_STAGES = ("K", "V", "QK^T", "Z", "O")  # made from the keys' sequence too
+_SOURCE_X = ("source.embeddings", "source.positional")  # "source X": computed before the stages
 
 
 def _values(scn: Scenario, field: str) -> np.ndarray | None:
@@ -40,12 +32,15 @@ def _values(scn: Scenario, field: str) -> np.ndarray | None:
 
 def overflow_cause(scn: Scenario, stage: str) -> tuple[str, int | None] | None:
     """(field, line) of the input with the largest magnitude among those stage `stage` is made
-    from (the first of equals, in the order of INPUTS), or None for a stage not listed."""
-    fields = INPUTS.get(stage)
-    if fields is None:
+    from (Stage.inputs; the first of equals), or None for a stage made from none (S overflows only
+    through --amplify, which is no field's doing)."""
+    from attnwalk.layer.stages import STAGES  # each stage lists the fields it is made from
+
+    inputs = next((s.inputs for s in STAGES if s.key == stage), _SOURCE_X if stage == "source X" else ())
+    if not inputs:
         return None
-    if stage in _KEY_STAGES:
-        fields = fields + (_KV if scn.source is not None else _MAIN)
+    keys = "source." if scn.source is not None else ""
+    fields = [keys + f.removeprefix("keys:") if f.startswith("keys:") else f for f in inputs]
     best, biggest = None, -1.0
     for field in dict.fromkeys(fields):  # in order, once each
         values = _values(scn, field)
