@@ -258,8 +258,6 @@ _SINUSOIDAL = "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)
 _BIG = "use smaller embeddings or weights"
 _X = ("embeddings", "positional")  # what X is made of: the fields behind every later stage
 _KEYS_X = ("keys:embeddings", "keys:positional")
-_X = ("embeddings", "positional")  # what X is made of: the fields behind every later stage
-_KEYS_X = ("keys:embeddings", "keys:positional")
 
 STAGES: tuple[Stage, ...] = (
     Stage("tokens", "tokens", "token_i → id_i", "n", "-", None, TOKENS, variants=_id_variants),
