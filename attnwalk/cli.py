@@ -451,6 +451,8 @@ def run() -> None:
         _silence_stdout()
         raise SystemExit(0) from None
     except OSError as exc:
+        if _state["debug"]:  # --debug: the traceback, as for every other error
+            raise
         _silence_stdout()
         _say(f"attnwalk: {_write_error(exc)}")
         raise SystemExit(1) from None
