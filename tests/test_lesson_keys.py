@@ -117,3 +117,32 @@ def test_handouts_carry_the_names_and_the_notes(tmp_path) -> None:
     assert "What each column of E means: 0 = geography · 1 = finance" in md
     assert "- **What to notice**: bank looks mostly at river" in md
     assert "| geography | finance |" in md.replace("  ", " ")
+
+
+def test_notes_in_another_mode_say_whose_numbers_they_quote(tmp_path) -> None:
+    scaled = walk_text(tmp_path, NAMED)
+    assert "What to notice: bank looks mostly at river" in scaled
+    for args in (("--mode", "unscaled"), ("--mode", "uniform")):
+        other = walk_text(tmp_path, NAMED, *args)
+        assert "What to notice (its numbers are those of the scaled mode): bank looks" in other
+        assert "What to notice: " not in other
+    zh = walk_text(tmp_path, NAMED, "--mode", "uniform", "--lang", "zh")
+    assert "留意（其中的数字来自「缩放」模式）：bank 主要看向 river" in zh
+
+
+def test_the_masked_scores_work_a_hidden_cell_beside_an_allowed_one() -> None:
+    result = runner.invoke(app, ["run", "causal_mask", "--no-pause"], env=ENV)
+    screen = result.stdout[result.stdout.index("Stage 10 / 12"):result.stdout.index("Stage 11 / 12")]
+    # the focus row T2 may read T1 and T2; T3 comes after it (lesson 003 §9's mask)
+    assert "(S + M)[T2, T3] = −∞" in screen and "S + M = 0.7071 + (−∞) = −∞" in screen
+    assert "S + M = 0.7071 + 0 = 0.7071" in screen
+    unmasked = runner.invoke(app, ["run", "girl_bangs", "--no-pause"], env=ENV).stdout
+    assert "−∞" not in unmasked
+
+
+def test_additive_scores_are_not_explained_as_dot_products() -> None:
+    out = runner.invoke(app, ["run", "additive_score", "--no-pause"], env=ENV).stdout
+    screen = out[out.index("Stage 8 / 11"):out.index("Stage 9 / 11")]
+    assert "Raw scores (additive)" in screen and "tanh(q_i + k_j) · w_a" in screen
+    assert "Every query is dotted with every key" not in screen
+    assert "|q| |k| cos θ" not in screen

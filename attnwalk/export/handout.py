@@ -31,6 +31,7 @@ from attnwalk.layer.safe import escaped
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk
 from attnwalk.render.heatmap import GAP, shown_indices
+from attnwalk.render.lesson import notice_label
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import shape_text, walk_steps
 from attnwalk.render.style import number
@@ -102,7 +103,7 @@ class Section:
                           for field in ("what", "why", "mistake")]
         notice = scn.note(stage.key, opts.lang)  # the lesson's own point comes first
         if notice:
-            self.explained.insert(0, (tx.t("lesson.notice"), escaped(notice)))
+            self.explained.insert(0, (notice_label(walk, opts.lang), escaped(notice)))
         self.notes = stage_notes(opts.lang, stage, scn, walk.mode)
 
     @property

@@ -181,10 +181,12 @@ def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return f"QKᵀ[i, j] = {score}"
 
 
+def _raw_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return () if scn.scorer.divides else (scn.score,)  # additive: no dot product to speak of
+
+
 def _raw_notes(scn: Scenario, mode: Mode) -> list[str]:
-    notes = ["cross.what"] if scn.source is not None else []
-    if scn.score == "additive":
-        notes.append("score.additive.explain")
+    notes = ["cross.what"] if scn.source is not None else []  # (additive: the variant says it)
     notes += ["score.qk_norm.explain"] if scn.qk_norm else []
     return notes + ["truth.cost_cross" if scn.source is not None else "truth.cost"]  # O(n²·d_k)
 
@@ -278,7 +280,7 @@ STAGES: tuple[Stage, ...] = (
           formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
           overflow=_BIG, inputs=("W_V",) + _KEYS_X),
     Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", _raw, per_head=True,
-          formula_for=_raw_formula, notes=_raw_notes, worked=cells.scores,
+          formula_for=_raw_formula, variants=_raw_variants, notes=_raw_notes, worked=cells.scores,
           overflow="use smaller queries and keys", inputs=_X + ("W_Q", "W_K") + _KEYS_X,
           aliases=("qkt", "qk^t", "qk", "raw")),
     Stage("S", "S", "S = QKᵀ / √d_k", "n", "m", _scaled, per_head=True, formula_for=_s_formula,

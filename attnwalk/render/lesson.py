@@ -7,12 +7,13 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from attnwalk.layer.modes import BASELINE
 from attnwalk.layer.stages import Stage
 from attnwalk.layer.walk import Walk
 from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
-from attnwalk.text import pick
+from attnwalk.text import pick, text
 
 
 def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
@@ -45,7 +46,16 @@ def notice(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType | None
     note = walk.scenario.note(stage.key, opts.lang)
     if not note:
         return None
-    line = Prose(style.say(opts, "lesson.notice") + style.say(opts, "ui.colon")
-                 + style.plain(note, opts))
-    line.stylize(style.LABEL, 0, len(style.say(opts, "lesson.notice")))
+    label = notice_label(walk, opts.lang)
+    line = Prose(label + style.say(opts, "ui.colon") + style.plain(note, opts))
+    line.stylize(style.LABEL, 0, len(label))
     return line
+
+
+def notice_label(walk: Walk, lang: str) -> str:
+    """"What to notice"; in another mode or amplified, it says the note's numbers are the default
+    mode's (a lesson's notes quote the numbers it was written for)."""
+    tx = text(lang)
+    if walk.mode == BASELINE and walk.amplify == 1.0:
+        return tx.t("lesson.notice")
+    return tx.t("lesson.notice_other_mode", mode=tx.t(f"mode.{BASELINE.name}.name"))

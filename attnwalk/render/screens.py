@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 from rich.console import Group, NewLine, RenderableType
 from rich.panel import Panel
 from rich.text import Text
@@ -34,7 +35,7 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     `explained_at`: the step that already printed this stage's explanation (head 1's, in a walk
     printed whole); the screen then points there instead of repeating it for every head."""
     parts: list[RenderableType] = [header(walk, stage, head, opts, index=index, count=count)]
-    opening = lesson_panel(walk, opts) if index == 1 else None  # the lesson opens the walk
+    opening = lesson_panel(walk, opts) if stage is walk.stages[0] else None  # it opens the walk
     if opening is not None:
         parts.append(opening)
     if index == 1 and wants_overview(walk, opts):  # the shapes first, before any numbers
@@ -59,6 +60,9 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     if stage.kind != TOKENS:
         row, col = cell if cell is not None else default_cell(walk, stage.key, head)
         parts.append(worked_cell(walk, stage.key, row, col, head, opts))
+        blocked = masked_cell(walk, stage, head, row) if cell is None else None
+        if blocked is not None:  # the mask at work: a key it hides, beside the one it allows
+            parts.append(worked_cell(walk, stage.key, *blocked, head, opts))
     spaced: list[RenderableType] = []
     for part in parts:  # one blank line between the sections of a screen
         spaced += [part, NewLine()]
@@ -71,6 +75,20 @@ def walk_renderables(walk: Walk, opts: ViewOptions) -> Iterator[RenderableType]:
     for i, (stage, head) in enumerate(steps, start=1):
         yield stage_screen(walk, stage, head, opts, index=i, count=len(steps),
                            explained_at=explained_at(steps, i - 1))
+
+
+def masked_cell(walk: Walk, stage: Stage, head: int, row: int) -> tuple[int, int] | None:
+    """On the masked scores' screen, a cell the mask hides to work out beside the default one: in
+    `row` if the mask hides a key there (else in the first row where it does), the hidden key
+    with the highest score, the one the mask overrules most. None on other screens."""
+    allowed = walk.scenario.allowed
+    if stage.kind != MASKED or allowed.all():
+        return None
+    if allowed[row].all():
+        row = int(np.flatnonzero(~allowed.all(axis=1))[0])
+    S = walk.matrix("S", head)[row]
+    hidden = np.flatnonzero(~allowed[row])
+    return row, int(hidden[np.argmax(S[hidden])])
 
 
 def walk_steps(walk: Walk) -> list[tuple[Stage, int]]:
