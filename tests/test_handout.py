@@ -403,3 +403,12 @@ def test_a_scaled_handout_states_its_mode_and_needs_no_note(fmt):
     out = handout(walk_of("girl_bangs"), fmt, ViewOptions())
     assert "mode: scaled" in out
     assert "default mode" not in out
+
+
+def test_latex_sets_symbols_as_math_and_keeps_names_as_text() -> None:
+    from attnwalk.export.latex import latex_text
+
+    assert latex_text("run yellow_dog_length, then compare river_bank savings_bank") == (
+        r"run yellow\_dog\_length, then compare river\_bank savings\_bank")
+    assert latex_text("q̂ = q / RMS(q), k̂_j") == r"$\hat{q}$ = q / RMS(q), $\hat{k}_j$"
+    assert latex_text("W_Q, d_model and X_src") == r"$W_Q$, $d_{\mathrm{model}}$ and $X_{\mathrm{src}}$"

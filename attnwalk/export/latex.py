@@ -41,9 +41,12 @@ _MATH = {
     "\x01": r"\{", "\x02": r"\}", "\x03": r"\lvert ", "\x04": r"\rvert ",
 }
 
-# Pieces of prose that read better as math: √d_k, e^−∞, e^800, 10000^(2i/d), W_Q, d_model, QKᵀ, −∞.
+# Pieces of prose that read better as math: √d_k, e^−∞, e^800, 10000^(2i/d), W_Q, d_model, QKᵀ, −∞,
+# q̂. A symbol before the underscore is one letter or capitals (W_Q, d_model, QK_norm); a lower-case
+# word joined by underscores (river_bank, yellow_dog_length) is a name, kept as text.
 _FRAGMENT = re.compile(r"√\w+|e\^[−-]?(?:∞|\d+)|(?<![A-Za-z0-9_])\d+\^\([^()]*\)"
-                       r"|(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9]+ᵀ?|(?<![A-Za-z0-9_])[A-Z]+ᵀ|[−-]∞")
+                       r"|(?<![A-Za-z0-9_])(?:[A-Za-z]|[A-Z]+)_[A-Za-z0-9]+ᵀ?(?![A-Za-z0-9_])"
+                       r"|(?<![A-Za-z0-9_])[A-Z]+ᵀ|[−-]∞|(?<![A-Za-z0-9_])[A-Za-z]\u0302(?:_[A-Za-z0-9]+)?")
 WIDE = 9  # matrices with this many columns or more are scaled to the width of the page
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _SPACE = re.compile(r"\s+")
