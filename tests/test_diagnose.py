@@ -133,3 +133,50 @@ def test_the_cli_names_the_column_softmax_for_an_a_cell(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "is softmax taken down the column, over the queries" in result.stdout
     assert "Done right:" in result.stdout and "Answer: 0.1000" in result.stdout
+
+
+# -- every built-in: the mistakes' values against the reference layer (tests/reference.py) -------
+
+
+@pytest.mark.parametrize("name", [n for n in __import__("attnwalk.scenario.builtins", fromlist=["x"]).builtin_names()
+                                  if n != "shapes"])
+def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
+    import reference
+
+    from attnwalk.tutor.questions import questions
+
+    scn = load_scenario(name)
+    walk = compute(scn)
+    X = walk.mats["X"]
+    X_kv = walk.source["X"] if walk.source else X
+
+    def ref(mode="scaled", allowed=scn.allowed):
+        return reference.attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),
+                                   allowed, mode, heads=scn.heads, kind=scn.score, w_a=scn.w_a,
+                                   qk_norm=scn.qk_norm, qk_scale=scn.qk_scale)["heads"]
+
+    scaled, unscaled, unmasked = ref(), ref("unscaled"), ref(allowed=np.ones_like(scn.allowed))
+    checked = set()
+    for seed in (None, 0, 1, 2):
+        for q in questions(walk, seed=seed):
+            if q.kind != "number" or q.mode:
+                continue
+            key, head, row, col = q.cell
+            h = scaled[head]
+            same = h["K"].shape == h["V"].shape  # K can stand in for V only when d_k = d_v
+            if key == "Z" and not same:
+                assert "k_for_v" not in {m for m, _ in q.mistakes}
+            S = np.where(scn.allowed, h["S"], -np.inf)
+            column = np.exp(S - S.max(axis=0)) / np.exp(S - S.max(axis=0)).sum(axis=0)  # down each column
+            expect = {"no_scale": unscaled[head][key][row, col],
+                      "mask_forgotten": unmasked[head][key][row, col],
+                      "transposed": h[key][col, row] if key in ("QK^T", "S", "A") else None,
+                      "column_softmax": {"A": column, "Z": column @ h["V"]}.get(key, np.empty(0)),
+                      "k_for_v": (h["A"] @ h["K"])[row, col] if key == "Z" and same else None}
+            cs = expect["column_softmax"]
+            expect["column_softmax"] = cs[row, col] if cs.size else None
+            for mistake, value in q.mistakes:
+                if mistake in expect and expect[mistake] is not None:
+                    assert value == pytest.approx(expect[mistake], abs=1e-9), (name, seed, q.text, mistake)
+                    checked.add(mistake)
+    assert {"transposed", "column_softmax"} <= checked
