@@ -113,3 +113,29 @@ def test_the_interactive_walk_asks_at_the_prompt_when_p_turns_predictions_on():
     assert any("Your prediction: 刘海 · the walk: 刘海 · right" in f for f in frames)
     assert any("Your prediction: 1.7 · the walk: 1.6145 · off" in f for f in frames)
     assert stepper.index == 10 and len(keys.prompts) == 3  # back and forward again: asked once
+
+
+def test_the_installed_program_predicts_in_a_real_terminal(tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    import os
+    import shutil
+    import sys
+
+    exe = shutil.which("attnwalk")
+    program = [exe] if exe else [sys.executable, "-m", "attnwalk"]
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "ATTNWALK_LANG")}
+    env.update(NO_COLOR="1", LANG="C.UTF-8", XDG_STATE_HOME=str(tmp_path / "state"))
+    child = pexpect.spawn(program[0], program[1:] + ["run", "girl_bangs", "--predict"], env=env,
+                          encoding="utf-8", timeout=20, dimensions=(40, 100))
+    child.send("n" * 8)  # to the QKᵀ screen; the next step is S
+    child.expect_exact("What will S[撩, 刘海] be?")
+    child.send("5.15\r")
+    child.expect_exact("Your prediction: 5.15 · the walk: 5.1526 · right")
+    child.send("n")
+    child.expect_exact("Which key will 撩 attend to most?")
+    child.send("女生\r")
+    child.expect_exact("Your prediction: 女生 · the walk: 刘海 · off")
+    child.send("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
