@@ -299,3 +299,25 @@ def test_every_built_in_walk_is_chinese_from_start_to_end(name, how, tmp_path):
 def test_text_files_are_read_with_tomllib(lang):
     source = (TEXT_DIR / f"{lang}.toml").read_text(encoding="utf-8")
     assert i18n._table(lang) == tomllib.loads(source)
+
+
+def test_a_parsed_text_file_is_cached_until_it_changes(tmp_path, monkeypatch):
+    (tmp_path / "en.toml").write_text('[ui]\ncolon = ": "\n', encoding="utf-8")
+    monkeypatch.setattr(i18n, "TEXT_DIR", tmp_path)
+    parse = i18n._table.__wrapped__
+    assert parse("en") == {"ui": {"colon": ": "}}
+    cached = list((tmp_path / "__pycache__").iterdir())
+    assert len(cached) == 1 and cached[0].name.startswith("en.toml.")  # no temporary file left
+    # a cache for other contents is not believed: only its own file's size and time count
+    (tmp_path / "en.toml").write_text('[ui]\ncolon = "："\nx = "y"\n', encoding="utf-8")
+    assert parse("en") == {"ui": {"colon": "：", "x": "y"}}
+    cached[0].write_bytes(b"not marshal")
+    assert parse("en") == {"ui": {"colon": "：", "x": "y"}}
+
+
+def test_a_text_file_is_parsed_where_no_cache_can_be_written(tmp_path, monkeypatch):
+    (tmp_path / "en.toml").write_text('[ui]\ncolon = ": "\n', encoding="utf-8")
+    (tmp_path / "__pycache__").write_text("a file where the folder would be", encoding="utf-8")
+    monkeypatch.setattr(i18n, "TEXT_DIR", tmp_path)
+    assert i18n._table.__wrapped__("en") == {"ui": {"colon": ": "}}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["__pycache__", "en.toml"]
