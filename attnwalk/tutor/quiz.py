@@ -20,6 +20,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.style import number
 from attnwalk.text import Text
 from attnwalk.layer.axes import PickError, pick_index
 
@@ -72,8 +74,9 @@ def tolerance(value: float) -> float:
 
 
 def number_text(x: float, precision: int = 4) -> str:
-    out = f"{x:.{precision}f}"
-    return out[1:] if out.startswith("-") and not out.strip("-0.") else out
+    """A number as the walk's tables print it (render.style.number): never "-0.0000", and in
+    scientific notation where decimals cannot show it (1.4142e+300)."""
+    return number(float(x), ViewOptions(precision=precision))
 
 
 # -- reading answers --------------------------------------------------------------------------
