@@ -31,12 +31,37 @@ app = typer.Typer(
     "  attnwalk run girl_bangs --resume         go on where you left off\n"
     "  attnwalk list                            the built-in lessons",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
 )
 
 _state = {"debug": False}
+
+
+# Shell completion (typer's --install-completion / --show-completion, bash, zsh and fish): the
+# shell runs attnwalk with _ATTNWALK_COMPLETE set and these callbacks name the candidates. They
+# import what they read only when called, so `attnwalk --help` still imports neither numpy nor yaml.
+# Nothing matching leaves the shell to complete file names: a scenario may be a .yaml path.
+def _complete_lesson(incomplete: str) -> list[str]:
+    from attnwalk.scenario.builtins import builtin_names
+
+    return [name for name in builtin_names() if name.startswith(incomplete)]
+
+
+def _complete_stage(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Stage keys (QK^T, S+M, ...), only those the scenario already typed has when it can be read."""
+    from attnwalk.layer.stages import STAGES
+
+    stages = STAGES
+    try:
+        from attnwalk.scenario.model import load_scenario
+
+        scenario = load_scenario(ctx.params["scenario"])
+        stages = tuple(stage for stage in STAGES if stage.applies(scenario))
+    except Exception:  # no scenario typed yet, or one that cannot be read: offer every stage
+        pass
+    return [stage.key for stage in stages if stage.key.startswith(incomplete)]
 
 
 # The modes are the layer's (layer/modes.py); the CLI offers the walk's modes, compare all of them.
@@ -137,7 +162,8 @@ def main(
     _state["debug"] = debug
 
 
-ScenarioArg = Annotated[str, typer.Argument(help="A built-in name (see `attnwalk list`) or a path to a .yaml file.")]
+ScenarioArg = Annotated[str, typer.Argument(help="A built-in name (see `attnwalk list`) or a path to a .yaml file.",
+                                            autocompletion=_complete_lesson)]
 ModeOpt = Annotated[Mode, typer.Option("--mode", "-m", help="How scores become weights.")]
 
 
@@ -199,7 +225,8 @@ def list_cmd(
 @handles_errors
 def init_cmd(
     path: Annotated[Path, typer.Argument(help="The new scenario file to write.")],
-    from_: Annotated[Optional[str], typer.Option("--from", help="Start from this built-in scenario.")] = None,
+    from_: Annotated[Optional[str], typer.Option("--from", metavar="NAME", help="Start from this built-in scenario.",
+                                                 autocompletion=_complete_lesson)] = None,
 ) -> None:
     """Write a commented scenario file to edit.  e.g. attnwalk init my.yaml --from girl_bangs"""
     from attnwalk.scenario.scaffold import scenario_text, write_new_file
@@ -227,7 +254,8 @@ WalkHeadOpt = Annotated[Optional[str], typer.Option(
 
 @handles_errors
 def walk_cmd(
-    name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (see `attnwalk list`), if not --scenario.")] = None,
+    name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
+                                                  autocompletion=_complete_lesson, show_default=False)] = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
@@ -257,7 +285,7 @@ class CompareFormat(str, Enum):
 @handles_errors
 def compare_cmd(
     names: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[NAME [NAME2]]", help="One scenario: its modes side by side (default: river_bank). Two scenarios "
+        metavar="[NAME [NAME2]]", autocompletion=_complete_lesson, help="One scenario: its modes side by side (default: river_bank). Two scenarios "
         "of the same shape (built-in names or .yaml paths): every stage of both side by side.", show_default=False)] = None,
     scenario: Annotated[Optional[list[Path]], typer.Option(
         "--scenario", "-s", help="A scenario file (YAML), instead of a NAME or as the second one; "
@@ -327,7 +355,7 @@ def compare_cmd(
 @handles_errors
 def explain_cmd(
     scenario: ScenarioArg,
-    stage: Annotated[str, typer.Argument(help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
+    stage: Annotated[str, typer.Argument(autocompletion=_complete_stage, help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
     row: Annotated[str, typer.Argument(help="The row: a position counted from 1, or a token.")],
     col: Annotated[str, typer.Argument(help="The column: a position from 1 or a token for query × key stages; "
                                        "a dimension 0 … d-1, as the table labels it, for the others.")],
@@ -355,7 +383,8 @@ def explain_cmd(
 @app.command("quiz")
 @handles_errors
 def quiz_cmd(
-    name: Annotated[Optional[str], typer.Argument(help="A built-in scenario (see `attnwalk list`).")] = None,
+    name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
+                                                  autocompletion=_complete_lesson, show_default=False)] = None,
     scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", help="Quiz on this scenario file (YAML).")] = None,
     count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, help="Ask only the first N questions (default: all).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Other cells and another order, the same for the same seed.")] = None,
@@ -389,7 +418,8 @@ def progress_cmd(lang: LangOpt = None) -> None:
 @app.command("reset")
 @handles_errors
 def reset_cmd(
-    name: Annotated[Optional[str], typer.Argument(help="Forget only this scenario (a built-in name or a file path).")] = None,
+    name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="Forget only this scenario (a built-in name or a file path).",
+                                                  autocompletion=_complete_lesson, show_default=False)] = None,
     lang: LangOpt = None,
 ) -> None:
     """Forget your progress: every scenario, or only NAME.  e.g. attnwalk reset girl_bangs"""
