@@ -22,31 +22,40 @@ TIED_SHOWN = 4  # a tie among more keys than this names the first TIED_SHOWN - 1
 def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
                    opts: ViewOptions) -> RenderableType:
     """For each query: its most-attended key (every key, when several tie), a bar as long as that
-    weight, and the runner-up. On a narrow terminal the bars shrink, then each note moves under
-    its bar, and what still does not fit wraps at its spaces: every percentage is printed whole."""
+    weight, and the runner-up (every key, when several tie for second place). On a narrow terminal
+    the bars shrink, then each note moves under its bar, and what still does not fit wraps at its
+    spaces: every percentage is printed whole."""
     mk = style.markers(opts)
-    n, m = A.shape
+    n = A.shape[0]
     rows = shown_indices(n, max(opts.bar_rows, 2))
-    maxima = row_maxima(A[[r for r in rows if r is not GAP]])  # (shown rows, m)
+    top_rows = A[[r for r in rows if r is not GAP]]  # (shown rows, m)
+    maxima = row_maxima(top_rows)
+    # The runner-up is found the same way as the top: the largest weight once the top keys are set
+    # aside, with every key that ties with it (causal_mask's T3 looks at T1 and T2 equally)
+    seconds = row_maxima(np.where(maxima, -np.inf, top_rows))  # (shown rows, m)
     lines = []  # per shown row: label, key(s), weight, note; None for the hidden rows' "…"
     for r in rows:
         if r is GAP:
             lines.append(None)
             continue
-        order = np.argsort(-A[r], kind="stable")  # (m,) keys by weight, ties in key order
-        tied = np.flatnonzero(maxima[len(lines) - lines.count(None)])  # every key at the peak
-        peak = float(A[r, order[0]])
-        keys = [col_labels[k] for k in tied]
-        if len(keys) > TIED_SHOWN:
-            keys = keys[:TIED_SHOWN - 1] + [mk.ellipsis]
+        k = len(lines) - lines.count(None)  # this row among the shown ones
+        tied = np.flatnonzero(maxima[k])  # every key at the peak, in key order
+        peak = float(A[r, tied[0]])
+        sep = style.say(opts, "ui.list_sep")
         notes = []
         if len(tied) > 1:
             notes.append(style.say(opts, "ui.bars_tie", count=len(tied)))
-        if m > len(tied) and A[r, order[len(tied)]] >= 0.005:  # a runner-up at 0% says nothing
-            second = int(order[len(tied)])
-            notes.append(style.say(opts, "ui.bars_next",
-                                   token=col_labels[second], percent=_percent(A[r, second])))
-        lines.append((row_labels[r], style.say(opts, "ui.list_sep").join(keys), peak,
+        next_keys = np.flatnonzero(seconds[k])  # every key at the runner-up weight
+        if next_keys.size and A[r, next_keys[0]] >= 0.005:  # a runner-up at 0% says nothing
+            percent = _percent(A[r, next_keys[0]])
+            if next_keys.size == 1:
+                notes.append(style.say(opts, "ui.bars_next", token=col_labels[next_keys[0]],
+                                       percent=percent))
+            else:
+                notes.append(style.say(opts, "marks.bars_next_tie", count=next_keys.size,
+                                       tokens=sep.join(_named(next_keys, col_labels, mk.ellipsis)),
+                                       percent=percent))
+        lines.append((row_labels[r], sep.join(_named(tied, col_labels, mk.ellipsis)), peak,
                       " ".join(notes)))
     shown = [line for line in lines if line is not None]
     widest = [max((cell_len(line[k]) for line in shown), default=0) for k in (0, 1, 3)]
@@ -80,6 +89,12 @@ def attention_bars(A: np.ndarray, row_labels: Sequence[str], col_labels: Sequenc
                 grid.add_row(None, None, Text(note, style=style.NOTE))
     heading = Text(style.say(opts, "ui.bars_heading"), style=style.HEADER)
     return Group(heading, grid)
+
+
+def _named(keys: np.ndarray, col_labels: Sequence[str], ellipsis: str) -> list[str]:
+    """The labels of tied `keys`: all of them, or the first TIED_SHOWN - 1 and `ellipsis`."""
+    names = [col_labels[k] for k in keys]
+    return names if len(names) <= TIED_SHOWN else names[:TIED_SHOWN - 1] + [ellipsis]
 
 
 def _percent(weight: float) -> str:

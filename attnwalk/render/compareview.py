@@ -124,10 +124,14 @@ def stats_table(first: str, body: list[list[str] | None], opts: ViewOptions, *,
             table.add_row(Text(mk.ellipsis, style=style.GAP_CELL))
             continue
         cells = [Text(mk.ellipsis, style=style.GAP_CELL) if c is GAP else
+                 Text(mk.times, style=style.MASKED_CELL) if not allowed[c] and weights[i][c] == 0.0 else
                  Text(style.number(weights[i][c], opts),
                       style=style.MASKED_CELL if not allowed[c] else style.weight_style(weights[i][c]))
-                 for c in cols]
+                 for c in cols]  # a masked weight carries the mark heat tables give it (heatmap.py)
         table.add_row(line[0], *cells, *line[1:])
+    if any(c is not GAP and not allowed[c] and w[c] == 0.0 for w in weights or () for c in cols):
+        table.caption = Text(style.say(opts, "marks.masked_weight", mark=mk.times), style=style.NOTE)
+        table.caption_justify = "left"
     return table
 
 

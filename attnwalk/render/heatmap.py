@@ -39,7 +39,8 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
                mark_row_max: bool = False, title: str | None = None) -> RenderableType:
     """M as one table, or several side by side in reading order when it is wider than opts.width.
 
-    kind (stages.SIGNED / WEIGHTS / MASKED) picks the colours; `allowed` greys forbidden cells;
+    kind (stages.SIGNED / WEIGHTS / MASKED) picks the colours; `allowed` greys forbidden cells,
+    and a forbidden weight (exactly 0) is written as a mark the caption explains, not as 0.0000;
     `mark_row_max` puts a marker beside each row's largest value, beside every one where several
     tie (works without colour).
     """
@@ -58,11 +59,18 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
         maxima = row_maxima(M[ri])  # (shown rows, n_cols)
         row_max = {r: set(np.flatnonzero(row).tolist()) for r, row in zip(ri, maxima)}
     pad = " " * (1 + cell_len(mk.row_max)) if mark_row_max else ""
+    marked = False  # some shown cell carries the masked mark: the caption then says what it means
 
     def cell(r: int, c: int, value: float) -> Text:
-        body = style.number(value, opts)
-        body += f" {mk.row_max}" if c in row_max.get(r, ()) else pad
+        nonlocal marked
         forbidden = allowed is not None and not allowed[r, c]
+        # A masked weight is exactly 0 and would print 0.0000, told apart only by grey, which
+        # NO_COLOR and a printout lose: it carries a mark instead (a −∞ score says so itself).
+        # Only an exact 0 is marked, so a masked cell that somehow got weight is never hidden.
+        masked_zero = forbidden and value == 0.0
+        marked = marked or masked_zero
+        body = mk.times if masked_zero else style.number(value, opts)
+        body += f" {mk.row_max}" if c in row_max.get(r, ()) else pad
         if forbidden or (kind == MASKED and np.isneginf(value)):
             return Text(body, style=style.MASKED_CELL)
         if kind == WEIGHTS:
@@ -110,10 +118,13 @@ def heat_table(M: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[st
         keep = _fitting(cols, label_width, widths, opts.width, edge)
         cols, columns, widths = ([seq[k] for k in keep] for seq in (cols, columns, widths))
     pieces = _split(label_width, widths, opts.width, edge)
-    caption = None
+    notes = []
     shown_cols = sum(c is not GAP for c in cols)
     if n_cols > shown_cols:
-        caption = style.say(opts, "ui.more_cols", count=n_cols - shown_cols)
+        notes.append(style.say(opts, "ui.more_cols", count=n_cols - shown_cols))
+    if marked:
+        notes.append(style.say(opts, "marks.masked_weight", mark=mk.times))
+    caption = f" {mk.dot} ".join(notes) or None
 
     tables = []
     for p, piece in enumerate(pieces):

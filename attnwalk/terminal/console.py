@@ -1,7 +1,8 @@
 """The terminal attnwalk writes to: one Console factory, so every command treats it the same way.
 
 Rich already honours NO_COLOR (no colours), FORCE_COLOR (colours even when piped) and TERM=dumb
-(no escape codes); piped output gets plain text because Rich sees no terminal.
+(no escape codes); piped output gets plain text because Rich sees no terminal. On TERM=dumb the
+walk does not step either (interactive() is False): it prints every stage once, as piped.
 
 Two guards sit where the text leaves, after every renderer, so no renderer can forget them:
 - a control or bidirectional-override character that reached a segment of text (a token, a
@@ -120,8 +121,17 @@ def make_console(*, record: bool = False, width: int | None = None, stderr: bool
                     highlight=False, soft_wrap=False, emoji=False)
 
 
+def dumb_terminal() -> bool:
+    """TERM=dumb: a terminal that cannot clear the screen or move the cursor (Emacs' shell, some
+    CI consoles). A stepped walk there would pile every redrawn screen below the last."""
+    return os.environ.get("TERM", "").lower() == "dumb"
+
+
 def interactive() -> bool:
-    """True only when both stdin and stdout are terminals: the only time attnwalk waits for keys."""
+    """True only when both stdin and stdout are terminals that can redraw a screen: the only time
+    attnwalk waits for keys. On TERM=dumb the walk prints every stage once, as it does when piped."""
+    if dumb_terminal():
+        return False
     try:
         return os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())
     except (AttributeError, ValueError, OSError):
