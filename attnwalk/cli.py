@@ -415,18 +415,45 @@ def progress_cmd(lang: LangOpt = None) -> None:
     _console().print(progress_view(detect_lang(lang)), soft_wrap=True)  # the file's path is never cut
 
 
-@app.command("reset")
+@app.command("reset", short_help="Forget your progress: every scenario, or one.")
 @handles_errors
 def reset_cmd(
     name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="Forget only this scenario (a built-in name or a file path).",
                                                   autocompletion=_complete_lesson, show_default=False)] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Without NAME: forget every scenario without asking first "
+                                      "(needed when stdin is not a terminal).")] = False,
     lang: LangOpt = None,
 ) -> None:
-    """Forget your progress: every scenario, or only NAME.  e.g. attnwalk reset girl_bangs"""
-    from attnwalk.text import detect_lang
-    from attnwalk.tutor.progressview import reset_progress
+    """Forget your progress: only NAME's, or, without NAME, every scenario's, after asking
+    (y or yes forgets; anything else keeps it). Where no one can be asked (stdin is not a
+    terminal), reset without NAME needs --yes and otherwise changes nothing and exits with 2.
 
-    print(reset_progress(name, detect_lang(lang)))
+    \b
+    Examples:
+      attnwalk reset girl_bangs
+      attnwalk reset --yes"""
+    from attnwalk.text import detect_lang, text
+    from attnwalk.tutor.progressview import confirmed, reset_progress, reset_question
+
+    lang = detect_lang(lang)
+    question = None if name is not None or yes else reset_question(lang)
+    if question is not None:
+        if not _stdin_is_terminal():  # a script or a pipe: never erase everything unasked
+            _say(f"attnwalk: {text(lang).t('reset.refused')}")
+            raise typer.Exit(2)
+        sys.stderr.write(question)  # on stderr, as rm -i asks: stdout stays the command's result
+        sys.stderr.flush()
+        if not confirmed(sys.stdin.readline()):  # Enter or end of input (Ctrl-D) is no
+            print(text(lang).t("reset.kept"))
+            return
+    print(reset_progress(name, lang))
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin, or a closed one
+        return False
 
 
 def _console():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -217,7 +218,7 @@ def test_progress_and_reset_commands(state):
     assert "Progress cleared for girl_bangs." in result.stdout
     assert Progress(state).load() == {}
     runner.invoke(app, ["quiz", "girl_bangs", "-n", "1"], input="4.51\n")
-    assert "(1 scenarios)" in runner.invoke(app, ["reset"]).stdout and not state.exists()
+    assert "(1 scenarios)" in runner.invoke(app, ["reset", "--yes"]).stdout and not state.exists()
 
 
 def test_reset_a_scenario_file_by_its_path(state, tmp_path, monkeypatch):
@@ -228,6 +229,131 @@ def test_reset_a_scenario_file_by_its_path(state, tmp_path, monkeypatch):
     assert str(tmp_path / "mine.yaml") in Progress(state).load()
     assert "cleared" in runner.invoke(app, ["reset", "mine.yaml"]).stdout
     assert Progress(state).load() == {}
+
+
+# -- reset without a name asks first ----------------------------------------------------------
+
+
+def _two_saved(state) -> Progress:
+    store = Progress(state)
+    store.record_quiz("girl_bangs", 1, 1, 1, full=16)
+    store.record_stage("river_bank", 2, steps_of("river_bank"))
+    return store
+
+
+def test_reset_without_a_name_and_no_terminal_to_ask_in_refuses(state):
+    store = _two_saved(state)
+    result = runner.invoke(app, ["reset"])  # CliRunner's stdin is not a terminal
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "--yes" in result.stderr
+    assert sorted(store.load()) == ["girl_bangs", "river_bank"]
+    zh = runner.invoke(app, ["reset", "--lang", "zh"])
+    assert zh.exit_code == 2 and "--yes" in zh.stderr and "清除所有场景" in zh.stderr
+    result = runner.invoke(app, ["reset", "--yes"])
+    assert result.exit_code == 0 and "Progress cleared (2 scenarios)." in result.stdout
+    assert not state.exists()
+
+
+def test_reset_with_nothing_saved_says_so_without_asking(state):
+    result = runner.invoke(app, ["reset"])
+    assert result.exit_code == 0 and result.stdout == "No progress saved: nothing to forget.\n"
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("answer, forgets", [("y\n", True), ("YES\n", True), ("n\n", False),
+                                             ("\n", False), ("", False), ("yep\n", False)])
+def test_reset_in_a_terminal_asks_first(state, monkeypatch, answer, forgets):
+    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: True)
+    store = _two_saved(state)
+    result = runner.invoke(app, ["reset"], input=answer)
+    assert result.exit_code == 0
+    assert result.stderr == "Forget your progress on every scenario (girl_bangs, river_bank)? [y/N] "
+    if forgets:
+        assert result.stdout == "Progress cleared (2 scenarios).\n" and not state.exists()
+    else:
+        assert result.stdout == "Nothing forgotten.\n" and sorted(store.load()) == ["girl_bangs", "river_bank"]
+
+
+def test_reset_asks_in_chinese_and_takes_a_chinese_yes(state, monkeypatch):
+    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: True)
+    _two_saved(state)
+    result = runner.invoke(app, ["reset", "--lang", "zh"], input="是\n")
+    assert "girl_bangs、river_bank" in result.stderr and result.stderr.endswith("[y/N] ")
+    assert result.exit_code == 0 and not state.exists()
+
+
+def test_reset_with_yes_or_a_name_never_asks(state, monkeypatch):
+    asked = []
+    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: asked.append(1) or True)
+    store = _two_saved(state)
+    assert "cleared for river_bank" in runner.invoke(app, ["reset", "river_bank"]).stdout
+    assert sorted(store.load()) == ["girl_bangs"]
+    assert runner.invoke(app, ["reset", "-y"]).exit_code == 0 and not state.exists()
+    assert asked == []
+
+
+def test_reset_asks_in_a_real_terminal(state, tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    _two_saved(state)
+    child = _spawn(["reset"], tmp_path / "state")
+    child.expect_exact("(girl_bangs, river_bank)? [y/N] ")
+    assert state.exists()  # nothing forgotten while it waits
+    child.sendline("y")
+    child.expect_exact("Progress cleared (2 scenarios).")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and not state.exists()
+
+
+# -- progress at 80 columns -------------------------------------------------------------------
+
+LONG_PATH = "/home/ada/lessons/a_rather_long_folder_name/my_own_scenario.yaml"
+
+
+def _a_varied_record(state) -> None:
+    store = Progress(state)
+    steps = steps_of("girl_bangs")
+    store.record_stage("girl_bangs", 9, steps)
+    store.record_quiz("girl_bangs", 12, 16, 16, full=16,
+                      shown=("column_softmax", "no_scale", "column_softmax", "params_vs_activations"))
+    store.record_quiz("girl_bangs", 2, 2, 2, full=16)  # --count 2: "2 / 2 (of 16 questions)"
+    store.record_stage(LONG_PATH, 3, steps)
+
+
+# Each phrase a reader takes in at a glance; none may be split over lines at 80 columns.
+PHRASES = {
+    "en": ["furthest stage", "--resume starts at", "last quiz", "best quiz", "last active", "mistakes shown",
+           "10 / 11 (A)", "4 / 11 (X)", "2 / 2 (of 16 questions)", "12 / 16", "softmax down the column ×2",
+           "forgot to divide by √d_k", "W_Q and Q taken for the same kind of thing"],
+    "zh": ["最远到达的阶段", "--resume 从这里继续", "最近一次测验", "最好成绩", "最近活动", "出现过的错误",
+           "10 / 11 (A)", "2 / 2（共 16 题）", "沿列做 softmax ×2", "忘了除以 √d_k", "把 W_Q 和 Q 当成同一类东西"],
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_progress_at_80_columns_keeps_every_phrase_on_one_line(state, lang):
+    from rich.cells import cell_len
+
+    _a_varied_record(state)
+    result = runner.invoke(app, ["progress", "--lang", lang], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert all(cell_len(line.rstrip()) <= 80 for line in lines[:-1])  # the last: the file's path, never cut
+    for phrase in PHRASES[lang]:
+        assert any(phrase in line for line in lines), phrase
+    dates = [line for line in lines if re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", line)]
+    assert len(dates) == 2  # one per scenario, whole
+    assert LONG_PATH in result.stdout.replace("\n", "")  # a path longer than the line may fold, but is all there
+
+
+def test_progress_is_a_table_where_it_fits(state):
+    _a_varied_record(state)
+    out = runner.invoke(app, ["progress"], env={"COLUMNS": "200"}).stdout
+    header = next(line for line in out.splitlines() if "furthest stage" in line)
+    for label in ("scenario", "--resume starts at", "last quiz", "best quiz", "last active", "mistakes shown"):
+        assert label in header  # one header row: a table
+    row = next(line for line in out.splitlines() if "girl_bangs" in line)
+    assert "2 / 2 (of 16 questions)" in row and "12 / 16" in row and "softmax down the column ×2" in row
 
 
 def test_resume_when_printing_starts_at_the_saved_stage(state):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -16,25 +18,71 @@ FIRST_LESSON = "girl_bangs"
 
 def progress_view(lang: str, store: Progress | None = None) -> RenderableType:
     """One row per scenario: the furthest stage reached, where --resume starts, the last and the
-    best quiz, when."""
+    best quiz, when, and the mistakes quizzes showed."""
     store = store or Progress()
     tx = text(lang)
     scenarios = store.load()
     where = Text(tx.t("progress.file", path=store.path), style="dim")
     if not scenarios:
         return Group(Text(tx.t("progress.none", name=FIRST_LESSON)), where)
-    table = Table(title=tx.t("progress.title"), title_justify="left")
-    for key in ("scenario", "stage", "resume_at", "quiz", "best", "when"):
-        table.add_column(tx.t(f"progress.{key}"), overflow="fold")
-    table.add_column(tx.t("quiz.review.column"), overflow="fold")
-    for name, record in sorted(scenarios.items()):
-        walk = _dict(record.get("walk"))
-        quiz = _dict(record.get("quiz"))
-        times = [t for t in (walk.get("when"), _dict(quiz.get("last")).get("when")) if t]
-        table.add_row(name, _furthest(walk), _stage(walk), _score(_dict(quiz.get("last")), tx),
-                      _score(_dict(quiz.get("best")), tx), local_time(max(times)) if times else "",
-                      _mistakes(_dict(quiz.get("mistakes")), tx))
-    return Group(table, where)
+    return Group(_Records(tx, [_record(name, record, tx) for name, record in sorted(scenarios.items())]),
+                 where)
+
+
+_FIELDS = ("stage", "resume_at", "quiz", "best", "when")
+_NAME_WIDTH = 30
+_UNBOUNDED = 10_000  # a width no row reaches: the table measured as it would be, not as it must
+
+
+def _record(name: str, record: dict, tx) -> tuple[str, list[str], list[str]]:
+    """(scenario, its cells in _FIELDS order, the mistakes its quizzes showed)."""
+    walk = _dict(record.get("walk"))
+    quiz = _dict(record.get("quiz"))
+    times = [t for t in (walk.get("when"), _dict(quiz.get("last")).get("when")) if t]
+    cells = [_furthest(walk), _stage(walk), _score(_dict(quiz.get("last")), tx),
+             _score(_dict(quiz.get("best")), tx), local_time(max(times)) if times else ""]
+    return name, cells, _mistakes(_dict(quiz.get("mistakes")), tx)
+
+
+class _Records:
+    """A table when every cell fits on one line at the terminal's width; narrower (80 columns
+    holds about 60 characters of cells among seven columns, and "2 / 2 (of 16 questions)" alone is
+    23), one block per scenario, a label and its value a line, so no short phrase is broken."""
+
+    def __init__(self, tx, records: list[tuple[str, list[str], list[str]]]) -> None:
+        self.tx, self.records = tx, records
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = self._table()
+        natural = Measurement.get(console, options.update_width(_UNBOUNDED), table).maximum
+        if natural <= options.max_width:
+            yield table
+            return
+        yield Text(self.tx.t("progress.title"), style="italic")
+        for name, cells, mistakes in self.records:
+            yield Text("")
+            yield Text(name, style="bold", overflow="fold")  # a file's path may be longer than a line
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(no_wrap=True, style="dim")
+            grid.add_column(overflow="fold")
+            for key, cell in zip(_FIELDS, cells):
+                if cell:
+                    grid.add_row(self.tx.t(f"progress.{key}"), cell)
+            for i, mistake in enumerate(mistakes):  # one a line: a list of them wraps anywhere
+                grid.add_row(self.tx.t("quiz.review.column") if i == 0 else "", mistake)
+            yield Padding(grid, (0, 0, 0, 2), expand=False)
+        yield Text("")
+
+    def _table(self) -> Table:
+        table = Table(title=self.tx.t("progress.title"), title_justify="left")
+        # a file's absolute path would claim a line's width by itself: it folds in its column
+        table.add_column(self.tx.t("progress.scenario"), overflow="fold", max_width=_NAME_WIDTH)
+        for key in _FIELDS:
+            table.add_column(self.tx.t(f"progress.{key}"), overflow="fold")
+        table.add_column(self.tx.t("quiz.review.column"), overflow="fold")
+        for name, cells, mistakes in self.records:
+            table.add_row(name, *cells, "\n".join(mistakes))  # one a line, as in the blocks
+        return table
 
 
 def _dict(value: object) -> dict:
@@ -70,7 +118,7 @@ def _score(result: dict, tx) -> str:
     return f"{score} / {answered}"
 
 
-def _mistakes(counts: dict, tx) -> str:
+def _mistakes(counts: dict, tx) -> list[str]:
     """The misconceptions quizzes showed, most often first: "softmax down the column ×2"."""
     shown = sorted(((n, name) for name, n in counts.items() if isinstance(n, int) and n > 0),
                    key=lambda item: -item[0])
@@ -81,7 +129,24 @@ def _mistakes(counts: dict, tx) -> str:
         except MissingTextError:  # a name from a later version of attnwalk: show it as saved
             label = name
         out.append(label + (f" ×{n}" if n > 1 else ""))
-    return tx.t("ui.list_sep").join(out)
+    return out
+
+
+def reset_question(lang: str, store: Progress | None = None) -> str | None:
+    """What `reset` without a name asks before it forgets every scenario it names; None when
+    nothing is saved, so there is nothing to ask about."""
+    names = sorted((store or Progress()).load())
+    if not names:
+        return None
+    return text(lang).t("reset.question", names=text(lang).t("ui.list_sep").join(names))
+
+
+# y or yes in any case, and the answers a Chinese learner types (是, 好, 对, 确定); the rest is no.
+_YES = {"y", "yes", "是", "是的", "好", "对", "确定"}
+
+
+def confirmed(answer: str) -> bool:
+    return answer.strip().lower() in _YES
 
 
 def reset_progress(name: str | None, lang: str, store: Progress | None = None) -> str:
@@ -89,7 +154,8 @@ def reset_progress(name: str | None, lang: str, store: Progress | None = None) -
     store = store or Progress()
     tx = text(lang)
     if name is None:
-        return tx.t("progress.cleared_all", count=store.reset())
+        count = store.reset()
+        return tx.t("progress.cleared_all", count=count) if count else tx.t("reset.empty")
     scenarios = store.load()
     key = name if name in scenarios else str(Path(name).expanduser().resolve())
     if key not in scenarios:
