@@ -1,0 +1,93 @@
+"""The suite never touches the learner's own progress (issue 15, point 11).
+
+tests/conftest.py points HOME and the XDG directories at a temporary folder for every test. The
+learner's real state directory is computed here from the environment as it was when this module
+was imported, at collection, before any test's fixture ran: then programs that record progress
+(the interactive walk in a pseudo-terminal, a piped quiz) are run with the environment a test has,
+as every pty and subprocess test runs them, and the real directory must be exactly as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnwalk.tutor.progress import state_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Read at import, not in a test: by the time a test runs, conftest's fixture has replaced these
+_REAL_ENV = dict(os.environ)
+_REAL_HOME = Path(_REAL_ENV["HOME"]) if _REAL_ENV.get("HOME") else Path.home()
+REAL_STATE = state_dir(_REAL_ENV, home=_REAL_HOME)
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int, str]] | None:
+    """Every file under `folder`: (size, mtime in ns, sha256), or None when the folder is absent."""
+    if not folder.exists():
+        return None
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            stat = path.stat()
+            found[str(path.relative_to(folder))] = (stat.st_size, stat.st_mtime_ns,
+                                                   hashlib.sha256(path.read_bytes()).hexdigest())
+    return found
+
+
+REAL_BEFORE = snapshot(REAL_STATE)  # the learner's state as the session found it
+
+
+def test_state_dir_inside_a_test_is_under_the_temporary_home() -> None:
+    home = Path(os.environ["HOME"])
+    assert home != _REAL_HOME
+    assert Path(os.environ["XDG_STATE_HOME"]).is_relative_to(home)
+    assert state_dir().is_relative_to(home)
+    assert not state_dir().is_relative_to(REAL_STATE) and state_dir() != REAL_STATE
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        assert Path(os.environ[name]).is_relative_to(home)
+
+
+def test_each_test_gets_its_own_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The fixture's folder is made for this session's temporary tree, not picked from $HOME."""
+    assert Path(os.environ["HOME"]).is_relative_to(tmp_path_factory.getbasetemp())
+
+
+def test_a_stepped_walk_in_a_pty_records_progress_only_in_the_temporary_home() -> None:
+    pexpect = pytest.importorskip("pexpect")
+    if sys.platform == "win32":  # pragma: no cover
+        pytest.skip("pseudo-terminals are POSIX only")
+    ours = state_dir()
+    assert snapshot(ours) is None  # nothing recorded yet in this test's home
+    # the environment a pty test gives the program: the test's own, only the terminal's settings changed
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "COLUMNS", "LINES", "ATTNWALK_LANG")}
+    env.update(TERM="xterm-256color", NO_COLOR="1", LANG="C.UTF-8")
+    child = pexpect.spawn(sys.executable, ["-m", "attnwalk", "run", "girl_bangs"], dimensions=(40, 120),
+                          env=env, encoding="utf-8", codec_errors="replace", timeout=30, cwd=str(ROOT))
+    child.expect(r"\b1 / 11\b")
+    child.expect("q quit")
+    child.send("n")
+    child.expect(r"\b2 / 11\b")
+    child.send("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    recorded = snapshot(ours)
+    assert recorded and any("girl_bangs" in Path(ours, name).read_text(encoding="utf-8") for name in recorded)
+    assert snapshot(REAL_STATE) == REAL_BEFORE
+
+
+def test_a_piped_quiz_records_its_score_only_in_the_temporary_home() -> None:
+    ours = state_dir()
+    run = subprocess.run([sys.executable, "-m", "attnwalk", "quiz", "girl_bangs", "-n", "1"],
+                         input="1\n", capture_output=True, text=True, encoding="utf-8", timeout=60,
+                         cwd=ROOT, env={**os.environ, "LANG": "C.UTF-8", "NO_COLOR": "1"})
+    assert run.returncode == 0, run.stderr
+    recorded = snapshot(ours)
+    assert recorded and any("girl_bangs" in Path(ours, name).read_text(encoding="utf-8") for name in recorded)
+    assert snapshot(REAL_STATE) == REAL_BEFORE
