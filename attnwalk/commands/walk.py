@@ -138,8 +138,10 @@ def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0)
 
     recorder = make_console(record=True, file=io.StringIO(), width=opts.width, color_system="truecolor")
     print_walk(recorder, walk, opts, head=head)
-    if fmt == "svg":
-        return recorder.export_svg(title=f"attnwalk: {walk.scenario.name} ({walk.mode.name})")
+    if fmt == "svg":  # Rich's SVG, with wide (Chinese) characters on their two cells
+        from attnwalk.render.svg import walk_svg
+
+        return walk_svg(recorder, title=f"attnwalk: {walk.scenario.name} ({walk.mode.name})")
     if fmt == "html":
         return recorder.export_html()
     return recorder.export_text()
@@ -171,6 +173,30 @@ def write_atomically(path: str | Path, content: str, option: str = "--save") -> 
         raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})") from None
 
 
+def saved_size(size: int, opts: ViewOptions) -> str:
+    """A file's size as a person reads it: bytes below 1 KB, else whole KB, else MB to one
+    decimal (1 KB = 1024 bytes, as ls -h counts; halves round up, not to even)."""
+    from attnwalk.render.style import say
+
+    if size < 1024:
+        return say(opts, "save.bytes", n=size)
+    if size < 1024 * 1024 - 512:  # what would round to 1024 KB is written 1.0 MB
+        return say(opts, "save.kb", n=int(size / 1024 + 0.5))
+    return say(opts, "save.mb", n=f"{int(size / (1024 * 1024) * 10 + 0.5) / 10:.1f}")
+
+
+def report_saved(path: str | Path, opts: ViewOptions) -> None:
+    """One line on stderr naming what --save wrote and its size, so a saved walk is not silent
+    (stdout keeps the walk itself). The path is shown as typed; a failure to say it is no error."""
+    from attnwalk.render.style import say
+
+    size = saved_size(Path(path).stat().st_size, opts)
+    try:
+        print(say(opts, "save.saved", path=os.fspath(path), size=size), file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # stderr closed or full (2>/dev/full): the file is written
+        pass
+
+
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
                  resume: bool = False, head: str | None = None, predict: bool = False) -> int:
@@ -191,6 +217,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     opts = opts.with_(width=console.size.width, ascii=ascii or wants_ascii(console))
     if save is not None:
         write_atomically(save, recorded_walk(walk, opts, fmt, shown))
+        report_saved(save, opts)
     start, note = 0, ""
     steps = walk_steps(walk)
     if resume:
