@@ -39,6 +39,10 @@ app = typer.Typer(
 _state = {"debug": False}
 
 
+def _complete_lang(incomplete: str) -> list[str]:
+    return [lang for lang in ("en", "zh") if lang.startswith(incomplete)]
+
+
 # Shell completion (typer's --install-completion / --show-completion, bash, zsh and fish): the
 # shell runs attnwalk with _ATTNWALK_COMPLETE set and these callbacks name the candidates. They
 # import what they read only when called, so `attnwalk --help` still imports neither numpy nor yaml.
@@ -162,12 +166,12 @@ def main(
     _state["debug"] = debug
 
 
-ScenarioArg = Annotated[str, typer.Argument(help="A built-in name (see `attnwalk list`) or a path to a .yaml file.",
+ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="A built-in name (see `attnwalk list`) or a path to a .yaml file.",
                                             autocompletion=_complete_lesson)]
 ModeOpt = Annotated[Mode, typer.Option("--mode", "-m", help="How scores become weights.")]
 
 
-@app.command("export")
+@app.command("export", short_help="Every stage's matrix as JSON, Markdown, LaTeX or CSV.")
 @handles_errors
 def export_cmd(
     scenario: ScenarioArg,
@@ -176,14 +180,19 @@ def export_cmd(
         "stage,head,row,row_label,col,col_label,value; head, row and col are 0-based, as in the JSON lists, "
         "and the weights appear as stages W_Q, W_K, W_V and, when the scenario has one, W_O).")] = ExportFormat.json,
     mode: ModeOpt = Mode.scaled,
-    lang: Annotated[Optional[str], typer.Option("--lang", help="Language of the handout's text: en or zh.")] = None,
-    precision: Annotated[int, typer.Option("--precision", "-p", min=0, max=12,
+    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=_complete_lang,
+                                                                 help="Language of the handout's text (default: ATTNWALK_LANG, then the locale).")] = None,
+    precision: Annotated[int, typer.Option("--precision", "-p", min=0, max=12, metavar="N",
                                            help="Decimals in markdown and latex handouts (json and csv keep every digit).")] = 4,
     output: Annotated[Optional[str], typer.Option(
-        "--output", "-o", help="Write to FILE instead of printing (all or nothing: never a half-written file).")] = None,
+        "--output", "-o", metavar="FILE", help="Write to FILE instead of printing (all or nothing: never a half-written file).")] = None,
 ) -> None:
     """Print every stage's matrix: JSON, or a handout in Markdown, LaTeX or CSV.
-    e.g. attnwalk export girl_bangs --format latex --lang zh -o handout.tex"""
+
+    \b
+    Examples:
+      attnwalk export girl_bangs > walk.json
+      attnwalk export girl_bangs --format latex --lang zh -o handout.tex"""
     from attnwalk.export.data import to_json, walk_data
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
@@ -209,26 +218,31 @@ def export_cmd(
     write_atomically(target, content, option="--output")
 
 
-@app.command("list")
+@app.command("list", short_help="List the built-in lessons.")
 @handles_errors
 def list_cmd(
-    lang: Annotated[Optional[str], typer.Option("--lang", help="en or zh (default: ATTNWALK_LANG, then the locale).")] = None,
+    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=_complete_lang,
+                                                                 help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")] = None,
 ) -> None:
-    """List the built-in scenarios.  e.g. attnwalk list"""
+    """List the built-in lessons: name, title, size and mask."""
     from attnwalk.text import detect_lang
     from attnwalk.render.lessons import lesson_table
 
     _console().print(lesson_table(detect_lang(lang)))
 
 
-@app.command("init")
+@app.command("init", short_help="Write a commented scenario file to edit.")
 @handles_errors
 def init_cmd(
-    path: Annotated[Path, typer.Argument(help="The new scenario file to write.")],
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="The new scenario file to write.")],
     from_: Annotated[Optional[str], typer.Option("--from", metavar="NAME", help="Start from this built-in scenario.",
                                                  autocompletion=_complete_lesson)] = None,
 ) -> None:
-    """Write a commented scenario file to edit.  e.g. attnwalk init my.yaml --from girl_bangs"""
+    """Write a commented scenario file to edit, then walk it with `attnwalk step --scenario PATH`.
+
+    \b
+    Example:
+      attnwalk init my.yaml --from girl_bangs"""
     from attnwalk.scenario.scaffold import scenario_text, write_new_file
 
     if from_ is not None:
@@ -240,12 +254,12 @@ def init_cmd(
     print(f"wrote {path}; edit it, then: attnwalk step --scenario {path}")
 
 
-ScenarioFileOpt = Annotated[Optional[Path], typer.Option("--scenario", "-s", help="Walk this scenario file (YAML).")]
+ScenarioFileOpt = Annotated[Optional[Path], typer.Option("--scenario", "-s", metavar="FILE", help="Walk this scenario file (YAML).")]
 NoPauseOpt = Annotated[bool, typer.Option("--no-pause", help="Print every stage at once without waiting for keys.")]
-PrecisionOpt = Annotated[int, typer.Option("--precision", "-p", min=0, max=12, help="Decimals in every cell (0-12).")]
+PrecisionOpt = Annotated[int, typer.Option("--precision", "-p", min=0, max=12, metavar="N", help="Decimals in every cell (0-12).")]
 AsciiOpt = Annotated[bool, typer.Option("--ascii", help="Draw with plain ASCII boxes.")]
-SaveOpt = Annotated[Optional[str], typer.Option("--save", help="Also record the whole walk to FILE: .svg, .html/.htm or .txt.")]
-LangOpt = Annotated[Optional[str], typer.Option("--lang", help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")]
+SaveOpt = Annotated[Optional[str], typer.Option("--save", metavar="FILE", help="Also record the whole walk to FILE: .svg, .html/.htm or .txt.")]
+LangOpt = Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=_complete_lang, help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Start at the stage where you left this scenario last time.")]
 WalkHeadOpt = Annotated[Optional[str], typer.Option(
     "--head", metavar="N|all", help="With several heads: the head a printed walk shows in full (the others "
@@ -271,9 +285,12 @@ def walk_cmd(
 
 # run and step are one command under two names: a lesson by name, or the learner's own file.
 _KEYS = "keys: n next, b back, j/k scroll, g jump, c cell, m mode, h head, ? help, q quit."
-app.command("run", help=f"Walk a built-in lesson stage by stage; {_KEYS}  e.g. attnwalk run girl_bangs")(walk_cmd)
-app.command("step", help=f"Step through your own scenario file, stage by stage; {_KEYS}  "
-            "e.g. attnwalk step --scenario my.yaml")(walk_cmd)
+app.command("run", short_help="Walk a built-in lesson, stage by stage.",
+            help=f"Walk a built-in lesson stage by stage; {_KEYS}\n\n\b\nExamples:\n  attnwalk run girl_bangs\n"
+            "  attnwalk run river_bank --no-pause | less -R")(walk_cmd)
+app.command("step", short_help="Walk your own scenario file, stage by stage.",
+            help=f"Step through your own scenario file, stage by stage (or a built-in by NAME); {_KEYS}"
+            "\n\n\b\nExample:\n  attnwalk step --scenario my.yaml")(walk_cmd)
 
 
 class CompareFormat(str, Enum):
@@ -281,14 +298,14 @@ class CompareFormat(str, Enum):
     json = "json"
 
 
-@app.command("compare")
+@app.command("compare", short_help="One scenario's modes side by side, or two scenarios.")
 @handles_errors
 def compare_cmd(
     names: Annotated[Optional[list[str]], typer.Argument(
         metavar="[NAME [NAME2]]", autocompletion=_complete_lesson, help="One scenario: its modes side by side (default: river_bank). Two scenarios "
         "of the same shape (built-in names or .yaml paths): every stage of both side by side.", show_default=False)] = None,
     scenario: Annotated[Optional[list[Path]], typer.Option(
-        "--scenario", "-s", help="A scenario file (YAML), instead of a NAME or as the second one; "
+        "--scenario", "-s", metavar="FILE", help="A scenario file (YAML), instead of a NAME or as the second one; "
         "give it twice for two files. Names come first, then files.")] = None,
     mode: Annotated[Optional[list[CompareMode]], typer.Option(
         "--mode", "-m", metavar="MODE", help="scaled, unscaled, uniform or hard; repeat for several. Default: scaled, unscaled and uniform; "
@@ -297,14 +314,18 @@ def compare_cmd(
     amplify: Annotated[float, typer.Option("--amplify", "-k", metavar="K",
                                            help="Multiply the scores by K before softmax (K > 0) to show saturation.")] = 1.0,
     format: Annotated[CompareFormat, typer.Option("--format", "-f", help="text for people, json for scripts.")] = CompareFormat.text,
-    head: Annotated[int, typer.Option("--head", help="Which head to show in multi-head scenarios (1-based).")] = 1,
+    head: Annotated[int, typer.Option("--head", metavar="N", help="Which head to show in multi-head scenarios (1-based).")] = 1,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
 ) -> None:
     """One scenario: scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and
     gradient signal per row.  Two scenarios of the same shape (the same number of tokens, d_model,
     d_k, d_v and heads; the tokens may differ): every stage of both side by side, each marked
     identical or different, and where.
-    e.g. attnwalk compare girl_bangs --amplify 8;  attnwalk compare river_bank savings_bank"""
+
+    \b
+    Examples:
+      attnwalk compare girl_bangs --amplify 8
+      attnwalk compare river_bank savings_bank"""
     from attnwalk.errors import UsageError
     from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head
     from attnwalk.text import detect_lang
@@ -351,19 +372,23 @@ def compare_cmd(
         console.print(compare_view(result, opts))
 
 
-@app.command("explain")
+@app.command("explain", short_help="Work out one cell's arithmetic, without the walk.")
 @handles_errors
 def explain_cmd(
     scenario: ScenarioArg,
-    stage: Annotated[str, typer.Argument(autocompletion=_complete_stage, help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
-    row: Annotated[str, typer.Argument(help="The row: a position counted from 1, or a token.")],
-    col: Annotated[str, typer.Argument(help="The column: a position from 1 or a token for query × key stages; "
+    stage: Annotated[str, typer.Argument(metavar="STAGE", autocompletion=_complete_stage, help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
+    row: Annotated[str, typer.Argument(metavar="ROW", help="The row: a position counted from 1, or a token.")],
+    col: Annotated[str, typer.Argument(metavar="COL", help="The column: a position from 1 or a token for query × key stages; "
                                        "a dimension 0 … d-1, as the table labels it, for the others.")],
     mode: ModeOpt = Mode.scaled,
-    head: Annotated[int, typer.Option("--head", help="Which head in multi-head scenarios (1-based).")] = 1,
+    head: Annotated[int, typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (1-based).")] = 1,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
 ) -> None:
-    """Work out one cell step by step, without the walk.  e.g. attnwalk explain girl_bangs A 撩 刘海"""
+    """Work out one cell step by step, without the walk.
+
+    \b
+    Example:
+      attnwalk explain girl_bangs A 撩 刘海"""
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
@@ -380,15 +405,15 @@ def explain_cmd(
     console.print(explain_view(walk, stage, row, col, head, opts))
 
 
-@app.command("quiz")
+@app.command("quiz", short_help="Predict, then check: questions on the numbers, scored.")
 @handles_errors
 def quiz_cmd(
     name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
                                                   autocompletion=_complete_lesson, show_default=False)] = None,
-    scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", help="Quiz on this scenario file (YAML).")] = None,
-    count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, help="Ask only the first N questions (default: all).")] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Other cells and another order, the same for the same seed.")] = None,
-    format: Annotated[Optional[str], typer.Option("--format", help="Print the questions with their answers instead of asking them: json or markdown (a worksheet with an answer key).")] = None,
+    scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", metavar="FILE", help="Quiz on this scenario file (YAML).")] = None,
+    count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, metavar="N", help="Ask only the first N questions (default: all).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", metavar="N", help="Other cells and another order, the same for the same seed.")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", metavar="json|markdown", help="Print the questions with their answers instead of asking them: json or markdown (a worksheet with an answer key).")] = None,
     review: Annotated[bool, typer.Option("--review", help="Ask again the questions missed in the last quiz of this scenario.")] = False,
     lang: LangOpt = None,
 ) -> None:
@@ -396,19 +421,22 @@ def quiz_cmd(
     Answers come from stdin when it is not a terminal, one per line; there a line that is not an
     answer (empty, or d for a/b/c) counts as wrong instead of being asked again, so later answers
     stay on their questions.
-    e.g. printf '4.51\\n3x3\\n' | attnwalk quiz girl_bangs"""
+
+    \b
+    Examples:
+      attnwalk quiz girl_bangs
+      printf '4.51\\n3x3\\n' | attnwalk quiz girl_bangs"""
     from attnwalk.commands.quiz import quiz_command
 
     raise typer.Exit(quiz_command(name=name, scenario_file=scenario, count=count, seed=seed, lang=lang,
                                   format=format, review=review))
 
 
-@app.command("progress")
+@app.command("progress", short_help="What you have walked, your quiz scores and mistakes.")
 @handles_errors
 def progress_cmd(lang: LangOpt = None) -> None:
     """Show what you have done, per scenario: the furthest stage reached and where --resume starts,
-    and the quiz scores.
-    e.g. attnwalk progress"""
+    the quiz scores (last and best) and the mistakes your quizzes showed."""
     from attnwalk.text import detect_lang
     from attnwalk.tutor.progressview import progress_view
 

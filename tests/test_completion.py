@@ -111,3 +111,37 @@ def test_bash_completes_a_lesson_with_the_printed_script():
     done = subprocess.run(["bash", "--norc", "--noprofile"], input=probe, capture_output=True, text=True,
                           timeout=60, env={**os.environ, "PATH": path})
     assert done.stdout.split() == ["river_bank"], done.stderr
+
+
+# -- help texts -------------------------------------------------------------------------------
+
+COMMANDS = ("export", "list", "init", "run", "step", "compare", "explain", "quiz", "progress", "reset")
+
+
+def test_the_command_list_is_whole_at_80_columns():
+    out = runner.invoke(app, ["--help"], env={"COLUMNS": "80"}).stdout
+    listed = out[out.index("Commands:"):].splitlines()[1:]
+    rows = [line.split(None, 1) for line in listed if line.strip()]
+    assert [name for name, _ in rows] == list(COMMANDS)  # one line each: no description wraps
+    for name, description in rows:
+        assert not description.endswith("...") and description.endswith("."), (name, description)
+
+
+def test_compare_names_its_scenario_files_as_scenarios_to_compare():
+    out = " ".join(runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "Walk this scenario file" not in out
+    assert "-s, --scenario FILE A scenario file (YAML), instead of a NAME or as the second one" in out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_and_each_of_its_parameters_is_described(command):
+    from typer.main import get_command
+
+    click_command = get_command(app).commands[command]
+    assert click_command.help and click_command.short_help
+    for param in click_command.params:
+        assert getattr(param, "help", None), (command, param.name)
+    out = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"}).stdout
+    assert out.startswith(f"Usage: attnwalk {command} ")
+    if command not in ("list", "progress"):  # the two that take nothing but --lang
+        assert "Example" in out
