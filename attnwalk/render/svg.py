@@ -31,9 +31,10 @@ FONT_ASPECT_RATIO = 0.61
 CHAR_WIDTH = CHAR_HEIGHT * FONT_ASPECT_RATIO
 
 # A browser takes each glyph from the first font in the list that has it. Latin fonts come first
-# (Fira Code as Rich has it, then the usual system monospace fonts): a CJK font draws √ → · and
-# other East-Asian "ambiguous" symbols a full em wide, over the next cell, where the terminal
-# gives them one. Chinese, missing from those, comes from the CJK monospace fonts Linux, macOS
+# (Fira Code as Rich has it, then the usual system monospace fonts): a CJK font draws box lines,
+# √, →, · and other East-Asian "ambiguous" symbols a full em wide, over the next cell, where the
+# terminal gives them one (measured in chromium: with Noto Sans Mono CJK SC first, the table
+# borders of girl_bangs overlap ~3,900 times). Chinese, missing from those, comes from the CJK monospace fonts Linux, macOS
 # and Windows ship or commonly install (else boxes); then the generic fallback.
 FONT_STACK = ('"Fira Code", "DejaVu Sans Mono", Menlo, Consolas, "Liberation Mono", '
               '"Sarasa Mono SC", "Noto Sans Mono CJK SC", "Source Han Mono SC", "Source Han Mono", '
@@ -41,8 +42,8 @@ FONT_STACK = ('"Fira Code", "DejaVu Sans Mono", Menlo, Consolas, "Liberation Mon
 TITLE_FONTS = 'arial, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif'
 
 # Rich's template asks for full-width variants ("font-variant-east-asian: full-width"): a CJK font
-# that has them (Noto Sans Mono CJK does) would then draw ASCII two cells wide inside one-cell
-# runs, squeezed over one another. Rich's cells are the terminal's, where ASCII is narrow.
+# that has them (Noto Sans Mono CJK does) then draws ASCII an em wide inside one-cell runs,
+# squeezed over one another ("QKᵀ," unreadable in chromium). The terminal's ASCII is narrow.
 _FULL_WIDTH = "font-variant-east-asian: full-width;"
 _RICH_FONTS = "font-family: Fira Code, monospace;"
 _RICH_TITLE_FONTS = "font-family: arial;"
