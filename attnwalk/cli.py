@@ -53,6 +53,14 @@ def _complete_lesson(incomplete: str) -> list[str]:
     return [name for name in builtin_names() if name.startswith(incomplete)]
 
 
+def _complete_saved(incomplete: str) -> list[str]:
+    """The scenarios the progress file holds (built-in names, files' paths): what reset can forget."""
+    from attnwalk.tutor.progress import Progress
+
+    saved = Progress(warn=lambda message: None).load()  # a damaged file is `progress`'s to report
+    return [name for name in sorted(saved) if name.startswith(incomplete)]
+
+
 def _complete_stage(ctx: typer.Context, incomplete: str) -> list[str]:
     """Stage keys (QK^T, S+M, ...), only those the scenario already typed has when it can be read."""
     from attnwalk.layer.stages import STAGES
@@ -447,7 +455,7 @@ def progress_cmd(lang: LangOpt = None) -> None:
 @handles_errors
 def reset_cmd(
     name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="Forget only this scenario (a built-in name or a file path).",
-                                                  autocompletion=_complete_lesson, show_default=False)] = None,
+                                                  autocompletion=_complete_saved, show_default=False)] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Without NAME: forget every scenario without asking first "
                                       "(needed when stdin is not a terminal).")] = False,
     lang: LangOpt = None,

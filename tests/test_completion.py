@@ -41,10 +41,21 @@ def test_commands_complete():
 
 
 @pytest.mark.parametrize("line", ["attnwalk run ", "attnwalk quiz ", "attnwalk export ",
-                                  "attnwalk compare ", "attnwalk explain ", "attnwalk reset ",
+                                  "attnwalk compare ", "attnwalk explain ",
                                   "attnwalk init new.yaml --from "])
 def test_every_lesson_name_completes_where_a_lesson_is_named(line):
     assert bash_candidates(line) == LESSONS
+
+
+def test_reset_completes_the_scenarios_progress_holds():
+    from attnwalk.tutor.progress import Progress
+
+    assert bash_candidates("attnwalk reset ") == []  # nothing saved (the suite's own state folder)
+    store = Progress()
+    store.record_quiz("river_bank", 1, 1, 1)
+    store.record_quiz("/tmp/mine.yaml", 1, 1, 1)
+    assert bash_candidates("attnwalk reset ") == ["/tmp/mine.yaml", "river_bank"]
+    assert bash_candidates("attnwalk reset r") == ["river_bank"]
 
 
 def test_a_lesson_name_completes_from_its_start():
