@@ -14,6 +14,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
+from attnwalk.commands import complete
 from attnwalk.errors import AttnwalkError
 from attnwalk.layer.modes import MODES, WALK_MODES
 
@@ -37,43 +38,6 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
-
-
-def _complete_lang(incomplete: str) -> list[str]:
-    return [lang for lang in ("en", "zh") if lang.startswith(incomplete)]
-
-
-# Shell completion (typer's --install-completion / --show-completion, bash, zsh and fish): the
-# shell runs attnwalk with _ATTNWALK_COMPLETE set and these callbacks name the candidates. They
-# import what they read only when called, so `attnwalk --help` still imports neither numpy nor yaml.
-# Nothing matching leaves the shell to complete file names: a scenario may be a .yaml path.
-def _complete_lesson(incomplete: str) -> list[str]:
-    from attnwalk.scenario.builtins import builtin_names
-
-    return [name for name in builtin_names() if name.startswith(incomplete)]
-
-
-def _complete_saved(incomplete: str) -> list[str]:
-    """The scenarios the progress file holds (built-in names, files' paths): what reset can forget."""
-    from attnwalk.tutor.progress import Progress
-
-    saved = Progress(warn=lambda message: None).load()  # a damaged file is `progress`'s to report
-    return [name for name in sorted(saved) if name.startswith(incomplete)]
-
-
-def _complete_stage(ctx: typer.Context, incomplete: str) -> list[str]:
-    """Stage keys (QK^T, S+M, ...), only those the scenario already typed has when it can be read."""
-    from attnwalk.layer.stages import STAGES
-
-    stages = STAGES
-    try:
-        from attnwalk.scenario.model import load_scenario
-
-        scenario = load_scenario(ctx.params["scenario"])
-        stages = tuple(stage for stage in STAGES if stage.applies(scenario))
-    except Exception:  # no scenario typed yet, or one that cannot be read: offer every stage
-        pass
-    return [stage.key for stage in stages if stage.key.startswith(incomplete)]
 
 
 # The modes are the layer's (layer/modes.py); the CLI offers the walk's modes, compare all of them.
@@ -175,7 +139,7 @@ def main(
 
 
 ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="A built-in name (see `attnwalk list`) or a path to a .yaml file.",
-                                            autocompletion=_complete_lesson)]
+                                            autocompletion=complete.lesson)]
 ModeOpt = Annotated[Mode, typer.Option("--mode", "-m", help="How scores become weights.")]
 
 
@@ -188,7 +152,7 @@ def export_cmd(
         "stage,head,row,row_label,col,col_label,value; head, row and col are 0-based, as in the JSON lists, "
         "and the weights appear as stages W_Q, W_K, W_V and, when the scenario has one, W_O).")] = ExportFormat.json,
     mode: ModeOpt = Mode.scaled,
-    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=_complete_lang,
+    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=complete.lang,
                                                                  help="Language of the handout's text (default: ATTNWALK_LANG, then the locale).")] = None,
     precision: Annotated[int, typer.Option("--precision", "-p", min=0, max=12, metavar="N",
                                            help="Decimals in markdown and latex handouts (json and csv keep every digit).")] = 4,
@@ -229,7 +193,7 @@ def export_cmd(
 @app.command("list", short_help="List the built-in lessons.")
 @handles_errors
 def list_cmd(
-    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=_complete_lang,
+    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=complete.lang,
                                                                  help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")] = None,
 ) -> None:
     """List the built-in lessons: name, title, size and mask."""
@@ -244,7 +208,7 @@ def list_cmd(
 def init_cmd(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="The new scenario file to write.")],
     from_: Annotated[Optional[str], typer.Option("--from", metavar="NAME", help="Start from this built-in scenario.",
-                                                 autocompletion=_complete_lesson)] = None,
+                                                 autocompletion=complete.lesson)] = None,
 ) -> None:
     """Write a commented scenario file to edit, then walk it with `attnwalk step --scenario PATH`.
 
@@ -267,7 +231,7 @@ NoPauseOpt = Annotated[bool, typer.Option("--no-pause", help="Print every stage 
 PrecisionOpt = Annotated[int, typer.Option("--precision", "-p", min=0, max=12, metavar="N", help="Decimals in every cell (0-12).")]
 AsciiOpt = Annotated[bool, typer.Option("--ascii", help="Draw with plain ASCII boxes.")]
 SaveOpt = Annotated[Optional[str], typer.Option("--save", metavar="FILE", help="Also record the whole walk to FILE: .svg, .html/.htm or .txt.")]
-LangOpt = Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=_complete_lang, help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")]
+LangOpt = Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=complete.lang, help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Start at the stage where you left this scenario last time.")]
 WalkHeadOpt = Annotated[Optional[str], typer.Option(
     "--head", metavar="N|all", help="With several heads: the head a printed walk shows in full (the others "
@@ -277,7 +241,7 @@ WalkHeadOpt = Annotated[Optional[str], typer.Option(
 @handles_errors
 def walk_cmd(
     name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
-                                                  autocompletion=_complete_lesson, show_default=False)] = None,
+                                                  autocompletion=complete.lesson, show_default=False)] = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None,
@@ -310,7 +274,7 @@ class CompareFormat(str, Enum):
 @handles_errors
 def compare_cmd(
     names: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[NAME [NAME2]]", autocompletion=_complete_lesson, help="One scenario: its modes side by side (default: river_bank). Two scenarios "
+        metavar="[NAME [NAME2]]", autocompletion=complete.lesson, help="One scenario: its modes side by side (default: river_bank). Two scenarios "
         "of the same shape (built-in names or .yaml paths): every stage of both side by side.", show_default=False)] = None,
     scenario: Annotated[Optional[list[Path]], typer.Option(
         "--scenario", "-s", metavar="FILE", help="A scenario file (YAML), instead of a NAME or as the second one; "
@@ -384,7 +348,7 @@ def compare_cmd(
 @handles_errors
 def explain_cmd(
     scenario: ScenarioArg,
-    stage: Annotated[str, typer.Argument(metavar="STAGE", autocompletion=_complete_stage, help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
+    stage: Annotated[str, typer.Argument(metavar="STAGE", autocompletion=complete.stage, help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
     row: Annotated[str, typer.Argument(metavar="ROW", help="The row: a position counted from 1, or a token.")],
     col: Annotated[str, typer.Argument(metavar="COL", help="The column: a position from 1 or a token for query × key stages; "
                                        "a dimension 0 … d-1, as the table labels it, for the others.")],
@@ -417,7 +381,7 @@ def explain_cmd(
 @handles_errors
 def quiz_cmd(
     name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
-                                                  autocompletion=_complete_lesson, show_default=False)] = None,
+                                                  autocompletion=complete.lesson, show_default=False)] = None,
     scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", metavar="FILE", help="Quiz on this scenario file (YAML).")] = None,
     count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, metavar="N", help="Ask only the first N questions (default: all).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", metavar="N", help="Other cells and another order, the same for the same seed.")] = None,
@@ -455,7 +419,7 @@ def progress_cmd(lang: LangOpt = None) -> None:
 @handles_errors
 def reset_cmd(
     name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="Forget only this scenario (a built-in name or a file path).",
-                                                  autocompletion=_complete_saved, show_default=False)] = None,
+                                                  autocompletion=complete.saved, show_default=False)] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Without NAME: forget every scenario without asking first "
                                       "(needed when stdin is not a terminal).")] = False,
     lang: LangOpt = None,
