@@ -33,12 +33,6 @@ STAGE_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
 PRINTED_4DP = 5e-5 + 1e-9
 
 
-@pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def export(name: str) -> dict:
     result = CliRunner().invoke(app, ["export", name, "--format", "json"])
     assert result.exit_code == 0, result.output

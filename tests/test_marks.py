@@ -37,13 +37,6 @@ T2_ROW = (1 / (1 + _E), _E / (1 + _E))  # 0.3302, 0.6698 (T3 masked)
 MASKED = {(0, 1), (0, 2), (1, 2)}  # (row, col) above the diagonal: a key later than its query
 
 
-@pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES", "ATTNWALK_LANG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-
-
 def render(renderable, width: int = 100) -> str:
     console = Console(width=width, file=io.StringIO(), color_system=None, force_terminal=False)
     console.print(renderable)

@@ -51,13 +51,6 @@ W_V: [[1, 0], [0, 1]]
 
 
 
-@pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES", "ATTNWALK_LANG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-
-
 def walk_text(tmp_path, text: str, *args: str) -> str:
     path = tmp_path / "scenario.yaml"
     path.write_text(text, encoding="utf-8")

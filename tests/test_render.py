@@ -70,13 +70,6 @@ LESSON_VALUES = {
 BOX_DRAWING = re.compile("[\u2500-\u259f]")  # box drawing and block elements
 
 
-@pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES", "ATTNWALK_LANG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-
-
 def render(renderable, width: int = 100) -> str:
     console = Console(width=width, file=io.StringIO(), color_system=None, force_terminal=False)
     console.print(renderable)

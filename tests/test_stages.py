@@ -81,12 +81,6 @@ def screen(name: str, key: str, mode: str = "scaled", lang: str = "en") -> str:
     return shown.replace(" ", "") if lang == "zh" else shown
 
 
-@pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES", "ATTNWALK_LANG"):
-        monkeypatch.delenv(name, raising=False)
-
-
 # -- 1. S and A say what the mode does ---------------------------------------------------------------
 
 

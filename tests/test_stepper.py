@@ -27,13 +27,6 @@ LESSON_002 = ("7.2868", "0.8078", "1.5636", "2.5716")
 GIRL_BANGS_STAGES = ("tokens", "E", "P", "X", "Q", "K", "V", "QKᵀ", "S", "A", "Z")  # no mask: 11
 
 
-@pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "LINES", "ATTNWALK_LANG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LANG", "C.UTF-8")
-
-
 def probe_screen(walk, stage, head, opts, *, index, count, cell=None):
     """A stand-in for render.screens.stage_screen that shows exactly what the stepper asked for."""
     line = f"SCREEN {index}/{count} {stage.key} head={head} mode={walk.mode.name} width={opts.width}"
