@@ -2,8 +2,8 @@
 hang or flood, and messages that point where the mistake was typed.
 
 Every refusal runs the real program in a subprocess under a 1 GB address-space limit and a
-timeout, and must end in exit 2 with one line on stderr naming the file (and the line where
-there is one). The fixtures that need a FIFO, a link to /dev/zero, a sparse file or a zip bomb
+timeout; its peak resident memory (os.wait4) must stay under the issue's 300 MB, and it must end
+in exit 2 with one line on stderr naming the file (and the line where there is one). The fixtures that need a FIFO, a link to /dev/zero, a sparse file or a zip bomb
 are made here, in tmp_path; the static ones are in fixtures/broken/ (EXPECTED.tsv).
 """
 
@@ -14,6 +14,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -35,13 +36,40 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
 
 
+PEAK_RSS = 300 * 1024 * 1024  # issue 16: any scenario is refused "within 2 s and 300 MB"
+
+
 def attnwalk(*args: str, stdin=subprocess.DEVNULL, cwd: Path = ROOT) -> tuple[subprocess.CompletedProcess, float]:
-    """The program run as a user runs it, under the memory limit; and how long it took."""
+    """The program run as a user runs it, under the memory limit; and how long it took. Its peak
+    resident memory, read from the kernel's accounting of this one child (os.wait4), must stay
+    under PEAK_RSS."""
     env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(ROOT))
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "attnwalk", *args], capture_output=True, text=True,
-                         env=env, cwd=cwd, timeout=TIMEOUT, preexec_fn=_limited, stdin=stdin)
-    return out, time.perf_counter() - start
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        proc = subprocess.Popen([sys.executable, "-m", "attnwalk", *args], stdout=out_file,
+                                stderr=err_file, stdin=stdin, env=env, cwd=cwd, preexec_fn=_limited)
+        status, usage = _wait(proc.pid, start)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        out_file.seek(0)
+        err_file.seek(0)
+        result = subprocess.CompletedProcess(proc.args, proc.returncode,
+                                             out_file.read().decode("utf-8", "replace"),
+                                             err_file.read().decode("utf-8", "replace"))
+    assert usage.ru_maxrss * 1024 < PEAK_RSS, f"peak memory {usage.ru_maxrss // 1024} MB: {args}"
+    return result, time.perf_counter() - start
+
+
+def _wait(pid: int, start: float):
+    """os.wait4 for one child, killing it past TIMEOUT: (status, its resource usage)."""
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return status, usage
+        if time.perf_counter() - start > TIMEOUT:
+            os.kill(pid, 9)
+            os.wait4(pid, 0)
+            raise subprocess.TimeoutExpired(str(pid), TIMEOUT)
+        time.sleep(0.01)
 
 
 def refused(*args: str, where: str, **kwargs) -> str:
