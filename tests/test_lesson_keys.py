@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.scenario.model import scenario_from_text
+from attnwalk.text import pick
 
 runner = CliRunner()
 ENV = {"COLUMNS": "100", "NO_COLOR": "1", "ATTNWALK_LANG": None, "LANG": "C.UTF-8", "LANGUAGE": None,
@@ -47,8 +48,8 @@ def test_names_and_notes_are_read_in_each_language() -> None:
     assert scn.dimension_names("d_model", "fr") == ("geography", "finance")  # else English
     assert scn.dimension_names("d_v", "zh") == ("place", "money")  # one list serves every language
     assert scn.dimension_names("d_k", "en") is None
-    assert scn.note("A", "zh") == "bank 主要看向 river" and scn.note("QK^T", "zh") == "only in English"
-    assert scn.note("Z", "en") == ""
+    assert pick(scn.notes["A"], "zh") == "bank 主要看向 river" and pick(scn.notes["QK^T"], "zh") == "only in English"
+    assert pick(scn.notes.get("Z"), "en") == ""
 
 
 @pytest.mark.parametrize("extra, message", [

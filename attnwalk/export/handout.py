@@ -101,7 +101,7 @@ class Section:
             self.cols = [cols[j] if j is not GAP else None for j in self.col_shown]
         self.explained = [(tx.t(f"ui.{field}"), stage_text(opts.lang, stage, scn, walk.mode, field))
                           for field in ("what", "why", "mistake")]
-        notice = scn.note(stage.key, opts.lang)  # the lesson's own point comes first
+        notice = pick(scn.notes.get(stage.key), opts.lang)  # the lesson's own point comes first
         if notice:
             self.explained.insert(0, (notice_label(walk, opts.lang), escaped(notice)))
         self.notes = stage_notes(opts.lang, stage, scn, walk.mode)

@@ -43,7 +43,7 @@ def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
 
 def notice(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType | None:
     """The scenario's note on what to notice at this stage, or None."""
-    note = walk.scenario.note(stage.key, opts.lang)
+    note = pick(walk.scenario.notes.get(stage.key), opts.lang)  # a text or {en: ..., zh: ...}
     if not note:
         return None
     label = notice_label(walk, opts.lang)

@@ -115,13 +115,6 @@ class Scenario:
         names = self.dimensions.get(dim)
         return None if names is None else lesson.in_language(names, lang)
 
-    def note(self, stage_key: str, lang: str) -> str:
-        """What to notice at a stage, in `lang` (else the language given); "" without a note."""
-        note = self.notes.get(stage_key, "")
-        if isinstance(note, dict):
-            return next((note[k] for k in (lang, "en", *note) if k in note), "")
-        return note
-
     def overflow_where(self, stage: str) -> str:
         """`file:line: field` of the input to make smaller when `stage` overflows float64 (the
         largest of those it is made from; blame.py), else the file alone."""
