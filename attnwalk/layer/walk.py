@@ -81,12 +81,19 @@ class Walk:
     mats: dict[str, np.ndarray]  # the stages computed once (E, P, X, Q, K, V, concat, O)
     heads: list[Head]  # the per-head stages of each head
     source: dict[str, np.ndarray] = field(default_factory=dict)  # E, P, X of the source
-    scale: float = 1.0  # what S divides QKᵀ by in this mode
+
+    @property
+    def scale(self) -> float:
+        """What S divides QKᵀ by in this mode, for this score kind: √d_k or 1."""
+        return self.mode.divisor(self.scenario.scorer, self.scenario.d_k)
 
     def stage(self, key: str) -> Stage:
         """The stage `key` of this walk, else of the definitions (S+M names the scores softmax saw
         in a walk without a mask)."""
-        return stage_named(key, self.stages) if key in (s.key for s in self.stages) else stage_named(key)
+        try:
+            return stage_named(key, self.stages)
+        except KeyError:
+            return stage_named(key)
 
     def matrix(self, key: str, head: int = 0) -> np.ndarray:
         """The matrix of stage `key` (for per-head stages, of head `head`)."""
@@ -137,8 +144,7 @@ def _compute(scn: Scenario, mode: Mode, amplify: float, stages: tuple[Stage, ...
         for stage in after:
             _run(stage, mats, mats, layer)
     return Walk(scenario=scn, mode=mode, amplify=amplify, stages=stages, mats=mats,
-                heads=[Head(h, own) for h, own in enumerate(layer.heads)], source=source,
-                scale=layer.scale)
+                heads=[Head(h, own) for h, own in enumerate(layer.heads)], source=source)
 
 
 def _run(stage: Stage, inputs: Mats, into: dict[str, np.ndarray], layer: Layer) -> None:
