@@ -38,8 +38,8 @@ description:
   en: "Three tokens in two dimensions. Change one number and watch A and Z move."
   zh: "三个 token，两维向量。改一个数字，看 A 和 Z 怎么变。"
 
-# tokens: the n tokens of the sentence, in order (positions 0, 1, 2, ...).
-# tokens：句子切出的 n 个 token，按顺序（位置 0, 1, 2, ...）。
+# tokens: the n tokens of the sentence, in order: rows 1, 2, 3, ... (pos = 0, 1, 2, ... in P's formula).
+# tokens：句子切出的 n 个 token，按顺序排：第 1, 2, 3, ... 行（位置编码公式里是 pos = 0, 1, 2, ...）。
 tokens: [猫, 追, 球]
 
 # ids: optional, one whole number per token, its row in the vocabulary (shown, not computed with).
@@ -55,7 +55,7 @@ embeddings:
   - [0, 1]      # 球
 
 # dimensions: optional names for the columns (d_model; also d_k and d_v), one list or one per language.
-# The tables and worked cells are labelled with them instead of 0, 1, ...
+# The tables and worked cells are labelled with them instead of 1, 2, ...
 # dimensions：可省略，给各列起名字（d_model，也可以给 d_k、d_v），一个列表，或按语言分别写。
 dimensions:
   d_model: {en: [animal, object], zh: [动物, 物体]}
@@ -93,7 +93,7 @@ W_V:
 
 # mask: which keys each query may attend to. One of three forms:
 #   none       every token sees every token (the default)
-#   causal     token i sees tokens 0..i only, as in a decoder: no looking ahead
+#   causal     the token in row i sees rows 1..i only, as in a decoder: no looking ahead
 #   a matrix   n × n of true/false; row = query, column = key, true = may attend;
 #              every row needs at least one true. For example
 #                mask:
