@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 
 from attnwalk.scenario.builtins import builtin_path
 from attnwalk.errors import UsageError
+from attnwalk.atomic import write_whole
 
 TEMPLATE = """\
 # An attnwalk scenario: everything one self-attention layer needs, written out by hand.
@@ -128,19 +126,11 @@ def scenario_text(from_name: str | None) -> str:
     return header + path.read_text(encoding="utf-8")
 
 
-def _new_file_mode() -> int:
-    """rw for everyone the umask allows, as open() would give (mkstemp alone gives 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 def write_new_file(path: Path, text: str) -> None:
     """Write `text` to `path` whole or not at all, and never over an existing file.
 
-    The text goes to a temporary file beside `path` first; os.link then gives it its name, which
-    fails instead of replacing when `path` appeared in the meantime. Where hard links are not
-    supported, an O_EXCL create does the same job.
+    atomic.write_whole without replace: the text goes to a temporary file beside `path` first and
+    is linked to its name, which fails instead of replacing when `path` appeared in the meantime.
     """
     path = Path(path)
     exists = UsageError(f"{path} already exists; choose another name or delete it first")
@@ -149,40 +139,9 @@ def write_new_file(path: Path, text: str) -> None:
     folder = path.parent
     if not folder.is_dir():
         raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
-    data = text.encode("utf-8")
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(OSError):
-            os.chmod(tmp, _new_file_mode())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise exists from None
-        except (OSError, NotImplementedError):  # no hard links here (some network or FAT drives)
-            _write_exclusive(path, data, exists)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-def _write_exclusive(path: Path, data: bytes, exists: UsageError) -> None:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        write_whole(path, text, replace=False, sync=True)  # a scenario someone will edit: on disk
     except FileExistsError:
         raise exists from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # ours: O_EXCL created it, so no one else's file is removed
-        raise
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
