@@ -353,7 +353,7 @@ def explain_cmd(
     stage: Annotated[str, typer.Argument(metavar="STAGE", autocompletion=complete.stage, help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
     row: Annotated[str, typer.Argument(metavar="ROW", help="The row: its number, counted from 1 (the tokens' # column), or its token.")],
     col: Annotated[str, typer.Argument(metavar="COL", help="The column, counted from 1 as the table labels it: a key's number or token "
-                                       "for query × key stages (QK^T, S, A); a dimension 1 … d, or its name if the scenario names it, for the others.")],
+                                       "for query × key stages (QK^T, S, S+M, A); a dimension 1 … d, or its name if the scenario names it, for the others.")],
     mode: ModeOpt = Mode.scaled,
     head: Annotated[int, typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (1-based).")] = 1,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,

@@ -81,7 +81,7 @@ def test_p_worked_cell_labels_the_formulas_zero_based_pos_and_dimension() -> Non
     assert "row 1 is position pos = 0, and column 2 is dimension 2i+1 = 1" in second
     assert "P[女生, 2] = 1.0000" in second
     zh = "".join(explain("P", "2", "2", "--lang", "zh").stdout.split())
-    assert "第2行的位置是pos=1，第2列是公式里的第2i+1=1维" in zh and f"P[撩,2]={math.cos(1):.4f}" in zh
+    assert "第2行的位置是pos=1，第2列对应公式里的维度2i+1=1" in zh and f"P[撩,2]={math.cos(1):.4f}" in zh
 
 
 # -- the walk's tables and worked cells ------------------------------------------------------------
@@ -168,3 +168,17 @@ def test_the_parsers_own_place_is_counted_from_1_too(tmp_path) -> None:
     path.write_text("tokens: " + "[" * 40 + "]" * 40 + "\n", encoding="utf-8")
     result = runner.invoke(app, ["export", str(path)], env=ENV)
     assert result.exit_code == 2 and f"{path}:1: tokens item 1, item 1" in result.stderr
+
+
+def test_quiz_reads_a_token_by_its_number_from_1_and_says_so_for_0() -> None:
+    from attnwalk.text import text
+    from attnwalk.tutor.quiz import TOKEN, check, unreadable
+
+    walk = compute(load_scenario("girl_bangs"))
+    q = next(q for seed in range(12) for q in questions(walk, "en", seed) if q.kind == TOKEN)
+    right = q.answer + 1  # the token's number, as the tokens table's # column shows it
+    assert check(q, str(right)) is True and check(q, q.token_text[q.answer]) is True
+    assert check(q, str(right - 1 or 2)) is False  # its 0-based index names another token
+    assert check(q, "0") is None
+    assert "counted from 1: 1–3" in unreadable(q, text("en"), "0")
+    assert "从 1 数起" in unreadable(q, text("zh"), "0")
