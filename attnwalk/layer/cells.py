@@ -107,7 +107,7 @@ def position(c: Cell) -> list:
     steps += f" = {fn}({c.short(angle)}) = {c.num(c.value)}"
     where = c.say("ui.position_even" if j % 2 == 0 else "ui.position_odd", row=pos + 1, pos=pos,
                   col=j + 1, dim=j, i=i)
-    return [where, steps]
+    return [c.prose(where), steps]
 
 
 def input_sum(c: Cell) -> list:
