@@ -151,6 +151,7 @@ def export_cmd(
     format: Annotated[ExportFormat, typer.Option(
         "--format", "-f", help="json for scripts; markdown, latex or csv for handouts (csv: one row per cell, "
         "stage,head,row,row_label,col,col_label,value; head, row and col are 0-based, as in the JSON lists, "
+        "the labels are the tables' (dimensions from 1), "
         "and the weights appear as stages W_Q, W_K, W_V and, when the scenario has one, W_O).")] = ExportFormat.json,
     mode: ModeOpt = Mode.scaled,
     lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=complete.lang,
@@ -350,9 +351,9 @@ def compare_cmd(
 def explain_cmd(
     scenario: ScenarioArg,
     stage: Annotated[str, typer.Argument(metavar="STAGE", autocompletion=complete.stage, help="A stage key or symbol, as the walk's headers name it: e.g. X, Q, QK^T (or QKT), S, A, Z. A name the scenario has no stage for lists those it has.")],
-    row: Annotated[str, typer.Argument(metavar="ROW", help="The row: a position counted from 1, or a token.")],
-    col: Annotated[str, typer.Argument(metavar="COL", help="The column: a position from 1 or a token for query × key stages; "
-                                       "a dimension 0 … d-1, as the table labels it, for the others.")],
+    row: Annotated[str, typer.Argument(metavar="ROW", help="The row: its number, counted from 1 (the tokens' # column), or its token.")],
+    col: Annotated[str, typer.Argument(metavar="COL", help="The column, counted from 1 as the table labels it: a key's number or token "
+                                       "for query × key stages (QK^T, S, S+M, A); a dimension 1 … d, or its name if the scenario names it, for the others.")],
     mode: ModeOpt = Mode.scaled,
     head: Annotated[int, typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (1-based).")] = 1,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,

@@ -4,6 +4,7 @@ lazy import inside a function counts too)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
 # package -> what it must never import: attnwalk packages, and third-party libraries
 FORBIDDEN = {
     "layer": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
-              "typer"},
+              "typer", "atomic"},  # the core does no I/O
     "scenario": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "typer"},
     "text": {"render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml", "typer"},
     "render": {"terminal", "tutor", "export", "commands", "cli", "typer"},
@@ -58,7 +59,17 @@ def test_the_layer_imports_the_scenario_only_for_types() -> None:
 
 def test_no_module_is_left_outside_a_package() -> None:
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "cli.py", "errors.py"]
+    assert top == ["__init__.py", "__main__.py", "atomic.py", "cli.py", "errors.py"]
+
+
+def test_the_atomic_write_is_standard_library_only_and_written_once() -> None:
+    # Every package that writes a file may use it: it imports no attnwalk package and no library
+    # (not even tempfile, which startup would pay for), and no other module renames a temporary
+    # file into place by hand.
+    assert imports(PACKAGE / "atomic.py") <= {"__future__", "contextlib", "os", "pathlib"}
+    by_hand = re.compile(r"\bos\.(replace|rename|link)\(|\btempfile\b|\bmkstemp\b")
+    assert [path.relative_to(PACKAGE).as_posix() for path in sorted(PACKAGE.rglob("*.py"))
+            if path.name != "atomic.py" and by_hand.search(path.read_text(encoding="utf-8"))] == []
 
 
 def test_every_package_says_what_it_holds_and_may_import() -> None:

@@ -289,4 +289,5 @@ def test_a_fully_masked_row_is_refused_at_load_naming_the_row_and_token(tmp_path
                     "mask:\n  - [true, false, false]\n  - [true, true, false]\n"
                     "  - [false, false, false]\n", "utf-8")
     message = refused(export(str(path)))
-    assert message.startswith(f"attnwalk: {path}:9: mask[2]: row 2 ('dog') allows no key")
+    # the third row, 'dog', counted from 1 as the tables count it
+    assert message.startswith(f"attnwalk: {path}:9: mask row 3 ('dog') allows no key")

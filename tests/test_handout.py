@@ -257,10 +257,12 @@ def test_csv_fields_are_quoted_as_the_csv_module_quotes_them(label):
     assert out.getvalue() == f"x,{_csv_field(label)},y\n"
 
 
-def test_csv_indices_count_from_0_like_the_json_lists_and_labels_stay():
-    # lesson 002: E[女生] = [3.0, 1.0], QKᵀ[撩, 刘海] = 7.2868
+def test_csv_indices_count_from_0_like_the_json_lists_and_labels_are_the_tables():
+    # lesson 002: E[女生] = [3.0, 1.0], QKᵀ[撩, 刘海] = 7.2868, W_Q = [[-0.6, 0.9], [0.8, -0.5]].
+    # row and col index the JSON lists (from 0); the labels are what the tables print (from 1)
     lines = handout(walk_of("girl_bangs"), "csv", ViewOptions()).splitlines()
-    assert "E,,0,女生,0,0,3.0" in lines and "E,,0,女生,1,1,1.0" in lines
+    assert "E,,0,女生,0,1,3.0" in lines and "E,,0,女生,1,2,1.0" in lines
+    assert "W_Q,,0,1,1,2,0.9" in lines and "W_Q,,1,2,0,1,0.8" in lines
     qk = next(line.split(",") for line in lines if line.startswith("QK^T,"))
     assert qk[:6] == ["QK^T", "0", "0", "女生", "0", "女生"]  # head 0: the only head
     cell = next(line.split(",") for line in lines if line.startswith("QK^T,0,1,撩,2,"))
@@ -309,7 +311,7 @@ def test_big_matrices_keep_first_and_last_rows_and_columns_but_csv_keeps_all():
     walk = big_walk()
     opts = ViewOptions()
     md = handout(walk, "markdown", opts)
-    assert "| token | 0 | 1 | 2 | 3 | 4 | 5 | … | 8 | 9 | 10 | 11 | 12 | 13 |" in md
+    assert "| token | 1 | 2 | 3 | 4 | 5 | 6 | … | 9 | 10 | 11 | 12 | 13 | 14 |" in md
     assert "| ⋮ | ⋮ | ⋮ | ⋮ | ⋮ | ⋮ | ⋮ | ⋱ |" in md and "| w19 |" in md and "| w10 |" not in md
     tex = handout(walk, "latex", opts)
     assert "\\vdots & \\vdots" in tex and "\\ddots" in tex and "\\cdots" in tex
@@ -328,10 +330,11 @@ def test_big_latex_fits_the_page(tmp_path):
 
 # -- the weights: the parameters beside the activations ---------------------------------------
 
-# Lesson 002, step three: W_Q, W_K and W_V as "| row | col 0 | col 1 |" rows of a 4-decimal table.
-LESSON_002_WEIGHTS = {"W_Q": ("| 0 | -0.6000 | 0.9000 |", "| 1 | 0.8000 | -0.5000 |"),
-                      "W_K": ("| 0 | 0.6000 | 0.1000 |", "| 1 | -0.1000 | 1.4000 |"),
-                      "W_V": ("| 0 | 1.0000 | -0.5000 |", "| 1 | -0.4000 | 1.2000 |")}
+# Lesson 002, step three: W_Q, W_K and W_V as "| row | col 1 | col 2 |" rows of a 4-decimal table,
+# rows and columns numbered from 1 as every table numbers them.
+LESSON_002_WEIGHTS = {"W_Q": ("| 1 | -0.6000 | 0.9000 |", "| 2 | 0.8000 | -0.5000 |"),
+                      "W_K": ("| 1 | 0.6000 | 0.1000 |", "| 2 | -0.1000 | 1.4000 |"),
+                      "W_V": ("| 1 | 1.0000 | -0.5000 |", "| 2 | -0.4000 | 1.2000 |")}
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -344,7 +347,7 @@ def test_markdown_shows_each_weight_before_the_matrix_it_makes(lang):
         caption = tx.t("handout.weight", name=name, shape=f"2 × 2 = d_model × {dim}")
         assert caption in section
         first, second = LESSON_002_WEIGHTS[name]
-        assert f"| {tx.t('handout.dim')} | 0 | 1 |" in section
+        assert f"| {tx.t('handout.dim')} | 1 | 2 |" in section
         assert section.index(caption) < section.index(first) < section.index(second) < section.index("| 女生 |")
     assert "W_O" not in md  # lesson 002 has no output projection
 
@@ -357,9 +360,10 @@ def test_latex_and_csv_carry_the_weights_too():
     matrices = len([s for s, _ in walk_steps(walk) if s.key != "tokens"])
     assert tex.count("\\begin{bmatrix}") == matrices + 3 and environments_balance(tex)
     lines = handout(walk, "csv", ViewOptions()).splitlines()
-    assert "W_Q,,0,0,0,0,-0.6" in lines and "W_Q,,1,1,1,1,-0.5" in lines
-    assert "W_K,,1,1,1,1,1.4" in lines and "W_V,,1,1,0,0,-0.4" in lines
-    assert lines.index("W_Q,,0,0,0,0,-0.6") < next(i for i, line in enumerate(lines) if line.startswith("Q,"))
+    # indices from 0 as in the JSON lists, labels from 1 as in the tables
+    assert "W_Q,,0,1,0,1,-0.6" in lines and "W_Q,,1,2,1,2,-0.5" in lines
+    assert "W_K,,1,2,1,2,1.4" in lines and "W_V,,1,2,0,1,-0.4" in lines
+    assert lines.index("W_Q,,0,1,0,1,-0.6") < next(i for i, line in enumerate(lines) if line.startswith("Q,"))
 
 
 def test_several_heads_and_w_o_name_their_dimensions():

@@ -304,7 +304,7 @@ def test_a_pickle_named_npy_says_it_is_a_pickle(tmp_path):
 
 def test_fullwidth_commas_in_tokens_are_blamed_on_their_line_not_on_the_embeddings():
     message = refused("export", str(BROKEN / "fullwidth_comma_tokens.yaml"),
-                      where=f"{BROKEN / 'fullwidth_comma_tokens.yaml'}:2: tokens[0]: ")
+                      where=f"{BROKEN / 'fullwidth_comma_tokens.yaml'}:2: tokens item 1: ")
     assert "write [女生, 撩, 刘海]" in message and "embeddings" not in message
 
 
@@ -336,7 +336,7 @@ def test_a_number_typed_with_a_fullwidth_comma_says_which_character():
     text = "tokens: [a, b]\nembeddings: [[1，0], [0, 1]]\n" + WEIGHTS
     with pytest.raises(Exception) as info:
         scenario_from_text(text, "n.yaml")
-    assert str(info.value).startswith("n.yaml:2: embeddings[0]")
+    assert str(info.value).startswith("n.yaml:2: embeddings row 1, value 1: ")
     assert "'，' is a full-width comma" in str(info.value)
 
 

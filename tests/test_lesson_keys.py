@@ -71,11 +71,11 @@ def test_a_wrong_name_or_note_says_where_and_what(extra: str, message: str) -> N
 def test_the_walk_opens_with_the_lesson(tmp_path) -> None:
     out = walk_text(tmp_path, NAMED)
     first = out[:out.index("Stage 2 / 11")]
-    for words in ("Two words", "A tiny lesson.", "What each column of E means: 0 = geography · 1 = finance"):
+    for words in ("Two words", "A tiny lesson.", "What each column of E means: 1 = geography · 2 = finance"):
         assert words in first
     assert first.index("Stage 1 / 11") < first.index("Two words") < first.index("river")
     zh = walk_text(tmp_path, NAMED, "--lang", "zh")
-    assert "两个词" in zh and "一个很小的例子。" in zh and "E 每一列的含义：0 = 地理 · 1 = 金融" in zh
+    assert "两个词" in zh and "一个很小的例子。" in zh and "E 每一列的含义：1 = 地理 · 2 = 金融" in zh
 
 
 def test_named_columns_label_the_tables_and_the_worked_cells(tmp_path) -> None:
@@ -87,7 +87,7 @@ def test_named_columns_label_the_tables_and_the_worked_cells(tmp_path) -> None:
     z_screen = out[out.index("Stage 11 / 11"):]
     assert "Z[bank, place] = " in z_screen  # d_v names label V and Z
     q_screen = out[out.index("Stage 5 / 11"):out.index("Stage 6 / 11")]
-    assert q_screen.splitlines()[5].split() == ["0", "1"]  # d_k is unnamed: indices
+    assert q_screen.splitlines()[5].split() == ["1", "2"]  # d_k is unnamed: numbers from 1
 
 
 def test_notes_show_on_their_stage_only(tmp_path) -> None:
@@ -103,19 +103,25 @@ def test_explain_takes_a_dimension_by_name_or_index(tmp_path) -> None:
     path = tmp_path / "lesson.yaml"
     path.write_text(NAMED, encoding="utf-8")
     by_name = runner.invoke(app, ["explain", str(path), "E", "bank", "Geography"], env=ENV)
-    by_index = runner.invoke(app, ["explain", str(path), "E", "bank", "0"], env=ENV)
+    by_index = runner.invoke(app, ["explain", str(path), "E", "bank", "1"], env=ENV)  # from 1
     assert by_name.exit_code == by_index.exit_code == 0
     assert "E[bank, geography] = 0.5000" in by_name.stdout and by_name.stdout == by_index.stdout
+    second = runner.invoke(app, ["explain", str(path), "E", "bank", "2"], env=ENV)
+    assert "E[bank, finance] = 1.0000" in second.stdout  # embeddings row 2, value 2
+    zero = runner.invoke(app, ["explain", str(path), "E", "bank", "0"], env=ENV)
+    assert zero.exit_code == 2
+    assert "no column 0: columns are numbered from 1, so the first is column 1; give 1–2 " \
+           "(geography, finance)" in zero.stderr
     bad = runner.invoke(app, ["explain", str(path), "E", "bank", "weather"], env=ENV)
     assert bad.exit_code == 2
-    assert "no column 'weather': this stage's columns are dimensions 0–1 (geography, finance)" in bad.stderr
+    assert "no column 'weather': this stage's columns are dimensions 1–2 (geography, finance)" in bad.stderr
 
 
 def test_handouts_carry_the_names_and_the_notes(tmp_path) -> None:
     path = tmp_path / "lesson.yaml"
     path.write_text(NAMED, encoding="utf-8")
     md = runner.invoke(app, ["export", str(path), "--format", "markdown"], env=ENV).stdout
-    assert "What each column of E means: 0 = geography · 1 = finance" in md
+    assert "What each column of E means: 1 = geography · 2 = finance" in md
     assert "- **What to notice**: bank looks mostly at river" in md
     assert "| geography | finance |" in md.replace("  ", " ")
 

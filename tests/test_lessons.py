@@ -503,7 +503,8 @@ def test_the_walk_shows_the_title_the_dimensions_and_every_note(name: str, lang:
     assert squeeze(in_lang(doc["description"], lang).split("\n")[0]) in squeeze(opening)
     dims = doc.get("dimensions", {})
     if "d_model" in dims:
-        listed = " · ".join(f"{i} = {n}" for i, n in enumerate(in_lang(dims["d_model"], lang)))
+        # numbered from 1, as the columns of an unnamed table are
+        listed = " · ".join(f"{i} = {n}" for i, n in enumerate(in_lang(dims["d_model"], lang), 1))
         assert squeeze(tx.t("lesson.dimensions") + tx.t("ui.colon") + listed) in squeeze(opening)
     for dim, stage_key in (("d_model", "E"), ("d_k", "Q"), ("d_v", "V")):
         if dim in dims:  # the table's column labels

@@ -249,7 +249,8 @@ def test_non_finite_entry_names_row_and_column(tmp_path, bad):
     W = W_Q.copy()
     W[1, 0] = bad
     np.save(tmp_path / "wq.npy", W)
-    refused(scenario(tmp_path, "{file: wq.npy}"), "W_Q", W_Q_LINE, "row 1, column 0", "W_Q[1][0]")
+    # W[1, 0] is the second row's first entry: counted from 1, as every message counts
+    refused(scenario(tmp_path, "{file: wq.npy}"), "W_Q", W_Q_LINE, "row 2, column 1 (counted from 1)")
 
 
 def test_npz_missing_key_lists_the_keys(tmp_path):
@@ -306,7 +307,7 @@ def test_csv_first_row_with_a_typo_is_not_taken_for_a_header(tmp_path):
 
 def test_csv_nan(tmp_path):
     (tmp_path / "wq.csv").write_text("-0.6,0.9\nnan,-0.5\n")
-    refused(scenario(tmp_path, "{file: wq.csv}"), "W_Q", W_Q_LINE, "row 1, column 0")
+    refused(scenario(tmp_path, "{file: wq.csv}"), "W_Q", W_Q_LINE, "row 2, column 1")  # the file's line 2
 
 
 def test_csv_with_semicolons_or_only_a_header(tmp_path):
@@ -323,7 +324,7 @@ def test_empty_csv(tmp_path):
 
 def test_mask_file_with_values_other_than_0_and_1(tmp_path):
     np.save(tmp_path / "mask.npy", np.array([[1, 0, 0], [1, 2, 0], [1, 1, 1]]))
-    refused(scenario(tmp_path, mask="{file: mask.npy}"), "mask", 8, "row 1, column 1", "true/false")
+    refused(scenario(tmp_path, mask="{file: mask.npy}"), "mask", 8, "has 2 at row 2, column 2", "true/false")
 
 
 def test_shape_checks_still_apply(tmp_path):

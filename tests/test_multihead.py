@@ -127,7 +127,7 @@ def test_heads_summary_shows_where_the_query_looks_in_every_head(shapes_walk) ->
         bits = float(-(p * np.log2(p)).sum())  # entropy, written out here
         top = int(np.argmax(a))
         mark = "   shown in full above" if h == 0 else ""
-        assert re.search(rf"(?m)^ +{h + 1} +{64 * h}–{64 * h + 63} +t{top} +{a[top]:.4f} +{bits:.2f}"
+        assert re.search(rf"(?m)^ +{h + 1} +{64 * h + 1}–{64 * h + 64} +t{top} +{a[top]:.4f} +{bits:.2f}"
                          rf"{mark}", summary), h
     assert "6.64 bits when it is spread evenly over the 100 keys" in " ".join(summary.split())
     assert "--head N" in summary and "--head all" in summary
@@ -155,10 +155,10 @@ def test_head_option_prints_that_head_in_full(tmp_path) -> None:
     found = headers(text)
     assert [line.split("   ")[-1] for line in found if "head" in line] == ["head 2 / 2"] * 4
     qkt_2 = " ".join(screen(text, 12).split())
-    assert "Head 2 / 2 takes columns 2–3 of Q and K" in qkt_2
+    assert "Head 2 / 2 takes columns 3–4 of Q and K" in qkt_2
     assert "Common mistake" in qkt_2  # the first head printed explains in full
     summary = text[text.index("All 2 heads at a glance"):text.index("Stage 16 /")]
-    assert re.search(r"(?m)^ +2 +2–3 .*shown in full above", summary)
+    assert re.search(r"(?m)^ +2 +3–4 .*shown in full above", summary)
     assert "Head 2 is printed in full above" in " ".join(summary.split())
 
 
@@ -220,10 +220,10 @@ def test_two_heads_walk_names_the_head_in_every_per_head_header(tmp_path) -> Non
         ["head 1 / 2"] * 4 + ["head 2 / 2"] * 4
     assert found[-2].endswith("concat  Heads concatenated") and found[-1].endswith("O  Output projection")
     assert "Q = X · W_Q = [Q_1 | Q_2]" in text and "concat = [Z_1 | Z_2]" in text
-    assert "Q holds 2 heads side by side: head 1 = columns 0–1 · head 2 = columns 2–3" in text
+    assert "Q holds 2 heads side by side: head 1 = columns 1–2 · head 2 = columns 3–4" in text
     qkt_2 = screen(text, 12)
     assert "Multi-head attention · head 2 / 2" in qkt_2
-    assert "Head 2 / 2 takes columns 2–3 of Q and K" in qkt_2 and "not the same attention repeated" in qkt_2
+    assert "Head 2 / 2 takes columns 3–4 of Q and K" in qkt_2 and "not the same attention repeated" in qkt_2
     assert "3 × 2 = n × d_v" in screen(text, 11)  # one head's Z is n × d_v, not n × h·d_v
     assert "3 × 4 = n × h·d_v" in screen(text, 16)  # concat
 

@@ -246,7 +246,7 @@ def test_escaped_changes_only_what_a_terminal_would_obey() -> None:
 @pytest.mark.parametrize("args", [
     ["run", "--scenario", "{file}", "--no-pause"], ["compare", "--scenario", "{file}"],
     ["compare", "--scenario", "{file}", "--format", "json"], ["explain", "{file}", "A", "3", "2"],
-    ["explain", "{file}", "E", "2", "1"], ["export", "{file}", "-f", "markdown"],
+    ["explain", "{file}", "E", "2", "2"], ["export", "{file}", "-f", "markdown"],
     ["export", "{file}", "-f", "latex"],
 ], ids=lambda a: "-".join(x for x in a if x != "{file}"))
 def test_no_output_carries_a_scenarios_control_characters(evil: Path, args: list[str]) -> None:

@@ -378,7 +378,7 @@ def test_multi_head_marks_its_head_and_cross_shapes_are_checked():
     left, right = (scenario_from_text(base.format(q=q), f"{q}.yaml") for q in (3, 4))
     pair = compare_pair(left, right, head=0)
     marks = {p.stage.key: p.diff.status for p in pair.stages}
-    assert marks["S"] == IDENTICAL  # head 1 reads columns 0–1 of W_Q, which agree
+    assert marks["S"] == IDENTICAL  # head 1 reads columns 1–2 of W_Q, which agree
     assert compare_pair(left, right, head=1).stages[[p.stage.key for p in pair.stages].index("S")].diff.status == DIFFERENT
     assert marks["Q"] == DIFFERENT  # the full Q holds both heads
     out = render(compare_pair(left, right, head=1), 80)

@@ -62,9 +62,9 @@ def test_keys_move_work_a_cell_and_quit_with_0() -> None:
     child.send("8\r")
     child.expect(r"\b8 / 11\b")
     child.send("c")
-    child.expect_exact("Row (index or token): ")
+    child.expect_exact("Row (number from 1, or token): ")
     child.send("2\r")
-    child.expect_exact("Column (index or token): ")
+    child.expect_exact("Column (number from 1, or token): ")
     child.send("刘海\r")
     child.expect_exact("0.32736 × 1.38719")  # q_撩 · k_刘海: the lesson's 0.3274 × 1.3872, to 5 decimals
     child.expect_exact("7.2868")

@@ -29,7 +29,7 @@ from attnwalk.render import style
 from attnwalk.render.heatmap import heat_table
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import stage_screen, walk_renderables, walk_steps
-from attnwalk.layer.axes import default_cell
+from attnwalk.layer.axes import default_cell, dim_labels
 from attnwalk.render.worked import worked_cell
 from attnwalk.scenario.model import load_scenario, scenario_from_text
 from attnwalk.layer.stages import SIGNED, stage_named
@@ -216,11 +216,11 @@ def test_worked_softmax_row_of_the_lesson(walk) -> None:
 
 def test_worked_output_is_the_weighted_sum_of_v_rows(walk) -> None:
     # Lesson 6: Z女生 = 0.0551 × [2.2000, 0.9000] + 0.1371 × [1.8254, 1.6276] + 0.8078 × [1.4758,
-    # 2.8460]; dimension 0 = 1.5636, dimension 1 = 2.5716. The lesson's line does not add up at 4
+    # 2.8460]; the first dimension (column 1) = 1.5636, the second = 2.5716. The lesson's line does not add up at 4
     # decimals: 0.0551 × 0.9 + 0.1371 × 1.6276 + 0.8078 × 2.846 = 2.5717. attnwalk works the cell
     # to 5 decimals, where it does: the weights and values shown round to the lesson's.
     text = flat(cell(walk, "Z", 0, 0, width=200))
-    m = re.search(r"A\[女生\] · V\[:, 0\] = (\S+) × (\S+) \+ (\S+) × (\S+) \+ (\S+) × (\S+) = ", text)
+    m = re.search(r"A\[女生\] · V\[:, 1\] = (\S+) × (\S+) \+ (\S+) × (\S+) \+ (\S+) × (\S+) = ", text)
     assert m, text
     a, v = [float(x) for x in m.groups()[::2]], [float(x) for x in m.groups()[1::2]]
     assert np.allclose(a, [0.0551, 0.1371, 0.8078], rtol=0, atol=5e-5 + 1e-12)  # 0.80775 ≈ 0.8078
@@ -229,7 +229,7 @@ def test_worked_output_is_the_weighted_sum_of_v_rows(walk) -> None:
     assert whole and np.allclose([float(x) for x in whole.groups()], [1.5636, 2.5716], rtol=0,
                                  atol=5e-5 + 1e-12)
     assert round(float(whole[1]), 5) == round(sum(x * y for x, y in zip(a, v)), 5)
-    assert "Z[女生, 0] = 1.5636" in text
+    assert "Z[女生, 1] = 1.5636" in text  # the first column, as the table labels it
 
 
 def test_worked_cell_in_other_modes() -> None:
@@ -271,9 +271,15 @@ def test_wide_matrix_is_split_not_squeezed() -> None:
     rng = np.random.default_rng(7)
     M = rng.normal(size=(3, 12)) * 100
     opts = ViewOptions(width=60)
-    text = render(heat_table(M, ["女生", "撩", "刘海"], [str(j) for j in range(12)], SIGNED, opts),
-                  width=60)
-    assert "columns 0–" in text and "of 12" in text
+    text = render(heat_table(M, ["女生", "撩", "刘海"], dim_labels(12), SIGNED, opts), width=60)
+    # each piece is titled with the columns it holds, counted from 1 as they are labelled
+    lines = text.splitlines()
+    titles = [(k, *map(int, m.groups())) for k, line in enumerate(lines)
+              if (m := re.search(r"columns (\d+)–(\d+) of 12", line))]
+    assert len(titles) > 1 and titles[0][1] == 1 and titles[-1][2] == 12, text
+    assert all(prev[2] + 1 == this[1] for prev, this in zip(titles, titles[1:])), titles
+    for k, first, last in titles:  # under each title, the header names exactly its columns
+        assert lines[k + 1].split() == [str(j) for j in range(first, last + 1)], (lines[k + 1], first, last)
     for value in M.ravel():
         assert f"{value:.4f}" in text
     assert all(cell_len(line.rstrip()) <= 60 for line in text.splitlines())
@@ -290,7 +296,7 @@ def test_huge_matrix_shows_head_and_tail_quickly(monkeypatch: pytest.MonkeyPatch
     assert time.perf_counter() - start < 1.0
     assert "… 284 more rows …" in text
     # hidden columns anyway: as many head and tail columns as fit one 100-wide table, not two
-    assert re.search(r"… 29\d more columns …", text) and "columns 0–" not in text
+    assert re.search(r"… 29\d more columns …", text) and "columns 1–" not in text
     assert all(cell_len(line.rstrip()) <= 100 for line in text.splitlines())
     assert "0.0000" in text and f"{299 * 300 + 299:.4f}" in text  # first and last cells
     assert "t0" in text and "t299" in text and "t150" not in text
@@ -387,7 +393,12 @@ def test_explain_works_out_one_cell() -> None:
     (("girl_bangs", "nope", "1", "1"), "choose one of: E, P, X, Q, K, V, QK^T, S, A, Z"),
     (("girl_bangs", "A", "9", "1"), "1–3"),
     (("girl_bangs", "A", "撩", "狗"), "女生, 撩, 刘海"),
-    (("girl_bangs", "Q", "1", "7"), "dimensions 0–1"),
+    (("girl_bangs", "Q", "1", "7"), "dimensions 1–2"),
+    (("girl_bangs", "Q", "1", "3"), "dimensions 1–2"),  # d_k is 2: column 3 is one past the end
+    (("girl_bangs", "Q", "1", "0"), "no column 0: columns are numbered from 1"),
+    (("girl_bangs", "A", "2", "0"), "no column 0: columns are numbered from 1, so the first, 女生, is column 1"),
+    (("girl_bangs", "A", "0", "1"), "no row 0: rows are numbered from 1"),
+    (("girl_bangs", "A", "4", "1"), "no row '4': give a row number 1–3"),
     (("girl_bangs", "S+M", "1", "1"), "no S+M stage"),
     (("girl_bangs", "tokens", "1", "1"), "no cells"),
     (("girl_bangs", "A", "1", "1", "--head", "2"), "1 head"),
@@ -587,9 +598,10 @@ def test_worked_arithmetic_keeps_two_decimals_at_precision_zero(walk) -> None:
 
 def test_worked_cells_are_named_by_their_labels(walk) -> None:
     """"Worked cell: E[2, 0]: 撩, dimension 0" over "position 1" mixed 1- and 0-based numbers."""
-    assert "Worked cell: E[撩, 0] " in cell(walk, "E", 1, 0)
+    assert "Worked cell: E[撩, 1] " in cell(walk, "E", 1, 0)  # columns count from 1, as rows do
     assert "Worked cell: QKᵀ[撩, 刘海] " in cell(walk, "QK^T", 1, 2)
-    assert "Worked cell: Z[撩, 0] " in cell(walk, "Z", 1, 0)
+    assert "Worked cell: Z[撩, 1] " in cell(walk, "Z", 1, 0)
+    assert "Worked cell: Z[撩, 2] " in cell(walk, "Z", 1, 1)
     assert "单格演算：A[撩, 刘海] " in cell(walk, "A", 1, 2, lang="zh")
     heads = compute(scenario_from_text(HEADS_2, "heads.yaml"))
     assert "Worked cell: A[the#4, cat] " in cell(heads, "A", 3, 1)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from attnwalk.scenario import scaffold
+from attnwalk import atomic
 from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.errors import UsageError
 from attnwalk.scenario.scaffold import TEMPLATE, scenario_text, write_new_file
@@ -141,7 +141,7 @@ def test_a_file_that_appears_during_the_write_is_not_overwritten(tmp_path: Path,
         Path(dst).write_text("theirs\n", encoding="utf-8")  # someone else wins the race
         real_link(src, dst)
 
-    monkeypatch.setattr(scaffold.os, "link", racing_link)
+    monkeypatch.setattr(atomic.os, "link", racing_link)
     with pytest.raises(UsageError, match="already exists"):
         write_new_file(path, TEMPLATE)
     assert path.read_text(encoding="utf-8") == "theirs\n"
@@ -153,7 +153,7 @@ def test_without_hard_links_an_exclusive_create_is_used(tmp_path: Path,
     def no_links(src: str, dst: os.PathLike) -> None:
         raise OSError(1, "Operation not permitted")
 
-    monkeypatch.setattr(scaffold.os, "link", no_links)
+    monkeypatch.setattr(atomic.os, "link", no_links)
     path = tmp_path / "custom.yaml"
     write_new_file(path, TEMPLATE)
     assert path.read_text(encoding="utf-8") == TEMPLATE
@@ -167,7 +167,7 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, monkeypatch: pyte
     def full_disk(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(scaffold.os, "fsync", full_disk)
+    monkeypatch.setattr(atomic.os, "fsync", full_disk)
     with pytest.raises(UsageError, match="No space left on device"):
         write_new_file(tmp_path / "custom.yaml", TEMPLATE)
     assert list(tmp_path.iterdir()) == []

@@ -75,7 +75,8 @@ def test_every_stage_is_computed_walked_exported_and_explained(stage: Stage) -> 
     assert title in invoke("export", name, "--format", "latex")
 
     row, col = default_cell(walk, stage.key)
-    col_name = token_labels(walk.scenario.key_tokens)[col] if stage.square else str(col)
+    # rows and dimension columns are typed counted from 1, as the tables label them
+    col_name = token_labels(walk.scenario.key_tokens)[col] if stage.square else str(col + 1)
     explained = invoke("explain", name, stage.key, str(row + 1), col_name)
     assert f"= {M[row, col]:.4f}" in explained.replace("-0.0000", "0.0000")
 
@@ -98,7 +99,7 @@ def test_every_stage_applies_to_some_built_in_lesson() -> None:
 def doubled(c) -> list:
     """The toy stage's worked cell: one line of arithmetic from X."""
     x = c.walk.matrix("X")[c.row, c.col]
-    return [f"2 {c.mk.times} X[{c.rows[c.row]}, {c.col}] = 2 {c.mk.times} {c.num(x)} = {c.num(c.value)}"]
+    return [f"2 {c.mk.times} X[{c.rows[c.row]}, {c.cols[c.col]}] = 2 {c.mk.times} {c.num(x)} = {c.num(c.value)}"]
 
 
 TOY = Stage("2X", "2X", "2X = 2 · X", "n", "d_model", lambda m, layer: 2 * m["X"], SIGNED,
@@ -137,8 +138,9 @@ def test_a_stage_defined_in_one_place_is_computed_walked_explained_and_exported(
     zh = runner.invoke(app, ["run", "girl_bangs", "--no-pause", "--lang", "zh"], env=ENV).stdout
     assert "X 的两倍" in zh
 
-    explained = invoke("explain", "girl_bangs", "2X", "撩", "1")
-    assert f"2 × X[撩, 1] = 2 × {X[1, 1]:.4f} = {2 * X[1, 1]:.4f}" in explained
+    explained = invoke("explain", "girl_bangs", "2X", "撩", "2")  # the second column, X[1, 1]
+    assert f"2 × X[撩, 2] = 2 × {X[1, 1]:.4f} = {2 * X[1, 1]:.4f}" in explained
+    assert f"2X[撩, 2] = {2 * X[1, 1]:.4f}" in explained
 
     data = json.loads(invoke("export", "girl_bangs", "--format", "json"))
     assert data["stages"]["2X"] == (2 * X).tolist()

@@ -168,7 +168,7 @@ def test_cell_by_index_and_by_token() -> None:
     s, out = stepper(["g", "8", "\n", "c", "2", "\n", "刘海", "\n", "q"])
     assert s.run() == 0
     assert screens(out)[-1] == "8 QK^T 0 scaled 1,2"  # 撩 is row 1, 刘海 column 2, 0-based
-    assert s.keys.prompts[1:] == ["Row (index or token): ", "Column (index or token): "]
+    assert s.keys.prompts[1:] == ["Row (number from 1, or token): ", "Column (number from 1, or token): "]
 
 
 def test_cell_is_dropped_when_moving_to_another_stage() -> None:
@@ -178,15 +178,16 @@ def test_cell_is_dropped_when_moving_to_another_stage() -> None:
 
 
 def test_cell_on_a_d_model_stage_takes_dimensions_as_the_table_labels_them() -> None:
-    # X's columns are dimensions labelled 0 and 1 (as `attnwalk explain` takes them); rows are tokens.
-    s, out = stepper(["g", "4", "\n", "c", "1", "\n", "刘海", "\n",
-                      "c", "1", "\n", "2", "\n", "c", "撩", "\n", "1", "\n", "q"])
+    # X's columns are dimensions labelled 1 and 2 (as `attnwalk explain` takes them); rows are tokens.
+    s, out = stepper(["g", "4", "\n", "c", "1", "\n", "刘海", "\n", "c", "1", "\n", "3", "\n",
+                      "c", "1", "\n", "0", "\n", "c", "撩", "\n", "2", "\n", "q"])
     assert s.run() == 0
     text = out.getvalue()
-    assert "No such column: 刘海; the columns are dimensions 0–1" in text
-    assert "No such column: 2; the columns are dimensions 0–1" in text
-    assert screens(out)[-1] == "4 X 0 scaled 1,1"
-    assert s.keys.prompts[-1] == "Column (dimension 0–1): "
+    assert "No such column: 刘海; columns are numbered from 1, so choose 1–2" in text
+    assert "No such column: 3; columns are numbered from 1, so choose 1–2" in text
+    assert "No such column: 0; columns are numbered from 1, so choose 1–2" in text
+    assert screens(out)[-1] == "4 X 0 scaled 1,1"  # 撩's second dimension, 0-based inside
+    assert s.keys.prompts[-1] == "Column (dimension 1–2): "
 
 
 def test_repeated_tokens_are_chosen_by_label_or_position(tmp_path) -> None:
@@ -206,7 +207,7 @@ def test_rows_of_k_are_the_source_tokens_in_cross_attention(tmp_path) -> None:
     path.write_text("tokens: [je, suis]\nembeddings: [[1, 0], [0, 1]]\n"
                     "source:\n  tokens: [I, am, here]\n  embeddings: [[1, 1], [0, 1], [1, 0]]\n"
                     "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n", encoding="utf-8")
-    s, out = stepper(["g", "K", "\n", "c", "here", "\n", "0", "\n", "g", "A", "\n", "c", "suis", "\n", "am", "\n",
+    s, out = stepper(["g", "K", "\n", "c", "here", "\n", "1", "\n", "g", "A", "\n", "c", "suis", "\n", "am", "\n",
                       "q"], name=str(path))
     assert s.run() == 0
     shown = screens(out)
@@ -216,7 +217,7 @@ def test_rows_of_k_are_the_source_tokens_in_cross_attention(tmp_path) -> None:
 def test_bad_row_names_the_valid_choices() -> None:
     s, out = stepper(["g", "10", "\n", "c", "4", "\n", "q"])
     assert s.run() == 0
-    assert "No such row: 4; choose 1–3 or a token: 女生, 撩, 刘海" in out.getvalue()
+    assert "No such row: 4; rows are numbered from 1, so choose 1–3 or a token: 女生, 撩, 刘海" in out.getvalue()
     assert s.cell is None
 
 
@@ -457,9 +458,9 @@ def test_chinese_messages_use_chinese_punctuation() -> None:
     assert s.run() == 0
     text = out.getvalue()
     assert "没有这个阶段：99；请输入 1–11 或阶段名，例如 Z" in text
-    assert "没有这一行：4；请输入 1–3 或一个 token：女生、撩、刘海" in text
-    assert "没有这一列：x；请输入 1–3 或一个 token：女生、撩、刘海" in text
-    assert "没有这一列：5；列是维度 0–1" in text
+    assert "没有这一行：4；行号从 1 数起，请输入 1–3 或一个 token：女生、撩、刘海" in text
+    assert "没有这一列：x；列号从 1 数起，请输入 1–3 或一个 token：女生、撩、刘海" in text
+    assert "没有这一列：5；列号从 1 数起，请输入 1–2" in text
     assert ";" not in text and ", " not in text.replace("Enter/n/→", "")
 
 

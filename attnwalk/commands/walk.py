@@ -12,6 +12,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 
 from attnwalk.errors import UsageError
+from attnwalk.atomic import write_whole
 from attnwalk.layer.walk import Walk
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.model import Scenario
@@ -147,29 +148,13 @@ def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0)
     return recorder.export_text()
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_atomically(path: str | Path, content: str, option: str = "--save") -> None:
-    """Write `content` to `path` through a temporary file in the same folder, so a failure leaves
-    neither a partial file nor a damaged old one."""
-    import tempfile
-
+    """Write `content` to `path` whole (atomic.write_whole), so a failure leaves neither a partial
+    file nor a damaged old one."""
     path = Path(path)  # --save and --output arrive as typed (str)
-    tmp_name = None
     try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
-                                         suffix=".tmp", delete=False) as tmp:
-            tmp_name = tmp.name
-            tmp.write(content)
-        os.chmod(tmp_name, 0o666 & ~_umask())  # a temporary file is private (0600); a saved walk is not
-        os.replace(tmp_name, path)
+        write_whole(path, content)
     except OSError as exc:
-        if tmp_name is not None and os.path.exists(tmp_name):
-            os.unlink(tmp_name)
         raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})") from None
 
 

@@ -87,11 +87,13 @@ class Section:
         if stage.kind == TOKENS:
             ids = scn.main.ids
             self.matrix = None
-            self.cols = [tx.t("ui.position_col"), tx.t("ui.token"), tx.t("ui.id")]
+            # as the walk's tokens table: the row number from 1 (what explain takes), the
+            # position from 0 (what the positional formula takes), the token, its id
+            self.cols = [tx.t(f"ui.{key}") for key in ("row_col", "position_col", "token", "id")]
             self.row_shown = shown_indices(scn.n, opts.max_rows)
-            self.col_shown = [0, 1, 2]
-            self.cells = [[str(i), escaped(scn.tokens[i]), str(ids[i]) if ids else "-"] if i is not GAP else None
-                          for i in self.row_shown]
+            self.col_shown = list(range(len(self.cols)))
+            self.cells = [[str(i + 1), str(i), escaped(scn.tokens[i]), str(ids[i]) if ids else "-"]
+                          if i is not GAP else None for i in self.row_shown]
         else:
             self.matrix = walk.matrix(stage.key, head)
             rows, cols = axes(walk, stage, head, opts.lang)
@@ -105,6 +107,8 @@ class Section:
         if notice:
             self.explained.insert(0, (notice_label(walk, opts.lang), escaped(notice)))
         self.notes = stage_notes(opts.lang, stage, scn, walk.mode)
+        if stage.kind == TOKENS:
+            self.notes.insert(0, tx.t("numbering.rows_legend", row=self.cols[0], pos=self.cols[1]))
 
     @property
     def heading(self) -> str:
@@ -131,7 +135,7 @@ def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str, str]:
     description = escaped(pick(scn.description, lang), keep_newlines=True)  # shown, never obeyed
     names = scn.dimension_names("d_model", lang)
     if names:
-        listed = " · ".join(tx.t("lesson.dimension", index=i, name=escaped(name))
+        listed = " · ".join(tx.t("lesson.dimension", index=i + 1, name=escaped(name))
                             for i, name in enumerate(names))
         description = "\n".join(filter(None, (description, tx.t("lesson.dimensions") + tx.t("ui.colon") + listed)))
     # A scenario's description is written for the default mode and quotes its numbers; in any
@@ -157,7 +161,7 @@ def _md_matrix(s: Section | Weight, opts: ViewOptions) -> tuple[list[str], list[
         return "…" if j is GAP else number(float(s.matrix[i, j]), opts)
 
     if s.matrix is None:
-        return s.cols, [row if row is not None else ["⋮"] * 3 for row in s.cells]
+        return s.cols, [row if row is not None else ["⋮"] * len(s.cols) for row in s.cells]
     header = [s.corner, *(c if c is not None else "…" for c in s.cols)]
     rows = [[label if label is not None else "⋮", *(cell(i, j) for j in s.col_shown)]
             for i, label in zip(s.row_shown, s.rows)]
@@ -187,7 +191,7 @@ def markdown(walk: Walk, opts: ViewOptions) -> str:
                   + (f" · {tx.t('ui.shape')}{colon}{s.shape}" if s.shape else ""), ""]
         if s.weight:
             lines += [s.weight.caption, "", *_md_table(*_md_matrix(s.weight, opts)), "", s.caption, ""]
-        lines += _md_table(*_md_matrix(s, opts), left=1 if s.matrix is None else 0)
+        lines += _md_table(*_md_matrix(s, opts), left=2 if s.matrix is None else 0)  # tokens: the token
         lines.append("")
         lines += [f"- **{label}**{colon}{body}" for label, body in s.explained]
         lines += [f"- {note}" for note in s.notes]
@@ -224,7 +228,7 @@ def latex(walk: Walk, opts: ViewOptions) -> str:
         if s.matrix is None:
             body += tabular([latex_text(c, math=False) for c in s.cols],
                             [[latex_text(c, math=False) for c in row] if row is not None
-                             else [r"$\vdots$"] * 3 for row in s.cells], spec="rlr")
+                             else [r"$\vdots$"] * len(s.cols) for row in s.cells], spec="rrlr")
         else:
             body += _tex_matrix(s, s.symbol, opts)
             widest = max(widest, len(s.cols))
@@ -279,8 +283,8 @@ def csv_text(walk: Walk, opts: ViewOptions) -> str:
             continue
         weight = _weight(walk, stage, opts)
         if weight is not None:  # before the stage it makes, shared by every head
-            W = weight.matrix
-            cells(weight.name, "", W, range(W.shape[0]), range(W.shape[1]))
+            W = weight.matrix  # labelled as the handouts' weight tables are, from 1
+            cells(weight.name, "", W, dim_labels(W.shape[0]), dim_labels(W.shape[1]))
         rows, cols = axes(walk, stage, head, opts.lang)
         cells(stage.key, head if stage.per_head else "", walk.matrix(stage.key, head), rows, cols)
     return "\n".join(out) + "\n"

@@ -36,14 +36,15 @@ def _labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=16)
 def dim_labels(count: int) -> tuple[str, ...]:
-    """Column labels of a matrix whose columns are dimensions: 0 … count − 1."""
-    return tuple(str(j) for j in range(count))
+    """Column labels of a matrix whose columns are dimensions: 1 … count, counted from 1 as rows
+    are, so that what a learner reads is what `explain` and the walk's c take."""
+    return tuple(str(j + 1) for j in range(count))
 
 
 def axes(walk: Walk, stage: Stage, head: int = 0,
          lang: str = "en") -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Row and column labels of a stage's matrix: tokens, or its dimensions by the names the
-    scenario gives them in `lang`, else by index 0 … d − 1."""
+    scenario gives them in `lang`, else by number 1 … d."""
     scn = walk.scenario
     rows = token_labels(scn.key_tokens if stage.rows == "m" else scn.tokens)
     if stage.kind == TOKENS:
@@ -75,6 +76,8 @@ class PickError(UsageError):
         super().__init__(message)
         self.value = value.strip()
         self.repeated = repeated  # 1-based rows of a token that appears more than once
+        # 0 typed by someone who counts from 0: worth saying that the numbering starts at 1
+        self.zero = self.value.isdecimal() and int(self.value) == 0
 
 
 def _fold(s: str) -> str:
@@ -96,27 +99,34 @@ def pick_index(value: str, tokens: Sequence[str], labels: Sequence[str], what: s
             return found[0]
         if len(found) > 1:
             where = ", ".join(str(i + 1) for i in found)
-            raise PickError(f"{what} '{value}' appears more than once (rows {where}, counted from "
-                            f"1); give its row number instead, e.g. {found[-1] + 1}", value=value,
+            raise PickError(f"{what} '{value}' appears more than once ({what}s {where}, counted "
+                            f"from 1); give its {what} number instead, e.g. {found[-1] + 1}", value=value,
                             repeated=tuple(i + 1 for i in found))
         folded = [i for i, label in enumerate(labels) if same(label)]  # "The#4"
         if len(folded) == 1:
             return folded[0]
     if value.isdecimal() and 1 <= int(value) <= len(tokens):
         return int(value) - 1
-    raise PickError(f"no {what} '{value}': give a row number 1–{len(tokens)} (the tokens' # column) "
-                    f"or one of the tokens: {', '.join(labels)}", value=value)
+    if value.isdecimal() and int(value) == 0:
+        raise PickError(f"no {what} 0: {what}s are numbered from 1, so the first, {labels[0]}, is "
+                        f"{what} 1; give 1–{len(tokens)} (the tokens' # column) or a token",
+                        value=value)
+    raise PickError(f"no {what} '{value}': give a {what} number 1–{len(tokens)} (the tokens' # "
+                    f"column) or one of the tokens: {', '.join(labels)}", value=value)
 
 
 def pick_dim(value: str, labels: Sequence[str]) -> int:
     """A dimension column by its label as the matrix table shows it (a name the scenario gives it,
-    any case), or by its index 0 … d − 1."""
+    any case), or by its number 1 … d, counted from 1 as the table's unnamed columns are."""
     value = value.strip()
     folded = [i for i, label in enumerate(labels) if _fold(label) == _fold(value)]
     if value in labels or len(folded) == 1:
         return labels.index(value) if value in labels else folded[0]
-    if value.isdecimal() and int(value) < len(labels):
-        return int(value)
+    if value.isdecimal() and 1 <= int(value) <= len(labels):
+        return int(value) - 1
     named = "" if labels == dim_labels(len(labels)) else f" ({', '.join(labels)})"
-    raise PickError(f"no column '{value}': this stage's columns are dimensions 0–{len(labels) - 1}"
+    if value.isdecimal() and int(value) == 0:
+        raise PickError(f"no column 0: columns are numbered from 1, so the first is column 1; "
+                        f"give 1–{len(labels)}{named}", value=value)
+    raise PickError(f"no column '{value}': this stage's columns are dimensions 1–{len(labels)}"
                     f"{named}", value=value)

@@ -94,25 +94,29 @@ def position(c: Cell) -> list:
         return [c.say(f"truth.no_positional_{c.scn.mask_kind}" if c.scn.masked else "ui.no_positional")]
     if positional == "explicit":
         return [c.say("ui.given_positions")]
+    # The formula counts from 0 where the tables count from 1: row r is pos = r − 1, and column j
+    # (from 1) is the formula's dimension j − 1, which is 2i (sin) or 2i+1 (cos)
     pos, j, d = c.row, c.col, c.scn.d_model
     i = j // 2
-    fn = "sin" if j % 2 == 0 else "cos"
+    fn, dim = ("sin", "2i") if j % 2 == 0 else ("cos", "2i+1")
     denominator = 10000.0 ** (2 * i / d)
     angle = pos / denominator
-    steps = f"PE({pos}, {j}) = {fn}({pos} / 10000^({2 * i}/{d}))"
+    steps = f"P[pos = {pos}, {dim} = {j}] = {fn}({pos} / 10000^({2 * i}/{d}))"
     if denominator != 1.0:
         steps += f" = {fn}({pos} / {c.short(denominator)})"
     steps += f" = {fn}({c.short(angle)}) = {c.num(c.value)}"
-    where = c.say("ui.position_even" if j % 2 == 0 else "ui.position_odd", pos=pos, i=i, col=j)
-    return [where, steps]
+    where = c.say("ui.position_even" if j % 2 == 0 else "ui.position_odd", row=pos + 1, pos=pos,
+                  col=j + 1, dim=j, i=i)
+    return [c.prose(where), steps]
 
 
 def input_sum(c: Cell) -> list:
     tok, r, j = c.rows[c.row], c.row, c.col
+    col = c.cols[j]  # as the tables label it: 1 … d_model, or the scenario's names
     E, P, X = (c.walk.mats[k][r] for k in ("E", "P", "X"))
     return [*c.chain(f"X[{tok}] = E[{tok}] + P[{tok}]", f"{c.vec(E)} + {c.vec(P)}", c.vec(X)),
             c.say("ui.aside",
-                  text=f"E[{tok}, {j}] + P[{tok}, {j}] = {c.num(E[j])} + {c.operand(P[j])} = {c.num(X[j])}",
+                  text=f"E[{tok}, {col}] + P[{tok}, {col}] = {c.num(E[j])} + {c.operand(P[j])} = {c.num(X[j])}",
                   note=c.say("ui.elementwise"))]
 
 
@@ -123,14 +127,14 @@ def projection(c: Cell) -> list:
     X = c.walk.source["X"] if from_source else c.walk.mats["X"]
     x_name = "X_src" if from_source else "X"
     x, w = X[c.row], W[:, c.col]
-    tok = c.rows[c.row]
-    lines = [f"{x_name}[{tok}] = {c.vec(x)}", f"{stage.weight}[:, {c.col}] = {c.vec(w)}"]
+    tok, col = c.rows[c.row], c.cols[c.col]  # W's column is the stage's, labelled alike
+    lines = [f"{x_name}[{tok}] = {c.vec(x)}", f"{stage.weight}[:, {col}] = {c.vec(w)}"]
     if c.scn.heads > 1:
         width = W.shape[1] // c.scn.heads
         lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,
-                           col=c.col % width, width=width, matrix=stage.weight,
+                           col=c.col % width + 1, width=width, matrix=stage.weight,
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
-    return lines + c.dot(f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {c.col}]", x, w, c.value)
+    return lines + c.dot(f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {col}]", x, w, c.value)
 
 
 def scores(c: Cell) -> list:
@@ -285,7 +289,7 @@ def output(c: Cell) -> list:
     a = c.walk.matrix("A", c.head)[c.row]  # (m,)
     V = c.walk.heads[c.head].mats["V"]  # (m, d_v)
     tok, t = c.rows[c.row], c.mk.times
-    lines = c.dot(f"A[{tok}] {c.mk.dot} V[:, {c.col}]", a, V[:, c.col], c.value)
+    lines = c.dot(f"A[{tok}] {c.mk.dot} V[:, {c.cols[c.col]}]", a, V[:, c.col], c.value)
     m = len(a)
     whole = c.terms({j: f"{c.num(a[j])} {t} {c.vec(V[j])}" for j in shown(c, m)}, m)
     Z = c.walk.matrix("Z", c.head)[c.row]  # (d_v,)
@@ -301,14 +305,14 @@ def output(c: Cell) -> list:
 
 
 def concat(c: Cell) -> list:
-    h, j = divmod(c.col, c.scn.d_v)
-    return [c.say("ui.concat_cell", col=c.col, j=j, head=h + 1)
-            + f"{c.colon()}Z_{h + 1}[{c.rows[c.row]}, {j}] = {c.num(c.value)}"]
+    h, j = divmod(c.col, c.scn.d_v)  # columns and heads counted from 1 where they are shown
+    return [c.say("ui.concat_cell", col=c.cols[c.col], j=j + 1, head=h + 1)
+            + f"{c.colon()}Z_{h + 1}[{c.rows[c.row]}, {j + 1}] = {c.num(c.value)}"]
 
 
 def projected(c: Cell) -> list:
     concat = (c.walk.mats["concat"] if "concat" in c.walk.mats else c.walk.heads[0].mats["Z"])[c.row]
     w = c.scn.W_O[:, c.col]
-    tok = c.rows[c.row]
-    return [f"concat[{tok}] = {c.vec(concat)}", f"W_O[:, {c.col}] = {c.vec(w)}",
-            *c.dot(f"concat[{tok}] {c.mk.dot} W_O[:, {c.col}]", concat, w, c.value)]
+    tok, col = c.rows[c.row], c.cols[c.col]
+    return [f"concat[{tok}] = {c.vec(concat)}", f"W_O[:, {col}] = {c.vec(w)}",
+            *c.dot(f"concat[{tok}] {c.mk.dot} W_O[:, {col}]", concat, w, c.value)]

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from attnwalk.layer.compare import Comparison, ModeResult
 from attnwalk.text import pick
-from attnwalk.layer.axes import token_labels
+from attnwalk.layer.axes import dim_labels, token_labels
 from attnwalk.layer.modes import Mode
 from attnwalk.layer.stages import SIGNED, WEIGHTS, stage_named
 from attnwalk.render import style
@@ -88,7 +88,7 @@ def mode_panel(cmp: Comparison, r: ModeResult, opts: ViewOptions) -> Panel:
     # A row whose weights all tie (uniform) has no peak worth marking
     A = heat_table(r.A, rows, keys, WEIGHTS, inner, allowed=scn.allowed, mark_row_max=bool((r.ties == 1).any()),
                    title=style.plain(stage_named("A").symbol, opts))
-    dims = [str(j) for j in range(r.Z.shape[1])]  # dimensions count from 0, as in the lessons and the walk
+    dims = dim_labels(r.Z.shape[1])  # 1 … d_v, as the walk labels them
     Z = heat_table(r.Z, rows, dims, SIGNED, inner, title=style.plain(stage_named("Z").formula, opts))
     return Panel(Group(A, Z, row_stats(r, rows, keys, inner)),
                  title=Text(mode_name(r.mode, opts), style=style.SCREEN_TITLE), title_align="left",

@@ -201,7 +201,8 @@ def _fitting(cols: list[int | None], label_width: int, widths: list[int], width:
 
 
 def _span(indices: list[int | None], opts: ViewOptions) -> str:
-    """Shown column indices as ranges: "0–5", or "3–5 … 294–296" across the hidden ones."""
+    """Shown columns as ranges counted from 1, as the columns are labelled: "1–6", or "4–6 …
+    295–297" across the hidden ones."""
     runs: list[list[int]] = [[]]
     for i in indices:
         if i is GAP:
@@ -209,5 +210,5 @@ def _span(indices: list[int | None], opts: ViewOptions) -> str:
         else:
             runs[-1].append(i)
     dash = style.plain("–", opts)
-    parts = [f"{run[0]}{dash}{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs if run]
+    parts = [f"{run[0] + 1}{dash}{run[-1] + 1}" if len(run) > 1 else str(run[0] + 1) for run in runs if run]
     return f" {style.markers(opts).ellipsis} ".join(parts)

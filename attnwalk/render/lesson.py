@@ -31,7 +31,7 @@ def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
             body += [Prose(paragraph.strip()), Text()]
     if names:
         dot = f" {style.markers(opts).dot} "
-        listed = dot.join(style.say(opts, "lesson.dimension", index=i, name=name)
+        listed = dot.join(style.say(opts, "lesson.dimension", index=i + 1, name=name)
                           for i, name in enumerate(names))
         body.append(Prose(style.say(opts, "lesson.dimensions") + style.say(opts, "ui.colon")
                           + style.plain(listed, opts), style=style.NOTE))

@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from attnwalk.layer.axes import default_cell, token_labels
+from attnwalk.layer.axes import default_cell, dim_labels, token_labels
 from attnwalk.layer.ops import entropy_bits
 from attnwalk.layer.safe import escaped
 from attnwalk.layer.stages import TOKENS, Stage
@@ -80,9 +80,9 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
     q = walk.heads[head].mats["Q"]  # (n, d_k)
     v = walk.heads[head].mats["V"]  # (m, d_v)
     body = [Prose(style.say(opts, "heads.intro",
-                           head=head + 1, heads=scn.heads, start=head * scn.d_k,
-                           end=(head + 1) * scn.d_k - 1, v_start=head * scn.d_v,
-                           v_end=(head + 1) * scn.d_v - 1, q_shape=_shape(q.shape, opts),
+                           head=head + 1, heads=scn.heads, start=head * scn.d_k + 1,  # from 1
+                           end=(head + 1) * scn.d_k, v_start=head * scn.d_v + 1,
+                           v_end=(head + 1) * scn.d_v, q_shape=_shape(q.shape, opts),
                            k_shape=_shape(walk.heads[head].mats["K"].shape, opts),
                            v_shape=_shape(v.shape, opts)))]
     if tx.has("heads.why"):
@@ -119,7 +119,7 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
         top = default_cell(walk, "A", h)[1]
         bits = float(entropy_bits(A[row:row + 1])[0])
         mark = style.say(opts, "heads.summary_shown") if h == shown else ""
-        table.add_row(Text(str(h + 1)), Text(f"{h * scn.d_k}{dash}{(h + 1) * scn.d_k - 1}"),
+        table.add_row(Text(str(h + 1)), Text(f"{h * scn.d_k + 1}{dash}{(h + 1) * scn.d_k}"),
                       Text(keys[top]), Text(style.number(float(A[row, top]), opts)),
                       Text(f"{bits:.2f}"), Text(mark, style=style.NOTE))
     title = style.say(opts, "heads.summary_title", heads=scn.heads)
@@ -137,14 +137,14 @@ def starts_head(walk: Walk, stage: Stage) -> bool:
 
 
 def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
-    """"Q holds 2 heads side by side: head 1 = columns 0–1 · head 2 = columns 2–3", for the
+    """"Q holds 2 heads side by side: head 1 = columns 1–2 · head 2 = columns 3–4", for the
     full-width matrices made of one block per head; None elsewhere."""
     scn = walk.scenario
     if scn.heads == 1 or not stage.split:
         return None
     width = walk.matrix(stage.key).shape[1] // scn.heads
     blocks = [style.say(opts, "heads.block",
-                        head=h + 1, start=h * width, end=(h + 1) * width - 1)
+                        head=h + 1, start=h * width + 1, end=(h + 1) * width)  # as labelled, from 1
               for h in range(scn.heads)]
     line = style.say(opts, "heads.blocks",
                      symbol=style.plain(stage.symbol, opts), heads=scn.heads,
@@ -167,7 +167,7 @@ def source_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType |
     name = style.say(opts, "cross.source_matrix", symbol=style.plain(stage.symbol, opts),
                      shape=_shape(M.shape, opts))
     return Group(Prose(name, style=style.NOTE),
-                 heat_table(M, labels, [str(j) for j in range(M.shape[1])], stage.kind, opts))
+                 heat_table(M, labels, dim_labels(M.shape[1]), stage.kind, opts))
 
 
 def tokens_table(tokens: Sequence[str], ids: Sequence[int] | None,

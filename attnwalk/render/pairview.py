@@ -143,7 +143,7 @@ def verdict(pair: Pair, stage: Stage, d: Difference, opts: ViewOptions) -> Rende
                          rows=row_list(d.rows, rows_l, rows_r, opts))
     else:
         r, c = d.max_at
-        key = "pair.cell_index" if cols[c] == str(c) else "pair.cell_named"  # 0 … d − 1, or names
+        key = "pair.cell_index" if cols[c] == str(c + 1) else "pair.cell_named"  # 1 … d, or names
         body = style.say(opts, "pair.different", count=len(d.cells), total=d.left.size,
                          rows=row_list(d.rows, rows_l, rows_r, opts), diff=small(d.max_diff, opts),
                          cell=style.say(opts, key, row=r + 1, token=both(rows_l[r], rows_r[r]), col=cols[c]))

@@ -225,7 +225,7 @@ def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
 def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
                  opts: ViewOptions) -> RenderableType:
     """The worked arithmetic of one cell named as a user types it: stage key or symbol, row and
-    column as 1-based indices or token text (dimension columns by their label 0 … d − 1), head
+    column as 1-based indices or token text (dimension columns by their label 1 … d), head
     1-based. Raises UsageError naming the valid choices."""
     stage = pick_stage(walk, stage_name)
     scn = walk.scenario

@@ -1,6 +1,7 @@
 """Reading one field of a scenario: a Node in, a checked Python or numpy value out.
 
-Every check raises ScenarioError naming the field path (`W_Q[1][0]`) and the line of the value.
+Every check raises ScenarioError naming the field and the place in it, counted from 1 as a learner
+counts rows (`W_Q row 2, value 1`; yamltree.indexed), and the line of the value.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from attnwalk.errors import ScenarioError
 from attnwalk.scenario.yamlerrors import fullwidth_fix
-from attnwalk.scenario.yamltree import Node, shown
+from attnwalk.scenario.yamltree import Node, indexed, shown
 
 LANGUAGES = ("en", "zh")  # the languages of text/*.toml (text/ is not the scenario's to import)
 SEPARATORS = "，、"  # a Chinese comma typed where a YAML list needs ', '
@@ -176,14 +177,14 @@ class Fields:
         items = self.items(node, field, "a list of token strings")
         if not items:
             raise self.error(field, node, "needs at least one token")
-        out = tuple(self.text(item, f"{field}[{i}]") for i, item in enumerate(items))
+        out = tuple(self.text(item, indexed(field, i)) for i, item in enumerate(items))
         for i, (item, text) in enumerate(zip(items, out)):
             if item.quoted or ("，" not in text and "、" not in text):
                 continue
             pieces = [p for p in re.split(f"[{SEPARATORS}]", text) if p.strip()]
             if len(pieces) > 1:  # `[女生，撩，刘海]` is one token to YAML
                 fixed = ", ".join(p.strip() for p in pieces)
-                raise self.error(f"{field}[{i}]", item, f"{quoted(text)} is read as one item: "
+                raise self.error(indexed(field, i), item, f"{quoted(text)} is read as one item: "
                                  f"{fullwidth_fix(text)} between items; write [{shown(fixed, 60)}]"
                                  " (or quote it to keep it whole)")
         return out
@@ -192,7 +193,7 @@ class Fields:
         items = self.items(node, field, "a list of numbers")
         if not items:
             raise self.error(field, node, "expected a list of numbers, got an empty list")
-        return np.array([self.number(item, f"{field}[{i}]") for i, item in enumerate(items)],
+        return np.array([self.number(item, indexed(field, i)) for i, item in enumerate(items)],
                         dtype=np.float64)
 
     def matrix(self, node: Node, field: str) -> np.ndarray:
@@ -211,16 +212,16 @@ class Fields:
         width = None
         out = []
         for i, row in enumerate(rows):
-            cells = self.items(row, f"{field}[{i}]", "a row: a list of numbers")
+            where = indexed(field, i)  # "W_Q row 2"
+            cells = self.items(row, where, "a row: a list of numbers")
             if width is None:
                 width = len(cells)
                 if width == 0:
-                    raise self.error(f"{field}[{i}]", row, "a row needs at least one number")
+                    raise self.error(where, row, "a row needs at least one number")
             elif len(cells) != width:
-                raise self.error(f"{field}[{i}]", row, f"row {i} has "
-                                 f"{count(len(cells), 'number')}, but row 0 has {width}; every "
-                                 "row needs the same length")
-            out.append([self.number(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
+                raise self.error(where, row, f"{where} has {count(len(cells), 'number')}, but "
+                                 f"row 1 has {width}; every row needs the same length")
+            out.append([self.number(c, indexed(field, i, j)) for j, c in enumerate(cells)])
         return np.array(out, dtype=np.float64)
 
     def _matrix_mapping(self, node: Node, field: str, forms: str = MATRIX_FORMS) -> None:
@@ -245,11 +246,12 @@ class Fields:
                              "query, got an empty list")
         out = []
         for i, row in enumerate(rows):
-            cells = self.items(row, f"{field}[{i}]", "a row of true/false")
+            where = indexed(field, i)
+            cells = self.items(row, where, "a row of true/false")
             if out and len(cells) != len(out[0]):
-                raise self.error(f"{field}[{i}]", row, f"row {i} has {count(len(cells), 'entry')}, "
-                                 f"but row 0 has {len(out[0])}; every row needs the same length")
-            out.append([self.boolean(c, f"{field}[{i}][{j}]") for j, c in enumerate(cells)])
+                raise self.error(where, row, f"{where} has {count(len(cells), 'entry')}, but row 1 "
+                                 f"has {len(out[0])}; every row needs the same length")
+            out.append([self.boolean(c, indexed(field, i, j)) for j, c in enumerate(cells)])
         return np.array(out, dtype=bool).reshape(len(out), len(out[0]))
 
 

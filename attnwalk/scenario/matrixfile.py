@@ -180,9 +180,8 @@ def _checked(fields: Fields, node: Node, field: str, name: str, array: np.ndarra
     if not finite.all():
         i, j = np.argwhere(~finite)[0]
         bad = "NaN" if np.isnan(values[i, j]) else ("-" if values[i, j] < 0 else "") + "infinity"
-        raise fields.error(field, node, f"'{name}' has {bad} at row {i}, column {j} "
-                           f"({field}[{i}][{j}], counting from 0); every entry must be a "
-                           "finite number")
+        raise fields.error(field, node, f"'{name}' has {bad} at row {i + 1}, column {j + 1} "
+                           "(counted from 1); every entry must be a finite number")
     return values
 
 
@@ -192,6 +191,7 @@ def _mask_values(fields: Fields, node: Node, field: str, name: str, array: np.nd
     bad = (array != 0) & (array != 1)
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        raise fields.error(field, node, f"'{name}' has {array[i, j]} at row {i}, column {j}; "
+        raise fields.error(field, node, f"'{name}' has {array[i, j]} at row {i + 1}, column {j + 1} "
+                           "(counted from 1); "
                            "a mask holds only true/false (or 1/0)")
     return array == 1

@@ -17,7 +17,7 @@ from attnwalk.scenario import lesson, limits
 from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.scenario.fields import Fields, kind, quoted, shown, suggest, whole
 from attnwalk.scenario.files import read_text
-from attnwalk.scenario.yamltree import Node, parse
+from attnwalk.scenario.yamltree import Node, indexed, parse
 
 KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
         "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale", "focus",
@@ -306,7 +306,7 @@ def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
     ids = None
     if "ids" in top:
         items = f.items(top["ids"], f"{prefix}ids", "a list of whole numbers")
-        ids = tuple(f.integer(node, f"{prefix}ids[{i}]", minimum=0) for i, node in enumerate(items))
+        ids = tuple(f.integer(node, indexed(f"{prefix}ids", i), minimum=0) for i, node in enumerate(items))
         if len(ids) != n:
             raise f.error(f"{prefix}ids", top["ids"], f"there are {len(ids)} ids but {n} tokens; "
                           "give one id per token")
@@ -376,8 +376,8 @@ def _mask(f: Fields, top: dict[str, Node], main: Sequence, m: int,
         allowed = np.tril(np.ones((n, n), dtype=bool))
     for i, row in enumerate(allowed):
         if not row.any():
-            raise f.error(f"mask[{i}]", node.value[i] if isinstance(node.value, list) else node,
-                          f"row {i} ({quoted(main.tokens[i], 20)}) allows no key: every query "
+            raise f.error(indexed("mask", i), node.value[i] if isinstance(node.value, list) else node,
+                          f"{indexed('mask', i)} ({quoted(main.tokens[i], 20)}) allows no key: every query "
                           "must be allowed to attend to at least one key (set at least one "
                           "entry of the row to true)")
     return kind, allowed

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 
 from attnwalk.scenario.builtins import builtin_path
 from attnwalk.errors import UsageError
+from attnwalk.atomic import write_whole
 
 TEMPLATE = """\
 # An attnwalk scenario: everything one self-attention layer needs, written out by hand.
@@ -38,8 +36,8 @@ description:
   en: "Three tokens in two dimensions. Change one number and watch A and Z move."
   zh: "三个 token，两维向量。改一个数字，看 A 和 Z 怎么变。"
 
-# tokens: the n tokens of the sentence, in order (positions 0, 1, 2, ...).
-# tokens：句子切出的 n 个 token，按顺序（位置 0, 1, 2, ...）。
+# tokens: the n tokens of the sentence, in order: rows 1, 2, 3, ... (pos = 0, 1, 2, ... in P's formula).
+# tokens：句子切出的 n 个 token，按顺序排：第 1, 2, 3, ... 行（位置编码公式里是 pos = 0, 1, 2, ...）。
 tokens: [猫, 追, 球]
 
 # ids: optional, one whole number per token, its row in the vocabulary (shown, not computed with).
@@ -55,7 +53,7 @@ embeddings:
   - [0, 1]      # 球
 
 # dimensions: optional names for the columns (d_model; also d_k and d_v), one list or one per language.
-# The tables and worked cells are labelled with them instead of 0, 1, ...
+# The tables and worked cells are labelled with them instead of 1, 2, ...
 # dimensions：可省略，给各列起名字（d_model，也可以给 d_k、d_v），一个列表，或按语言分别写。
 dimensions:
   d_model: {en: [animal, object], zh: [动物, 物体]}
@@ -93,7 +91,7 @@ W_V:
 
 # mask: which keys each query may attend to. One of three forms:
 #   none       every token sees every token (the default)
-#   causal     token i sees tokens 0..i only, as in a decoder: no looking ahead
+#   causal     the token in row i sees rows 1..i only, as in a decoder: no looking ahead
 #   a matrix   n × n of true/false; row = query, column = key, true = may attend;
 #              every row needs at least one true. For example
 #                mask:
@@ -128,19 +126,11 @@ def scenario_text(from_name: str | None) -> str:
     return header + path.read_text(encoding="utf-8")
 
 
-def _new_file_mode() -> int:
-    """rw for everyone the umask allows, as open() would give (mkstemp alone gives 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 def write_new_file(path: Path, text: str) -> None:
     """Write `text` to `path` whole or not at all, and never over an existing file.
 
-    The text goes to a temporary file beside `path` first; os.link then gives it its name, which
-    fails instead of replacing when `path` appeared in the meantime. Where hard links are not
-    supported, an O_EXCL create does the same job.
+    atomic.write_whole without replace: the text goes to a temporary file beside `path` first and
+    is linked to its name, which fails instead of replacing when `path` appeared in the meantime.
     """
     path = Path(path)
     exists = UsageError(f"{path} already exists; choose another name or delete it first")
@@ -149,40 +139,9 @@ def write_new_file(path: Path, text: str) -> None:
     folder = path.parent
     if not folder.is_dir():
         raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
-    data = text.encode("utf-8")
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(OSError):
-            os.chmod(tmp, _new_file_mode())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise exists from None
-        except (OSError, NotImplementedError):  # no hard links here (some network or FAT drives)
-            _write_exclusive(path, data, exists)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-def _write_exclusive(path: Path, data: bytes, exists: UsageError) -> None:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        write_whole(path, text, replace=False, sync=True)  # a scenario someone will edit: on disk
     except FileExistsError:
         raise exists from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # ours: O_EXCL created it, so no one else's file is removed
-        raise
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -211,18 +211,39 @@ def _attach(stack: list[list[Any]], node: Node, file: str) -> None:
         top[1] = None
 
 
+# What the items of a list field are called in messages, by the field's last name: a matrix's
+# rows hold values (a mask's, entries); any other list holds items (tokens, ids) or values (w_a)
+_MATRICES = {"embeddings", "positional", "W_Q", "W_K", "W_V", "W_O", "mask"}
+_VALUES = {"w_a"}
+
+
+def indexed(field: str, *indices: int) -> str:
+    """A place inside a list field as a learner counts it, from 1: `embeddings row 2, value 2`
+    for embeddings[1][1], `tokens item 3`, `mask row 2, entry 1`, `w_a value 2`."""
+    name = field.rsplit(".", 1)[-1]
+    if name in _MATRICES:
+        nouns = ["row", "entry" if name == "mask" else "value"]
+    else:
+        nouns = ["value" if name in _VALUES else "item"]
+    parts = [f"{nouns[k] if k < len(nouns) else 'item'} {i + 1}" for k, i in enumerate(indices)]
+    return " ".join(filter(None, (field, ", ".join(parts))))
+
+
 def _path(stack: list[list[Any]]) -> str | None:
-    """Where the parser is, as the loader names fields: `W_Q[1][0]`, `source.tokens`."""
-    out = ""
+    """Where the parser is, as the loader names fields: `W_Q row 2, value 1`, `source.tokens`."""
+    field, indices = "", []
     for node, pending in stack:
         if isinstance(node.value, list):
-            out += f"[{len(node.value)}]"
+            indices.append(len(node.value))
         elif pending is None:
             break
+        elif indices:  # a mapping inside a list: nothing a scenario has; keep the place so far
+            field, indices = indexed(field, *indices) + f".{shown(pending)}", []
         else:
-            out += f".{shown(pending)}" if out else shown(pending)
-        if len(out) > 60:
-            return out[:60] + "…"
+            field += f".{shown(pending)}" if field else shown(pending)
+    out = indexed(field, *indices)
+    if len(out) > 60:
+        return out[:60] + "…"
     return out or None
 
 

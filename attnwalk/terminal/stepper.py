@@ -255,7 +255,7 @@ class Stepper:
     def choose_cell(self) -> None:
         """Ask for a row and a column, as `attnwalk explain` takes them: a row by its 1-based
         position or its token; a column by position or token when columns are keys, else by the
-        dimension label the table shows (0 … d − 1)."""
+        dimension label the table shows (1 … d, or its name)."""
         stage, head = self.step
         if stage.worked is None:
             self.message = self.t("ui.no_cells")
@@ -273,7 +273,7 @@ class Stepper:
         if stage.square:
             answer = self.keys.read_line(self.t("ui.col_prompt"))
         else:
-            answer = self.keys.read_line(self.t("ui.dim_prompt", last=len(col_labels) - 1))
+            answer = self.keys.read_line(self.t("ui.dim_prompt", count=len(col_labels)))
         if answer is None or not answer.strip():
             return
         try:
@@ -281,7 +281,7 @@ class Stepper:
                    pick_dim(answer, col_labels))
         except PickError as err:
             self.message = (self._not_picked("ui.no_col", err, col_labels) if stage.square else
-                            self.t("ui.no_dim", value=err.value, last=len(col_labels) - 1))
+                            self.t("ui.no_dim", value=err.value, count=len(col_labels)))
             return
         self.cell = (row, col)
         self.offset = _END  # the worked cell closes the screen: show it

@@ -1,13 +1,13 @@
 """Which language attnwalk speaks, and its strings from attnwalk/text/<lang>.toml: the UI, and each
 stage's title, what, why and common mistake with the variants a scenario or mode calls for.
 
-May import attnwalk.errors and the layer's definitions (modes at start; the stages only when a note
-is filled in); never numpy at import, rich or rendering, so the CLI starts without them.
+May import attnwalk.errors, attnwalk.atomic (to write its cache) and the layer's definitions
+(modes at start; the stages only when a note is filled in); never numpy at import, rich or
+rendering, so the CLI starts without them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import marshal
 import os
@@ -80,15 +80,14 @@ def _table(lang: str) -> dict:
 
 
 def _write_cache(cache: Path, data: bytes) -> None:
-    """Write the cache whole (a temporary file renamed over it), or not at all."""
-    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+    """Write the cache whole, or not at all: two walks starting at once never read half of one."""
+    from attnwalk.atomic import write_whole  # only when the cache is stale
+
     try:
         cache.parent.mkdir(exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, cache)
+        write_whole(cache, data)
     except OSError:  # a read-only install: parse every time
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        pass
 
 
 def _find(table: Mapping, parts: list[str]) -> str | None:

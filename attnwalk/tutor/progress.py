@@ -29,11 +29,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from attnwalk.atomic import PRIVATE, write_whole
 
 VERSION = 1
 FILE_NAME = "progress.json"
@@ -115,21 +116,14 @@ class Progress:
         return {key: record for key, record in scenarios.items() if isinstance(record, dict)}
 
     def save(self, scenarios: dict[str, dict]) -> bool:
-        """Write every record through a temporary file and os.replace: never half a file."""
+        """Write every record whole (atomic.write_whole): never half a file. The learner's own, so
+        readable by the learner alone."""
         text = json.dumps({"version": VERSION, "scenarios": scenarios}, ensure_ascii=False, indent=2)
-        tmp = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=self.path.parent,
-                                             prefix=f".{self.path.name}.", suffix=".tmp",
-                                             delete=False) as f:
-                tmp = f.name
-                f.write(text + "\n")
-            os.replace(tmp, self.path)
+            write_whole(self.path, text + "\n", mode=PRIVATE)
             return True
         except OSError as exc:
-            if tmp is not None and os.path.exists(tmp):
-                os.unlink(tmp)
             self.warn(f"cannot save progress to {self.path} ({_reason(exc)}); going on without it")
             return False
 
