@@ -60,6 +60,7 @@ class WalkApp(App[int]):
         Binding("p", "predict", "app.key.predict"),
         Binding("question_mark", "help", "app.key.help", key_display="?"),
         Binding("q", "quit_walk", "app.key.quit"),
+        Binding("ctrl+d", "quit_walk", show=False),  # the end of input, as in a shell
         Binding("j", "scroll_notes(1)", show=False),
         Binding("k", "scroll_notes(-1)", show=False),
         Binding("d,pagedown", "page_notes(1)", show=False),
@@ -175,7 +176,13 @@ class WalkApp(App[int]):
         shown = self.query_one("#message", Static)
         shown.update(self.message)
         shown.set_class(bool(self.message), "-shown")
-        self.message = ""
+
+    async def run_action(self, action, default_namespace=None) -> bool:
+        """Every key's action: a message stays until the next key (a resize draws it again)."""
+        if self.message and not action.startswith("scroll") and not action.startswith("page"):
+            self.message = ""
+            self.show_message()
+        return await super().run_action(action, default_namespace)
 
     def say_now(self, message: str) -> None:
         self.message = message
