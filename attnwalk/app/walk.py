@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Input, Label, Static
 
 from attnwalk.app.grid import MatrixGrid
@@ -36,13 +36,14 @@ class WalkApp(App[int]):
     #header { height: auto; padding: 0 1; }
     #body { height: 1fr; layout: vertical; }
     #matrix { height: auto; max-height: 60%; padding: 0 1; }
-    #tokens { height: auto; max-height: 60%; padding: 0 1; }
+    #tokens { height: auto; max-height: 60%; padding: 0 1; scrollbar-size-vertical: 1; }
     #notes { height: 1fr; min-height: 4; padding: 0 1; scrollbar-size-vertical: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
     #prompt { height: auto; display: none; padding: 0 1; }
     #prompt.-shown { display: block; }
-    #prompt Input { border: none; height: 1; padding: 0; }
+    #prompt Input { border: none; height: 1; padding: 0; width: 1fr; }
+    #prompt Label { width: 1fr; }
     Screen.-wide #body { layout: horizontal; }
     Screen.-wide #matrix, Screen.-wide #tokens { width: 1fr; max-height: 100%; }
     Screen.-wide #notes { width: 1fr; height: 100%; }
@@ -91,13 +92,14 @@ class WalkApp(App[int]):
         yield Static(id="header")
         with Horizontal(id="body"):
             yield MatrixGrid(id="matrix")
-            yield Static(id="tokens")
+            with VerticalScroll(id="tokens", can_focus=False):  # a long token list scrolls in its pane
+                yield Static(id="token-table")
             with VerticalScroll(id="notes", can_focus=False):
                 yield Static(id="explain")
                 yield Static(id="worked")
                 yield Static(id="extras")
         yield Static(id="message")
-        with Horizontal(id="prompt"):
+        with Vertical(id="prompt"):  # a long question wraps above the line it is answered on
             yield Label(id="prompt-label")
             yield Input(id="prompt-input")
         yield Footer(compact=True, show_command_palette=False)
@@ -141,11 +143,11 @@ class WalkApp(App[int]):
         self.query_one("#header", Static).update(
             header(self.walk, stage, head, self.opts.with_(width=width), index=self.index + 1,
                    count=len(self.steps)))
-        grid, tokens = self.query_one(MatrixGrid), self.query_one("#tokens", Static)
+        grid, tokens = self.query_one(MatrixGrid), self.query_one("#tokens")
         opts = self.pane_opts()
         if stage.kind == TOKENS:
             grid.display, tokens.display = False, True
-            tokens.update(panes.tokens_view(self.walk, self.opts.with_(width=width)))
+            self.query_one("#token-table", Static).update(panes.tokens_view(self.walk, self.opts.with_(width=width)))
             grid.show(None, (0, 0))
         else:
             grid.display, tokens.display = True, False
