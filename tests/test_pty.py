@@ -149,3 +149,18 @@ def test_the_quiz_asks_in_the_app_and_leaves_the_score_on_the_terminal() -> None
     child.expect_exact(ALT_OFF)
     child.expect_exact("Score: 0 / 0")  # printed after the app, so it stays in the scrollback
     assert finish(child) == 0
+
+
+def test_the_place_reached_is_kept_for_resume() -> None:
+    child = spawn("run", "girl_bangs")
+    ready(child)
+    child.send("n")
+    child.expect(r"\b2 / 11\b")
+    child.send("n")
+    child.expect(r"\b3 / 11\b")
+    child.send("q")
+    assert finish(child) == 0
+    child = spawn("run", "girl_bangs", "--resume")
+    ready(child, r"\b3 / 11\b")
+    child.send("q")
+    assert finish(child) == 0

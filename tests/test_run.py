@@ -127,3 +127,20 @@ def test_save_that_fails_while_writing_leaves_no_partial_file(tmp_path, monkeypa
     result = invoke("run", "girl_bangs", "--save", str(path))
     assert result.exit_code == 2 and "No space left on device" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_printed_walk_never_imports_textual() -> None:
+    # piped (not a terminal), --no-pause, TERM=dumb: plain Rich; Textual is for the interactive app
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.argv = ['attnwalk'] + sys.argv[1:]\n"
+            "from attnwalk.cli import _run as run\n"
+            "try:\n    run()\nexcept SystemExit:\n    pass\n"
+            "print('TEXTUAL', sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))")
+    for args, env in ((["run", "girl_bangs"], {}), (["run", "shapes", "--no-pause"], {}),
+                      (["run", "river_bank"], {"TERM": "dumb"}), (["quiz", "girl_bangs", "--count", "1"], {})):
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                             input="1\n", env=dict(os.environ, NO_COLOR="1", **env))
+        assert "TEXTUAL []" in out.stdout, (args, out.stdout[-500:], out.stderr[-500:])
+        assert "Stage" in out.stdout or "Question" in out.stdout
