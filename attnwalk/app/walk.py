@@ -9,7 +9,11 @@ sit beside the matrix (HORIZONTAL_BREAKPOINTS).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from rich.text import Text
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -19,13 +23,16 @@ from textual.widgets import Footer, Input, Label, Static
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import panes
 from attnwalk.app.help import HelpScreen, translated
-from attnwalk.layer.axes import PickError, default_cell, pick_dim, pick_index
+from attnwalk.layer.axes import PickError, axes, default_cell, pick_dim, pick_index
 from attnwalk.layer.modes import WALK_MODES
 from attnwalk.layer.stages import TOKENS, Stage, stage_by_name
 from attnwalk.layer.walk import Walk, with_mode
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import header, walk_steps
 from attnwalk.render.style import plain, say
+
+
+SMALL = 64  # tokens or d_model up to this: a worked cell costs a few ms, so it is drawn at once
 
 
 class WalkApp(App[int]):
@@ -85,6 +92,11 @@ class WalkApp(App[int]):
         self.message = message
         self.ended = False  # n on the last stage
         self._answer: Callable[[str | None], None] | None = None
+        self._worked_for = 0  # which request the worked pane shows: a late answer is dropped
+        self._worked_job = None  # (token, arguments, scroll) for the worked-cell thread
+        self._worker: threading.Thread | None = None
+        self._next_walks: dict[str, Future] = {}  # modes computed ahead, while the learner reads
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -110,6 +122,28 @@ class WalkApp(App[int]):
         grid.can_focus = True
         grid.focus()
         self.show()
+        self.call_after_refresh(self._compute_next_mode)
+
+    def on_unmount(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _next_mode(self):
+        modes = list(WALK_MODES)
+        mode = self.walk.mode
+        return modes[(modes.index(mode) + 1) % len(modes)] if mode in modes else modes[0]
+
+    def _compute_next_mode(self) -> None:
+        """On a large layer, the mode m goes to next is computed in a thread while the learner
+        reads (numpy's products and exponentials run outside the GIL), so m need not wait for it."""
+        scn = self.walk.scenario
+        mode = self._next_mode()
+        if (max(scn.n, scn.m, scn.d_model) <= SMALL or mode.name in self.walks
+                or mode.name in self._next_walks):
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnwalk-mode")
+        self._next_walks[mode.name] = self._pool.submit(with_mode, self.walk, mode)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.show, False)
@@ -168,10 +202,49 @@ class WalkApp(App[int]):
         return old_walk.matrix(stage.key, old_head if stage.per_head else 0)
 
     def show_worked(self, scroll: bool = True) -> None:
+        """The cursor's cell worked out. On a small lesson at once; on a large layer (a sum over
+        hundreds of terms takes 100 ms or more to lay out) in a thread, so the stage and the cursor
+        are drawn first and keys are never kept waiting: the pane says which cell it is working
+        out, and only the latest cell is worked out when keys come faster than that."""
         stage, head = self.step
+        self._worked_for += 1
+        if stage.kind == TOKENS:
+            self._put_worked(self._worked_for, Text(""), False)
+            return
+        job = (self._worked_for, (self.walk, stage, head, self.cursor, self.pane_opts(), self.before), scroll)
+        scn = self.walk.scenario
+        if max(scn.n, scn.m, scn.d_model) <= SMALL:
+            self._put_worked(job[0], panes.worked_view(*job[1]), scroll)
+            return
+        self._worked_job = job
+        if self._worker is None or not self._worker.is_alive():
+            rows, cols = axes(self.walk, stage, head, self.opts.lang)
+            where = f"{plain(stage.symbol, self.opts)}[{rows[self.cursor[0]]}, {cols[self.cursor[1]]}]"
+            self._put_worked(job[0], Text(self.t("app.working", cell=where), style="dim"), False)
+            self._worker = threading.Thread(target=self._work, daemon=True)
+            self._worker.start()
+
+    def _work(self) -> None:
+        """The worked-cell thread: work out the latest job until no newer one is waiting."""
+        done = None
+        while self._worked_job is not done:
+            done = self._worked_job
+            token, args, scroll = done
+            try:
+                shown = panes.worked_view(*args)
+            except Exception as exc:  # shown, not raised in a thread nobody joins
+                shown = Text(str(exc))
+            try:
+                self.call_from_thread(self._put_worked, token, shown, scroll)
+            except RuntimeError:  # the app has closed
+                return
+
+    def _put_worked(self, token: int, shown, scroll: bool) -> None:
+        if token != self._worked_for:
+            return  # the cursor or the stage has moved on since
         worked = self.query_one("#worked", Static)
-        worked.update(panes.worked_view(self.walk, stage, head, self.cursor, self.pane_opts(), self.before))
-        if scroll and stage.kind != TOKENS:
+        worked.update(shown)
+        if scroll:
             self.query_one("#notes").scroll_to_widget(worked, animate=False, top=True)
 
     def show_message(self) -> None:
@@ -317,8 +390,6 @@ class WalkApp(App[int]):
 
     def action_cell(self) -> None:
         """A row and a column typed as `attnwalk explain` takes them (layer/axes.py's pickers)."""
-        from attnwalk.layer.axes import axes
-
         stage, head = self.step
         if stage.worked is None:
             self.say_now(self.t("ui.no_cells"))
@@ -369,16 +440,17 @@ class WalkApp(App[int]):
 
     def action_mode(self) -> None:
         """scaled → unscaled → uniform → scaled, on the same stage with the same cursor."""
-        modes = list(WALK_MODES)
         old = self.walk
-        mode = modes[(modes.index(old.mode) + 1) % len(modes)] if old.mode in modes else modes[0]
+        mode = self._next_mode()
         if mode.name not in self.walks:
-            self.walks[mode.name] = with_mode(old, mode)
+            ahead = self._next_walks.pop(mode.name, None)
+            self.walks[mode.name] = ahead.result() if ahead is not None else with_mode(old, mode)
         self.walk = self.walks[mode.name]
         change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
         self.before = (old, self.step[1], plain(change, self.opts))
         self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
         self.show(home=False)
+        self.call_after_refresh(self._compute_next_mode)
 
     def action_head(self) -> None:
         heads = self.walk.scenario.heads
