@@ -320,3 +320,31 @@ def test_math_of_the_goldens() -> None:
     # the independent arithmetic behind this file's golden numbers
     assert f"{0.3274 * 1.3872 + 1.2872 * 5.3083:.3f}" == "7.287"
     assert abs(7.2868 / math.sqrt(2) - 5.1526) < 1e-4  # S from QKᵀ's 4 decimals, within their rounding
+
+
+def test_on_a_large_layer_the_worked_pane_catches_up_with_the_cursor() -> None:
+    # shapes (100 tokens, d_model 512): the worked cell is laid out in a thread; after three quick
+    # presses the pane shows the cell the cursor ended on, not one it passed over
+    import asyncio
+
+    from appdriver import screen_text
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.layer.axes import axes
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
+        async with app.run_test(size=(120, 50)) as pilot:
+            await pilot.pause()
+            await pilot.press("left", "left", "up")
+            for _ in range(200):
+                await pilot.pause(0.05)
+                worked = str(app.query_one("#worked").render())
+                if "Working out" not in worked and app._worker is not None and not app._worker.is_alive():
+                    break
+            return app.cursor, screen_text(app), app.walk
+
+    cursor, shown, walk = asyncio.run(run())
+    rows, cols = axes(walk, walk.stage("A"), 0)
+    name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
+    assert f"Worked cell: {name}" in shown
+    assert f"{name} = {walk.matrix('A', 0)[cursor]:.4f}" in shown
