@@ -143,11 +143,14 @@ def test_the_quiz_asks_in_the_app_and_leaves_the_score_on_the_terminal() -> None
     child = spawn("quiz", "girl_bangs", "--count", "2")
     child.expect_exact("Question 1 / 2")
     child.expect_exact("Your answer:")
-    child.send("q\r")  # stop at once: the quiz's own quit word
-    child.expect_exact("The quiz is over")
+    child.send("4.514\r")  # QKᵀ[撩, 女生] = 0.3274 × 1.6 + 1.2872 × 3.1 (lesson 002)
+    child.expect_exact("Question 2 / 2")
+    child.expect_exact("Your answer:")
+    child.send("3x3\r")
+    child.expect_exact("The quiz is over")  # the last verdict stays in view until Enter
     child.send("\r")
     child.expect_exact(ALT_OFF)
-    child.expect_exact("Score: 0 / 0")  # printed after the app, so it stays in the scrollback
+    child.expect_exact("Score: 2 / 2")  # printed after the app, so it stays in the scrollback
     assert finish(child) == 0
 
 

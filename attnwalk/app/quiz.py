@@ -115,9 +115,12 @@ class QuizApp(App[int]):
 
     def finished(self, result) -> None:
         self.result = result
-        self.query_one("#prompt-label", Label).update(Text(say(self.opts, "app.quiz_done"), style="bold"))
         if result.interrupted:
             self.exit(130, return_code=130)
+        elif result.answered < result.questions:  # stopped with q or Esc: closed at once
+            self.exit(0)
+        else:  # every question answered: the last verdict stays in view until Enter
+            self.query_one("#prompt-label", Label).update(Text(say(self.opts, "app.quiz_done"), style="bold"))
 
     def action_stop(self) -> None:
         """Esc: stop here, as the end of input does; the score so far is kept."""

@@ -282,6 +282,8 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
         result, code = _quiz_app(walk, asked, intro, lang)
         if result is not None:  # the score, on the terminal the app leaves behind it
             console.print(intro[0])
+            if result.answered < result.questions:
+                console.print(Text(tx.t("quiz.stopped_after", answered=result.answered, total=result.questions)))
             console.print(Text(tx.t("quiz.score", score=result.score, total=result.answered), style="bold"))
     else:
         for line in intro:
