@@ -248,7 +248,7 @@ def test_h_goes_to_the_same_stage_and_cell_in_the_next_head(tmp_path) -> None:
     walk = compute(load_scenario(path))
     cursor = d.app.cursor
     old, new = walk.matrix("A", 0)[cursor], walk.matrix("A", 1)[cursor]
-    assert f"head 1 → head 2: A[" in head2 and f"is now {new:.4f}" in head2 and f"was {old:.4f}" in head2
+    assert "head 1 → head 2: A[" in head2 and f"is now {new:.4f}" in head2 and f"was {old:.4f}" in head2
     assert "Stage 10 / 16" in back
     assert "X is shared by every head; h works on the per-head stages" in d.screen
 

@@ -9,11 +9,7 @@ sit beside the matrix (HORIZONTAL_BREAKPOINTS).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-
-from rich.text import Text
+from concurrent.futures import Future
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -23,19 +19,17 @@ from textual.widgets import Footer, Input, Label, Static
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import panes
 from attnwalk.app.help import HelpScreen, translated
-from attnwalk.layer.axes import PickError, axes, default_cell, pick_dim, pick_index
-from attnwalk.layer.modes import WALK_MODES
-from attnwalk.layer.stages import TOKENS, Stage, stage_by_name
+from attnwalk.app.offloop import OffTheLoop
+from attnwalk.app.typed import TypedAnswers
+from attnwalk.layer.axes import default_cell
+from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk, with_mode
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import header, walk_steps
 from attnwalk.render.style import plain, say
 
 
-SMALL = 64  # tokens or d_model up to this: a worked cell costs a few ms, so it is drawn at once
-
-
-class WalkApp(App[int]):
+class WalkApp(TypedAnswers, OffTheLoop, App[int]):
     """Walk `walk` from step `start`; the return code is 0 on q or at the end, 130 on Ctrl-C."""
 
     CSS = """
@@ -91,12 +85,7 @@ class WalkApp(App[int]):
         self.predicted: set[tuple[str, int]] = set()
         self.message = message
         self.ended = False  # n on the last stage
-        self._answer: Callable[[str | None], None] | None = None
-        self._worked_for = 0  # which request the worked pane shows: a late answer is dropped
-        self._worked_job = None  # (token, arguments, scroll) for the worked-cell thread
-        self._worker: threading.Thread | None = None
         self._next_walks: dict[str, Future] = {}  # modes computed ahead, while the learner reads
-        self._pool: ThreadPoolExecutor | None = None
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -123,27 +112,6 @@ class WalkApp(App[int]):
         grid.focus()
         self.show()
         self.call_after_refresh(self._compute_next_mode)
-
-    def on_unmount(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def _next_mode(self):
-        modes = list(WALK_MODES)
-        mode = self.walk.mode
-        return modes[(modes.index(mode) + 1) % len(modes)] if mode in modes else modes[0]
-
-    def _compute_next_mode(self) -> None:
-        """On a large layer, the mode m goes to next is computed in a thread while the learner
-        reads (numpy's products and exponentials run outside the GIL), so m need not wait for it."""
-        scn = self.walk.scenario
-        mode = self._next_mode()
-        if (max(scn.n, scn.m, scn.d_model) <= SMALL or mode.name in self.walks
-                or mode.name in self._next_walks):
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnwalk-mode")
-        self._next_walks[mode.name] = self._pool.submit(with_mode, self.walk, mode)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.show, False)
@@ -200,52 +168,6 @@ class WalkApp(App[int]):
             return None
         old_walk, old_head, _ = self.before
         return old_walk.matrix(stage.key, old_head if stage.per_head else 0)
-
-    def show_worked(self, scroll: bool = True) -> None:
-        """The cursor's cell worked out. On a small lesson at once; on a large layer (a sum over
-        hundreds of terms takes 100 ms or more to lay out) in a thread, so the stage and the cursor
-        are drawn first and keys are never kept waiting: the pane says which cell it is working
-        out, and only the latest cell is worked out when keys come faster than that."""
-        stage, head = self.step
-        self._worked_for += 1
-        if stage.kind == TOKENS:
-            self._put_worked(self._worked_for, Text(""), False)
-            return
-        job = (self._worked_for, (self.walk, stage, head, self.cursor, self.pane_opts(), self.before), scroll)
-        scn = self.walk.scenario
-        if max(scn.n, scn.m, scn.d_model) <= SMALL:
-            self._put_worked(job[0], panes.worked_view(*job[1]), scroll)
-            return
-        self._worked_job = job
-        if self._worker is None or not self._worker.is_alive():
-            rows, cols = axes(self.walk, stage, head, self.opts.lang)
-            where = f"{plain(stage.symbol, self.opts)}[{rows[self.cursor[0]]}, {cols[self.cursor[1]]}]"
-            self._put_worked(job[0], Text(self.t("app.working", cell=where), style="dim"), False)
-            self._worker = threading.Thread(target=self._work, daemon=True)
-            self._worker.start()
-
-    def _work(self) -> None:
-        """The worked-cell thread: work out the latest job until no newer one is waiting."""
-        done = None
-        while self._worked_job is not done:
-            done = self._worked_job
-            token, args, scroll = done
-            try:
-                shown = panes.worked_view(*args)
-            except Exception as exc:  # shown, not raised in a thread nobody joins
-                shown = Text(str(exc))
-            try:
-                self.call_from_thread(self._put_worked, token, shown, scroll)
-            except RuntimeError:  # the app has closed
-                return
-
-    def _put_worked(self, token: int, shown, scroll: bool) -> None:
-        if token != self._worked_for:
-            return  # the cursor or the stage has moved on since
-        worked = self.query_one("#worked", Static)
-        worked.update(shown)
-        if scroll:
-            self.query_one("#notes").scroll_to_widget(worked, animate=False, top=True)
 
     def show_message(self) -> None:
         shown = self.query_one("#message", Static)
@@ -333,101 +255,6 @@ class WalkApp(App[int]):
 
     def on_matrix_grid_cursor_moved(self, event: MatrixGrid.CursorMoved) -> None:
         self.move_cursor(self.cursor[0] + event.rows, self.cursor[1] + event.cols)
-
-    # -- typed answers: g, c and predictions ---------------------------------------------------
-
-    def ask(self, prompt: str, answer: Callable[[str | None], None]) -> None:
-        """Show `prompt` with a line to type in; `answer` gets what was typed, or None on Esc."""
-        self._answer = answer
-        self.query_one("#prompt-label", Label).update(prompt)
-        field = self.query_one("#prompt-input", Input)
-        field.value = ""
-        self.query_one("#prompt").add_class("-shown")
-        field.focus()
-
-    def _close_prompt(self, value: str | None) -> None:
-        self.query_one("#prompt").remove_class("-shown")
-        self.query_one(MatrixGrid).focus()
-        answer, self._answer = self._answer, None
-        if answer is not None:
-            answer(value)
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self._close_prompt(event.value)
-
-    def on_key(self, event) -> None:
-        if event.key == "escape" and self._answer is not None:
-            event.stop()
-            self._close_prompt(None)
-
-    def action_jump(self) -> None:
-        count = len(self.steps)
-
-        def jumped(answer: str | None) -> None:
-            if answer is None or not answer.strip():
-                return
-            target = self._find_step(answer.strip())
-            if target is None:
-                example = plain(self.steps[-1][0].symbol, self.opts)
-                self.say_now(self.t("ui.no_stage", value=answer.strip(), count=count, example=example))
-            else:
-                self.go(target)
-
-        self.ask(self.t("ui.jump_prompt", count=count), jumped)
-
-    def _find_step(self, answer: str) -> int | None:
-        """A 1-based step number, or a stage's name (in the current head when it is per head)."""
-        if answer.isdecimal():
-            number = int(answer)
-            return number - 1 if 1 <= number <= len(self.steps) else None
-        stage = stage_by_name(answer, self.walk.stages)
-        if stage is None:
-            return None
-        head = self.step[1]
-        matches = [i for i, (s, h) in enumerate(self.steps) if s.key == stage.key]
-        same_head = [i for i in matches if self.steps[i][1] == head]
-        return (same_head or matches or [None])[0]
-
-    def action_cell(self) -> None:
-        """A row and a column typed as `attnwalk explain` takes them (layer/axes.py's pickers)."""
-        stage, head = self.step
-        if stage.worked is None:
-            self.say_now(self.t("ui.no_cells"))
-            return
-        scn = self.walk.scenario
-        row_labels, col_labels = axes(self.walk, stage, head, self.opts.lang)
-
-        def picked_row(answer: str | None) -> None:
-            if answer is None or not answer.strip():
-                return
-            try:
-                row = pick_index(answer, scn.key_tokens if stage.rows == "m" else scn.tokens, row_labels)
-            except PickError as err:
-                self.say_now(self._not_picked("ui.no_row", err, row_labels))
-                return
-
-            def picked_col(answer: str | None) -> None:
-                if answer is None or not answer.strip():
-                    return
-                try:
-                    col = (pick_index(answer, scn.key_tokens, col_labels) if stage.square else
-                           pick_dim(answer, col_labels))
-                except PickError as err:
-                    self.say_now(self._not_picked("ui.no_col", err, col_labels) if stage.square else
-                                 self.t("ui.no_dim", value=err.value, last=len(col_labels) - 1))
-                    return
-                self.move_cursor(row, col)
-
-            self.ask(self.t("ui.col_prompt") if stage.square else
-                     self.t("ui.dim_prompt", last=len(col_labels) - 1), picked_col)
-
-        self.ask(self.t("ui.row_prompt"), picked_row)
-
-    def _not_picked(self, key: str, err: PickError, labels) -> str:
-        sep = self.t("ui.list_sep")
-        if err.repeated:
-            return self.t("ui.repeated_token", value=err.value, rows=sep.join(map(str, err.repeated)))
-        return self.t(key, value=err.value, count=len(labels), tokens=sep.join(labels))
 
     # -- m, h, p, ?, q -------------------------------------------------------------------------
 
