@@ -97,9 +97,11 @@ class MatrixGrid(Widget):
     def show(self, view: MatrixView | None, cursor: tuple[int, int]) -> None:
         if view is not self.view:
             self.top = self.left = 0
+        had_cells = self.view is not None
         self.view, self.cursor = view, cursor
         self.refresh(layout=True)
-        self.refresh_bindings()
+        if had_cells != (view is not None):  # ←↑↓→ come and go with the cells (the footer is rebuilt)
+            self.refresh_bindings()
 
     def move(self, cursor: tuple[int, int]) -> None:
         self.cursor = cursor

@@ -29,6 +29,9 @@ from attnwalk.render.screens import header, walk_steps
 from attnwalk.render.style import plain, say
 
 
+WIDE = 160  # columns from which the notes sit beside the matrix (the CSS's Screen.-wide)
+
+
 class WalkApp(TypedAnswers, OffTheLoop, App[int]):
     """Walk `walk` from step `start`; the return code is 0 on q or at the end, 130 on Ctrl-C."""
 
@@ -49,7 +52,7 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
     Screen.-wide #matrix, Screen.-wide #tokens { width: 1fr; max-height: 100%; }
     Screen.-wide #notes { width: 1fr; height: 100%; }
     """
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (160, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     ENABLE_COMMAND_PALETTE = False
     # descriptions are text keys, put into the learner's language when the app starts
     BINDINGS = [
@@ -86,6 +89,7 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
         self.message = message
         self.ended = False  # n on the last stage
         self._next_walks: dict[str, Future] = {}  # modes computed ahead, while the learner reads
+        self._drawn_at = None  # the app's size when the panes were last drawn
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -114,7 +118,13 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
         self.call_after_refresh(self._compute_next_mode)
 
     def on_resize(self) -> None:
-        self.call_after_refresh(self.show, False)
+        self.call_after_refresh(self._resized)
+
+    def _resized(self) -> None:
+        """Widths are baked into the renderables (tables split, prose folds): draw them again, but
+        only for a new size (the app's start brings a resize to the size it already has)."""
+        if self.size != self._drawn_at:
+            self.show(home=False)
 
     # -- what is shown -------------------------------------------------------------------------
 
@@ -135,11 +145,15 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
     def pane_opts(self) -> ViewOptions:
         """The notes pane's width (less its scrollbar and padding): worked cells fold to it."""
         notes = self.query_one("#notes")
-        width = notes.size.width - 3 if notes.size.width > 10 else self.size.width - 3
+        if notes.size.width > 10:
+            width = notes.size.width - 3
+        else:  # before the first layout: as the CSS will lay it out (1fr beside 1fr when wide)
+            width = (self.size.width // 2 if self.size.width >= WIDE else self.size.width) - 3
         return self.opts.with_(width=max(width, 20))
 
     def show(self, home: bool = True) -> None:
         """Draw every pane for the current step; `home` puts the notes at their start."""
+        self._drawn_at = self.size
         stage, head = self.step
         width = max(self.size.width - 2, 20)
         self.query_one("#header", Static).update(
@@ -156,12 +170,19 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
             grid.show(panes.matrix_view(self.walk, stage, head, self.opts.with_(width=width),
                                         old=self._old(stage, head)), self.cursor)
         self.query_one("#explain", Static).update(panes.explain_view(self.walk, stage, opts))
-        extras = panes.extras_view(self.walk, stage, head, opts, self.index + 1)
-        self.query_one("#extras", Static).update(extras if extras is not None else "")
+        self.query_one("#extras", Static).update("")
+        self.call_after_refresh(self._show_extras, self.index, opts)  # below the fold: after the rest
         self.show_worked(scroll=False)
         if home:
             self.query_one("#notes").scroll_home(animate=False)
         self.show_message()
+
+    def _show_extras(self, index: int, opts: ViewOptions) -> None:
+        if index != self.index:
+            return  # the learner has moved on
+        stage, head = self.step
+        extras = panes.extras_view(self.walk, stage, head, opts, self.index + 1)
+        self.query_one("#extras", Static).update(extras if extras is not None else "")
 
     def _old(self, stage: Stage, head: int):
         if self.before is None or stage.key not in (s.key for s in self.before[0].stages):
