@@ -255,7 +255,7 @@ class MatrixGrid(Widget):
             parts.append(style.say(v.opts, "app.window", rows=f"{win.top + 1}{dash}{win.top + win.rows}",
                                    n_rows=n_rows, cols=f"{win.left + 1}{dash}{last_col}", n_cols=n_cols))
         if v.changed is not None and v.changed.any():
-            parts.append(style.say(v.opts, "app.changed_count", count=int(v.changed.sum())))
+            parts.append(style.say(v.opts, "app.changed_count", count=f"{int(v.changed.sum()):,}"))
         second = f" {style.markers(v.opts).dot} ".join(parts) or style.say(v.opts, "app.cursor_hint")
         return [first, second]
 
