@@ -201,7 +201,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
                  resume: bool = False, head: str | None = None, predict: bool = False) -> int:
     """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
-    head a printed walk shows in full (or "all"), where the stepper starts."""
+    head a printed walk shows in full (or "all"), where the interactive walk starts."""
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
     from attnwalk.scenario.model import load_scenario
