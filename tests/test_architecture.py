@@ -23,7 +23,7 @@ FORBIDDEN = {
     "terminal": {"tutor", "export", "commands", "cli", "typer", "app", "textual"},
     "tutor": {"terminal", "export", "commands", "cli", "typer", "app", "textual"},
     # the Textual walk and quiz: given the quiz's loop and the predictions by the commands
-    "app": {"terminal", "export", "commands", "cli", "typer", "yaml", "scenario"},
+    "app": {"terminal", "tutor", "export", "commands", "cli", "typer", "yaml", "scenario"},
     # the command bodies and completion callbacks sit under the CLI (typer); Textual only through app/
     "commands": {"cli", "textual"},
 }
