@@ -86,6 +86,7 @@ class QuizApp(App[int]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        self.query_one(RichLog).can_focus = False  # a click on the log must not take the answer line's keys
         for line in self.intro:
             self.write(line)
         self.query_one(Input).focus()
