@@ -488,7 +488,7 @@ def run() -> None:
     """Console-script entry point: the command, then an exit that skips the interpreter's teardown.
 
     Once the command has finished, its output flushed and its files written (every write is
-    atomic and done before this point; the stepper restores the terminal in its own finally),
+    atomic and done before this point; the Textual app has left the alternate screen and restored the terminal when its run returns),
     nothing is left for Python's shutdown but freeing ~900 modules' objects: measured, that
     teardown is ~20 ms of a ~170 ms walk (benchmarks/README.md), so the process ends with
     os._exit. An error that escapes as a traceback (--debug) takes the ordinary way out."""

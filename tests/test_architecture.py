@@ -14,14 +14,19 @@ PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
 # package -> what it must never import: attnwalk packages, and third-party libraries
 FORBIDDEN = {
     "layer": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
-              "typer", "atomic"},  # the core does no I/O
-    "scenario": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "typer"},
-    "text": {"render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml", "typer"},
-    "render": {"terminal", "tutor", "export", "commands", "cli", "typer"},
-    "export": {"terminal", "tutor", "commands", "cli", "typer"},
-    "terminal": {"tutor", "export", "commands", "cli", "typer"},
-    "tutor": {"terminal", "export", "commands", "cli", "typer"},
-    "commands": {"cli"},  # the command bodies and completion callbacks sit under the CLI (typer)
+              "typer", "app", "textual", "atomic"},  # the core does no I/O
+    "scenario": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "typer",
+                 "app", "textual"},
+    "text": {"render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml", "typer", "app",
+             "textual"},
+    "render": {"terminal", "tutor", "export", "commands", "cli", "typer", "app", "textual"},
+    "export": {"terminal", "tutor", "commands", "cli", "typer", "app", "textual"},
+    "terminal": {"tutor", "export", "commands", "cli", "typer", "app", "textual"},
+    "tutor": {"terminal", "export", "commands", "cli", "typer", "app", "textual"},
+    # the Textual walk and quiz: given the quiz's loop and the predictions by the commands
+    "app": {"terminal", "tutor", "export", "commands", "cli", "typer", "yaml", "scenario"},
+    # the command bodies and completion callbacks sit under the CLI (typer); Textual only through app/
+    "commands": {"cli", "textual"},
 }
 
 

@@ -19,12 +19,10 @@ from typer.testing import CliRunner
 
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
-from attnwalk.terminal.keys import ScriptedKeys
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.model import load_scenario, scenario_from_text
 from attnwalk.layer.stages import STAGES, stage_named
-from attnwalk.terminal.stepper import Stepper
 from snippets import SMALL
 
 TWO_HEADS = """\
@@ -229,15 +227,13 @@ def test_two_heads_walk_names_the_head_in_every_per_head_header(tmp_path) -> Non
 
 
 def test_head_key_shows_the_next_heads_screen(tmp_path) -> None:
+    from appdriver import drive, typed
+
     path = tmp_path / "two.yaml"
     path.write_text(TWO_HEADS, encoding="utf-8")
-    out = io.StringIO()
-    console = Console(width=100, file=out, color_system=None)
-    keys = ScriptedKeys(["g", "A", "\n", "h", "q"])  # jump to head 1's A, then the next head
-    assert Stepper(load_scenario(path), console, keys, ViewOptions()).run() == 0
-    drawn = out.getvalue()
-    assert "Stage 10 / 17   A  Attention weights   head 1 / 2" in drawn
-    assert "Stage 14 / 17   A  Attention weights   head 2 / 2" in drawn
+    d = drive(str(path), ["g", *typed("A"), "h"])  # jump to head 1's A, then the next head
+    assert "Stage 10 / 17   A  Attention weights   head 1 / 2" in d.screens[-2]
+    assert "Stage 14 / 17   A  Attention weights   head 2 / 2" in d.screen
 
 
 # -- cross-attention -------------------------------------------------------------------------------

@@ -445,18 +445,20 @@ def test_piped_stdin_in_a_real_process(tmp_path):
 
 
 def test_a_terminal_prompts_reasks_and_q_quits(tmp_path):
+    # in a terminal the quiz is the Textual app (app/quiz.py); its score is printed after it closes
     pexpect = pytest.importorskip("pexpect")
     program = _program()
     child = pexpect.spawn(program[0], program[1:] + ["quiz", "girl_bangs"], env=_env(tmp_path),
                           encoding="utf-8", timeout=20, dimensions=(40, 100))
-    child.expect_exact("Your answer: ")
-    child.sendline("seven")
+    child.expect_exact("Your answer:")
+    child.send("seven\r")
     child.expect_exact("Please type a number.")
-    child.expect_exact("Your answer: ")  # asked again: a typo on a terminal is not an answer
-    child.sendline("4.51")
+    child.expect_exact("Your answer:")  # asked again: a typo on a terminal is not an answer
+    child.send("4.51\r")
     child.expect_exact("Correct!")
-    child.expect_exact("Your answer: ")
-    child.sendline("q")
+    child.expect_exact("Your answer:")
+    child.send("q\r")
+    child.expect_exact("\x1b[?1049l")  # q stops the quiz and closes the app
     child.expect_exact("Score: 1 / 1")
     child.expect(pexpect.EOF)
     child.close()
@@ -469,7 +471,7 @@ def test_ctrl_c_at_a_terminal_still_scores_records_and_exits_130(tmp_path):
     child = pexpect.spawn(program[0], program[1:] + ["quiz", "girl_bangs", "--lang", "zh"],
                           env=_env(tmp_path), encoding="utf-8", timeout=20, dimensions=(40, 100))
     child.expect_exact("你的答案：")
-    child.sendline("4.51")
+    child.send("4.51\r")
     child.expect_exact("正确！")
     child.expect_exact("你的答案：")
     child.sendcontrol("c")

@@ -241,7 +241,7 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     from attnwalk.tutor.progress import Progress, scenario_key
     from attnwalk.tutor.questions import questions
     from attnwalk.scenario.model import load_scenario
-    from attnwalk.terminal.console import make_console
+    from attnwalk.terminal.console import interactive, make_console
     from attnwalk.commands.walk import scenario_arg
 
     lang = detect_lang(lang)
@@ -270,17 +270,38 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     console = make_console()
     tx = text(lang)
     title = pick(scenario.title, lang)
-    console.print(Text(tx.t("quiz.title", name=scenario.name), style="bold"))
+    intro = [Text(tx.t("quiz.title", name=scenario.name), style="bold")]
     if title:
-        console.print(Text(title, style="dim"))
+        intro.append(Text(title, style="dim"))
     if missed is not None:
         if not asked:
-            console.print(Text(tx.t("quiz.review.none", name=scenario.name)))
+            console.print(*intro, Text(tx.t("quiz.review.none", name=scenario.name)), sep="\n")
             return 0
-        console.print(Text(tx.t("quiz.review.intro", count=len(asked))))
-    answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
-    result = run_quiz(walk, asked, console, answers, lang)
-    if result.answered:
+        intro.append(Text(tx.t("quiz.review.intro", count=len(asked))))
+    if interactive():
+        result, code = _quiz_app(walk, asked, intro, lang)
+        if result is not None:  # the score, on the terminal the app leaves behind it
+            console.print(intro[0])
+            if result.answered < result.questions:
+                console.print(Text(tx.t("quiz.stopped_after", answered=result.answered, total=result.questions)))
+            console.print(Text(tx.t("quiz.score", score=result.score, total=result.answered), style="bold"))
+    else:
+        for line in intro:
+            console.print(line)
+        answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
+        result = run_quiz(walk, asked, console, answers, lang)
+        code = 130 if result.interrupted else 0
+    if result is not None and result.answered:
         store.record_quiz(key, result.score, result.answered, result.questions, full=len(whole),
                           seed=seed, missed=result.missed, shown=result.shown)
-    return 130 if result.interrupted else 0
+    return code
+
+
+def _quiz_app(walk: Walk, asked: list[Question], intro: list[Text], lang: str) -> tuple[QuizResult | None, int]:
+    """The quiz in a terminal, as a Textual app (app/quiz.py) running this module's run_quiz."""
+    from attnwalk.app.quiz import QuizApp
+
+    app = QuizApp(lambda console, answers: run_quiz(walk, asked, console, answers, lang),
+                  ViewOptions(lang=lang), intro)
+    app.run()
+    return app.result, app.return_code or 0

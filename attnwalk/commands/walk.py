@@ -186,7 +186,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
                  resume: bool = False, head: str | None = None, predict: bool = False) -> int:
     """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
-    head a printed walk shows in full (or "all"), where the stepper starts."""
+    head a printed walk shows in full (or "all"), where the interactive walk starts."""
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
     from attnwalk.scenario.model import load_scenario
@@ -213,22 +213,9 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         if head is None and stage.per_head:  # resumed inside a later head: print that one
             shown = step_head
     if not no_pause and interactive():
-        from attnwalk.terminal.keys import TerminalKeys
-        from attnwalk.tutor.progress import remember_stage
-        from attnwalk.terminal.stepper import Stepper
-
         if shown and not resume:  # --head N: step from that head's first screen
             start = next(i for i, (stage, h) in enumerate(steps) if stage.per_head and h == shown)
-        with TerminalKeys() as keys:
-            stepper = Stepper(scenario, console, keys, opts, mode=mode, walk=walk)
-            stepper.index, stepper.message = start, note
-            from attnwalk.tutor.predict import StepPredictions
-
-            stepper.predictor, stepper.predict = StepPredictions(opts.lang), predict
-            try:
-                return stepper.run()
-            finally:  # q, the end, Ctrl-C: the place is kept for --resume
-                remember_stage(scenario, stepper.steps, stepper.index)
+        return interactive_walk(walk, opts, start=start, note=note, predict=predict)
     if not no_pause and sys.stdout.isatty():  # output is a terminal, but keys cannot be read
         print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
     if note:
@@ -243,3 +230,23 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         console.print(text(opts.lang).t("quiz.predict.intro"))
     print_walk(console, walk, opts, start=start, head=shown, predictor=predictor)
     return 0
+
+
+def interactive_walk(walk: Walk, opts: ViewOptions, *, start: int, note: str, predict: bool) -> int:
+    """The walk as a Textual app on the alternate screen (app/walk.py); the place reached is kept
+    for --resume however it ends (q, the end, Ctrl-C). Textual is imported only here."""
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.tutor.predict import StepPredictions
+    from attnwalk.tutor.progress import remember_stage
+
+    app = WalkApp(walk, opts, start=start, message=note, predictor=StepPredictions(opts.lang),
+                  predict=predict)
+    try:
+        app.run()
+    finally:
+        remember_stage(walk.scenario, app.steps, app.index)
+    if app.ended:
+        from attnwalk.text import text
+
+        print(text(opts.lang).t("ui.end"))
+    return app.return_code or 0

@@ -115,6 +115,23 @@ def compute(scn: Scenario, mode: Mode | str = BASELINE, amplify: float = 1.0,
         raise ComputeError(f"{where}: {exc}", stage=exc.stage) from None
 
 
+def with_mode(walk: Walk, mode: Mode | str) -> Walk:
+    """`walk` under another mode, recomputing only what a mode can change: the stages before the
+    first per-head one (E, P, X, Q, K, V) never read the mode, so they are shared, and the per-head
+    stages and those after them are computed again (on a 512-token, 12-head layer the projections
+    are most of the cost; the interactive walk's m pays only the rest)."""
+    mode = mode_named(mode)
+    if mode == walk.mode:
+        return walk
+    before, _, _ = segments(walk.stages)
+    kept = {s.key: walk.mats[s.key] for s in before if s.key in walk.mats}
+    try:
+        return _compute(walk.scenario, mode, walk.amplify, walk.stages, kept)
+    except ComputeError as exc:
+        where = walk.scenario.overflow_where(exc.stage) if exc.stage else walk.scenario.label
+        raise ComputeError(f"{where}: {exc}", stage=exc.stage) from None
+
+
 def segments(stages: tuple[Stage, ...]) -> tuple[list[Stage], list[Stage], list[Stage]]:
     """The stages before the per-head ones, the per-head ones, and the stages after them."""
     first = next((i for i, s in enumerate(stages) if s.per_head), len(stages))
@@ -124,7 +141,8 @@ def segments(stages: tuple[Stage, ...]) -> tuple[list[Stage], list[Stage], list[
     return before, per_head, after
 
 
-def _compute(scn: Scenario, mode: Mode, amplify: float, stages: tuple[Stage, ...]) -> Walk:
+def _compute(scn: Scenario, mode: Mode, amplify: float, stages: tuple[Stage, ...],
+             kept: dict[str, np.ndarray] | None = None) -> Walk:
     with np.errstate(over="ignore", invalid="ignore"):
         source: dict[str, np.ndarray] = {}
         if scn.source is not None:
@@ -135,7 +153,10 @@ def _compute(scn: Scenario, mode: Mode, amplify: float, stages: tuple[Stage, ...
         before, per_head, after = segments(stages)
         mats: dict[str, np.ndarray] = {}
         for stage in before:
-            _run(stage, mats, mats, layer)
+            if kept is not None and stage.key in kept:  # with_mode: the same for every mode
+                mats[stage.key] = kept[stage.key]
+            else:
+                _run(stage, mats, mats, layer)
         for h in range(scn.heads):
             own = {s.key: _block(mats[s.key], h, scn.heads) for s in before if s.split}
             for stage in per_head:

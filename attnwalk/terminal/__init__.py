@@ -1,6 +1,7 @@
-"""The interactive walk in a terminal: reading keys (keys.py), the console as the environment asks
-for it (console.py: NO_COLOR, FORCE_COLOR, TERM=dumb), the window on a screen taller than the
-terminal (viewport.py) and the stepper that moves between the walk's screens (stepper.py).
+"""The terminal attnwalk writes to (console.py): one Console factory with the guards every
+command's output passes (escaped control characters, an encoding that cannot hold the text), and
+whether the terminal can run the interactive walk at all (NO_COLOR, FORCE_COLOR, TERM=dumb).
+The interactive walk itself is the Textual app in attnwalk/app/.
 
-May import the layer, text and render; nothing imports it but the commands.
+May import the layer, text and render; nothing imports it but the commands (and app/).
 """

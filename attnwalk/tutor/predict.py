@@ -10,7 +10,7 @@ A prediction is a quiz Question (tutor/quiz.py), so answers are read and judged 
 them, and a wrong number is diagnosed by the mistake it matches (tutor/mistakes.py). `Predictor`
 asks through an AnswerSource (commands/quiz.py: a terminal, or lines piped on stdin, one a
 stage; an empty line skips) and prints on a console; `before` and `after` are called around each
-stage by the printed walk. The stepper asks and judges through `StepPredictions`.
+stage by the printed walk. The interactive walk (app/walk.py) asks and judges through `StepPredictions`.
 """
 
 from __future__ import annotations
@@ -130,8 +130,8 @@ def judge(walk: Walk, q: Question, raw: str, lang: str = "en") -> tuple[str, boo
 
 
 class StepPredictions:
-    """The interactive walk's asking and judging: terminal/ may not import tutor/, so
-    commands/walk.py hands the stepper this."""
+    """The interactive walk's asking and judging, handed to the app by commands/walk.py (so app/
+    needs no more of tutor/ than this object)."""
 
     def __init__(self, lang: str = "en") -> None:
         self.lang = lang

@@ -1,0 +1,274 @@
+"""The matrix pane: a window onto one stage's matrix with a cell cursor.
+
+Only the rows and columns in view are formatted and coloured, so a 512 × 768 matrix costs what a
+4 × 4 one does; the window follows the cursor. Each line is built as one Rich Text, so a mouse
+click maps to a cell by the column offsets of the last render, not by asking a table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from rich.cells import cell_len
+from rich.text import Text
+from textual.binding import Binding
+from textual.events import Click
+from textual.geometry import Size
+from textual.message import Message
+from textual.widget import Widget
+
+from attnwalk.layer.ops import row_maxima
+from attnwalk.layer.stages import MASKED, WEIGHTS
+from attnwalk.render import style
+from attnwalk.render.options import ViewOptions
+
+CURSOR = "reverse bold"
+CHANGED = "underline"  # a cell m or h changed: underlined, which survives NO_COLOR
+GAP = 2  # cells between columns
+TOP_LINES = 2  # the column labels and the rule under them
+STATUS_LINES = 2  # the cursor's cell and value; where the window is, what changed (or a hint)
+
+
+@dataclass(eq=False)
+class MatrixView:
+    """What the pane shows: a matrix, its labels, how to colour it, what changed, where the cursor is."""
+
+    M: np.ndarray
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    kind: str
+    opts: ViewOptions
+    allowed: np.ndarray | None = None  # the mask, on S + M and A
+    changed: np.ndarray | None = None  # bool, M's shape: cells that m or h changed
+    legend: tuple[str, ...] = ()
+    symbol: str = ""
+
+
+class Window(NamedTuple):
+    top: int
+    left: int
+    rows: int  # rows in view
+    cols: int  # columns in view
+
+
+class MatrixGrid(Widget):
+    """A stage's matrix with a cursor; posts CellPicked when a click moves it."""
+
+    DEFAULT_CSS = """
+    MatrixGrid { height: auto; width: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("left", "move(0, -1)", "app.key.move", key_display="←↑↓→"),
+        Binding("right", "move(0, 1)", show=False),
+        Binding("up", "move(-1, 0)", show=False),
+        Binding("down", "move(1, 0)", show=False),
+        Binding("home", "move(0, -100000)", show=False),
+        Binding("end", "move(0, 100000)", show=False),
+    ]
+
+    class CursorMoved(Message):
+        def __init__(self, rows: int, cols: int) -> None:
+            super().__init__()
+            self.rows, self.cols = rows, cols
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.view is not None if action == "move" else True  # the tokens have no cells
+
+    def action_move(self, rows: int, cols: int) -> None:
+        self.post_message(self.CursorMoved(rows, cols))
+
+    class CellPicked(Message):
+        def __init__(self, row: int, col: int) -> None:
+            super().__init__()
+            self.row, self.col = row, col
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.view: MatrixView | None = None
+        self.cursor = (0, 0)
+        self.top = self.left = 0
+        self.shown = Window(0, 0, 0, 0)
+        self._col_x: list[tuple[int, int, int]] = []  # (x from, x to, column) of the last render
+        self._label_width = 0
+
+    def show(self, view: MatrixView | None, cursor: tuple[int, int]) -> None:
+        if view is not self.view:
+            self.top = self.left = 0
+        had_cells = self.view is not None
+        self.view, self.cursor = view, cursor
+        self.refresh(layout=True)
+        if had_cells != (view is not None):  # ←↑↓→ come and go with the cells (the footer is rebuilt)
+            self.refresh_bindings()
+
+    def move(self, cursor: tuple[int, int]) -> None:
+        self.cursor = cursor
+        self.refresh()
+
+    # -- size --------------------------------------------------------------------------------
+
+    def _legend_lines(self, width: int) -> list[Text]:
+        if self.view is None or not self.view.legend:
+            return []
+        legend = Text(f" {style.markers(self.view.opts).dot} ".join(self.view.legend), style=style.NOTE)
+        return list(legend.wrap(self.app.console, max(width, 1)))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if self.view is None:
+            return 0
+        n = self.view.M.shape[0]
+        return TOP_LINES + n + STATUS_LINES + len(self._legend_lines(width))
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def _window(self, width: int, height: int, texts) -> Window:
+        """The rows and columns that fit, moved as little as needed to keep the cursor in view."""
+        v = self.view
+        n_rows, n_cols = v.M.shape
+        r, c = self.cursor
+        rows = max(1, min(n_rows, height))
+        if r < self.top:
+            self.top = r
+        elif r >= self.top + rows:
+            self.top = r - rows + 1
+        self.top = max(0, min(self.top, n_rows - rows))
+        if c < self.left:
+            self.left = c
+        room = width - self._label_width
+        while True:  # the columns from self.left that fit; move right until the cursor's does
+            used, count = 0, 0
+            for j in range(self.left, n_cols):
+                w = texts(j) + GAP
+                if count and used + w > room:
+                    break
+                used, count = used + w, count + 1
+            if c < self.left + count or self.left >= c:
+                break
+            self.left += 1
+        return Window(self.top, self.left, rows, max(count, 1))
+
+    def render(self) -> Text:
+        v = self.view
+        if v is None:
+            return Text("")
+        width, height = self.size
+        legend = self._legend_lines(width)
+        room_rows = max(1, height - TOP_LINES - STATUS_LINES - len(legend))
+        n_rows, n_cols = v.M.shape
+        mk = style.markers(v.opts)
+        r_cur, c_cur = self.cursor
+        # Row labels: all rows could scroll into view, so measure the ones near the window only.
+        probe = range(max(0, self.top - room_rows), min(n_rows, self.top + 2 * room_rows))
+        self._label_width = 2 + max([cell_len(v.rows[i]) for i in probe] + [1])
+        cache: dict[int, list[str]] = {}
+        top_guess = max(0, min(max(self.top, r_cur - room_rows + 1), n_rows - room_rows))
+        rows_guess = range(min(top_guess, r_cur), min(n_rows, max(top_guess, r_cur) + room_rows))
+
+        def cells(j: int) -> list[str]:
+            if j not in cache:
+                cache[j] = [self._cell_text(v, i, j, mk) for i in rows_guess]
+            return cache[j]
+
+        def col_width(j: int) -> int:
+            return max([cell_len(v.cols[j])] + [cell_len(s) for s in cells(j)])
+
+        win = self._window(width, room_rows, col_width)
+        self.shown = win
+        rows = range(win.top, win.top + win.rows)
+        cols = range(win.left, min(n_cols, win.left + win.cols))
+        block = v.M[win.top:win.top + win.rows, cols.start:cols.stop]  # (rows, cols) in view
+        finite = block[np.isfinite(block)]
+        top_abs = float(np.max(np.abs(finite))) if finite.size else 0.0
+        maxima = (row_maxima(v.M[win.top:win.top + win.rows]) if v.kind == WEIGHTS else None)
+        widths = {j: max([cell_len(v.cols[j])] + [cell_len(self._cell_text(v, i, j, mk)) for i in rows])
+                  for j in cols}
+
+        out = Text(no_wrap=True, overflow="crop", end="")
+        out.append(" " * self._label_width)
+        self._col_x = []
+        x = self._label_width
+        for j in cols:
+            pad = 1 + cell_len(mk.row_max) if v.kind == WEIGHTS else 0  # over the number, not its ▲
+            label = v.cols[j].rjust(widths[j] - pad) + " " * pad
+            out.append(" " * GAP + label, style=CURSOR if j == c_cur else style.HEADER)
+            self._col_x.append((x, x + GAP + widths[j], j))
+            x += GAP + widths[j]
+        out.append("\n")
+        out.append("─" * min(x, width) if not v.opts.ascii else "-" * min(x, width), style=style.NOTE)
+        out.append("\n")
+        for k, i in enumerate(rows):
+            query = i == r_cur
+            mark = (">" if v.opts.ascii else "▸") if query else " "
+            label = v.rows[i]
+            out.append(f"{mark} " + label + " " * (self._label_width - 2 - cell_len(label)),
+                       style="bold" if query else style.HEADER)
+            for j in cols:
+                value = float(v.M[i, j])
+                body = self._cell_text(v, i, j, mk)
+                if maxima is not None and maxima[k, j]:
+                    body = body[:len(body) - 1 - cell_len(mk.row_max)] + " " + mk.row_max
+                cell_style = self._cell_style(v, i, j, value, top_abs)
+                if v.changed is not None and v.changed[i, j]:
+                    cell_style = f"{cell_style} {CHANGED}".strip()
+                if (i, j) == (r_cur, c_cur):
+                    cell_style = CURSOR
+                out.append(" " * GAP)
+                out.append(body.rjust(widths[j]), style=cell_style)
+            out.append("\n")
+        for line in self._status(v, win, n_rows, n_cols):
+            out.append(line, style=style.NOTE)
+            out.append("\n")
+        out.rstrip()
+        for line in legend:
+            out.append("\n")
+            out.append_text(line)
+        return out
+
+    def _cell_text(self, v: MatrixView, i: int, j: int, mk) -> str:
+        value = float(v.M[i, j])
+        if v.allowed is not None and not v.allowed[i, j] and value == 0.0:
+            return mk.times  # a masked weight: marked, not 0.0000 (render/heatmap.py does the same)
+        body = style.number(value, v.opts)
+        if v.kind == WEIGHTS:  # room for the ▲ beside a row's largest weight, in every cell
+            body += " " * (1 + cell_len(mk.row_max))
+        return body
+
+    @staticmethod
+    def _cell_style(v: MatrixView, i: int, j: int, value: float, top: float) -> str:
+        if (v.allowed is not None and not v.allowed[i, j]) or (v.kind == MASKED and np.isneginf(value)):
+            return style.MASKED_CELL
+        if v.kind == WEIGHTS:
+            return style.weight_style(value)
+        return style.signed_style(value, top)
+
+    def _status(self, v: MatrixView, win: Window, n_rows: int, n_cols: int) -> list[str]:
+        """Two lines: the cursor's cell and value; then where the window is on a matrix that does
+        not fit and how many cells m or h changed, or else how to move the cursor."""
+        r, c = self.cursor
+        first = f"{v.symbol}[{v.rows[r]}, {v.cols[c]}] = {style.number(float(v.M[r, c]), v.opts)}"
+        parts = []
+        if win.rows < n_rows or win.cols < n_cols:
+            last_col = min(n_cols, win.left + win.cols)
+            dash = style.plain("–", v.opts)
+            parts.append(style.say(v.opts, "app.window", rows=f"{win.top + 1}{dash}{win.top + win.rows}",
+                                   n_rows=n_rows, cols=f"{win.left + 1}{dash}{last_col}", n_cols=n_cols))
+        if v.changed is not None and v.changed.any():
+            parts.append(style.say(v.opts, "app.changed_count", count=f"{int(v.changed.sum()):,}"))
+        second = f" {style.markers(v.opts).dot} ".join(parts) or style.say(v.opts, "app.cursor_hint")
+        return [first, second]
+
+    # -- mouse -------------------------------------------------------------------------------
+
+    def on_click(self, event: Click) -> None:
+        offset = event.get_content_offset(self)
+        if self.view is None or offset is None:
+            return
+        row = self.shown.top + offset.y - TOP_LINES
+        if not self.shown.top <= row < self.shown.top + self.shown.rows:
+            return
+        for x0, x1, col in self._col_x:
+            if x0 <= offset.x < x1:
+                self.post_message(self.CellPicked(row, col))
+                return

@@ -1,0 +1,46 @@
+"""The help screen and the bindings' descriptions in the learner's language."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.panel import Panel
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from attnwalk.render import style
+from attnwalk.render.options import ViewOptions
+
+
+def translated(node, opts: ViewOptions) -> None:
+    """Replace each binding's description, a text key ("app.key.next"), by its text in opts.lang,
+    so the footer speaks the learner's language (BINDINGS are declared once, on the class)."""
+    bindings = node._bindings.key_to_bindings
+    for key, found in bindings.items():
+        bindings[key] = [replace(b, description=style.say(opts, b.description))
+                         if b.description.startswith("app.") else b for b in found]
+
+
+class HelpScreen(ModalScreen[bool]):
+    """Every key of the walk; any key closes it, q closes it and quits."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Static { width: auto; max-width: 100%; height: auto; max-height: 100%; }
+    """
+
+    def __init__(self, opts: ViewOptions) -> None:
+        super().__init__()
+        self.opts = opts
+
+    def compose(self) -> ComposeResult:
+        body = Text(style.say(self.opts, "app.help").strip("\n"))
+        yield Static(Panel(body, title=style.say(self.opts, "ui.help_title"),
+                           subtitle=style.say(self.opts, "ui.help_close"), expand=False,
+                           box=style.panel_box(self.opts), border_style=style.PANEL_BORDER))
+
+    def on_key(self, event) -> None:
+        event.stop()
+        self.dismiss(event.key == "q")

@@ -1,0 +1,131 @@
+"""What each pane of the walk shows for one (stage, head): built from the render package's
+renderables, so the app and the printed walk say the same things in the same words."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Group, NewLine, RenderableType
+from rich.text import Text
+
+from attnwalk.app.grid import MatrixView
+from attnwalk.layer.axes import axes, token_labels
+from attnwalk.layer.ops import row_maxima
+from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage
+from attnwalk.layer.walk import Walk
+from attnwalk.render import style
+from attnwalk.render.bars import attention_bars
+from attnwalk.render.lesson import lesson_panel, notice
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
+                                      tokens_table, wants_overview)
+from attnwalk.render.screens import explanation
+from attnwalk.render.worked import worked_cell
+from attnwalk.render.wrap import Prose
+
+
+def changed_cells(old: np.ndarray | None, new: np.ndarray) -> np.ndarray | None:
+    """Where `new` differs from `old` beyond float noise (−∞ and −∞ are equal); None without `old`."""
+    if old is None or old.shape != new.shape:
+        return None
+    with np.errstate(invalid="ignore"):
+        same = np.isclose(old, new, rtol=1e-12, atol=1e-15, equal_nan=True) | (old == new)
+    return ~same
+
+
+def legend(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> tuple[str, ...]:
+    """The lines under the matrix that say what its marks mean (as render/screens.matrix_view's)."""
+    out = []
+    if stage.square:
+        out.append(style.say(opts, "ui.axes_legend"))
+    if stage.kind == MASKED:
+        out.append(style.say(opts, "ui.masked_legend"))
+    if stage.kind == WEIGHTS:
+        out.append(style.say(opts, "ui.rows_sum_legend"))
+        ties = (row_maxima(walk.matrix(stage.key, head)).sum(axis=1) > 1).any()
+        out.append(style.say(opts, "ui.bars_legend_ties" if ties else "ui.bars_legend"))
+        if walk.scenario.masked:
+            out.append(style.say(opts, "marks.masked_weight", mark=style.markers(opts).times))
+    return tuple(out)
+
+
+def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,
+                old: np.ndarray | None = None) -> MatrixView:
+    scn = walk.scenario
+    M = walk.matrix(stage.key, head)
+    rows, cols = axes(walk, stage, head, opts.lang)
+    allowed = scn.allowed if stage.kind in (MASKED, WEIGHTS) and scn.masked else None
+    return MatrixView(M, rows, cols, stage.kind, opts, allowed=allowed, changed=changed_cells(old, M),
+                      legend=legend(walk, stage, head, opts), symbol=style.plain(stage.symbol, opts))
+
+
+def tokens_view(walk: Walk, opts: ViewOptions) -> RenderableType:
+    scn = walk.scenario
+    return tokens_table(scn.tokens, scn.main.ids, opts)
+
+
+def explain_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
+    """The start of the notes pane: what, why, the common mistake, and the scenario's note."""
+    parts: list[RenderableType] = [explanation(walk, stage, opts)]
+    note = notice(walk, stage, opts)
+    if note is not None:
+        parts.append(note)
+    return _spaced(parts)
+
+
+def extras_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions, index: int) -> RenderableType | None:
+    """Below the worked cell: the lesson's opening, the shapes, a head's introduction, A's bars,
+    the head blocks and a cross-attention source, where the stage has them."""
+    parts: list[RenderableType] = []
+    if stage is walk.stages[0]:
+        opening = lesson_panel(walk, opts)
+        if opening is not None:
+            parts.append(opening)
+    if index == 1 and wants_overview(walk, opts):
+        parts.append(shapes_overview(walk, opts))
+    if stage.per_head and starts_head(walk, stage):
+        parts.append(head_intro(walk, head, opts))
+    if stage.kind == WEIGHTS:
+        scn = walk.scenario
+        parts.append(attention_bars(walk.matrix(stage.key, head), axes(walk, stage, head, opts.lang)[0],
+                                    token_labels(scn.key_tokens), opts))
+    blocks = head_blocks(walk, stage, opts)
+    if blocks is not None:
+        parts.append(blocks)
+    source = source_view(walk, stage, opts)
+    if source is not None:
+        parts.append(source)
+    return _spaced(parts) if parts else None
+
+
+def worked_view(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts: ViewOptions,
+                before: tuple[Walk, int, str] | None = None) -> RenderableType:
+    """The cursor's cell worked out; after m or h, first its value before → now."""
+    if stage.kind == TOKENS:
+        return Text("")
+    row, col = cell
+    worked = worked_cell(walk, stage.key, row, col, head, opts)
+    if before is None:
+        return worked
+    old_walk, old_head, change = before
+    if stage.key not in (s.key for s in old_walk.stages):
+        return worked
+    old = old_walk.matrix(stage.key, old_head if stage.per_head else 0)
+    new = walk.matrix(stage.key, head)
+    if old.shape != new.shape:
+        return worked
+    rows, cols = axes(walk, stage, head, opts.lang)
+    cell_name = f"{style.plain(stage.symbol, opts)}[{rows[row]}, {cols[col]}]"
+    was, now = float(old[row, col]), float(new[row, col])
+    if changed_cells(old[row:row + 1, col:col + 1], new[row:row + 1, col:col + 1])[0, 0]:
+        line = style.say(opts, "app.old_new", change=change, cell=cell_name, old=style.number(was, opts),
+                         new=style.number(now, opts))
+    else:
+        line = style.say(opts, "app.unchanged", change=change, cell=cell_name, value=style.number(now, opts))
+    return Group(Prose(line, style="bold"), worked)
+
+
+def _spaced(parts: list[RenderableType]) -> RenderableType:
+    spaced: list[RenderableType] = []
+    for part in parts:
+        spaced += [part, NewLine()]
+    return Group(*spaced[:-1])

@@ -1,0 +1,139 @@
+"""The interactive quiz as a Textual app: the questions, verdicts and worked cells scroll in a log,
+the answer is typed in a line below it.
+
+The quiz's own loop (commands/quiz.run_quiz: ask, diagnose, retry, score) runs unchanged in a
+worker thread, given a console that writes to the log and an answer source that waits for the
+line typed; so the quiz asks, judges and scores exactly as it does on piped lines.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Input, Label, RichLog
+
+from attnwalk.app.help import translated
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.style import say
+
+_INTERRUPT = object()  # Ctrl-C, handed to the quiz's thread as the answer it waits for
+
+
+class LogConsole:
+    """What the quiz prints on (console.print and console.width): the app's log."""
+
+    def __init__(self, app: "QuizApp") -> None:
+        self.app = app
+
+    @property
+    def width(self) -> int:
+        return max(self.app.query_one(RichLog).size.width - 4, 40)  # less its padding and scrollbar
+
+    def print(self, *objects, **_) -> None:
+        self.app.call_from_thread(self.app.write, objects[0] if objects else Text(""))
+
+
+class TypedAnswers:
+    """Answers typed in the app's input line; the quiz's thread waits for each one."""
+
+    interactive = True  # a mistyped answer is asked again, as at a terminal
+
+    def __init__(self, app: "QuizApp") -> None:
+        self.app = app
+        self.typed: queue.Queue = queue.Queue()
+
+    def ask(self, prompt: str) -> str | None:
+        self.app.call_from_thread(self.app.ask, prompt)
+        answer = self.typed.get()
+        if answer is _INTERRUPT:
+            raise KeyboardInterrupt
+        return answer
+
+
+class QuizApp(App[int]):
+    """Runs `quiz(console, answers)` (returning a QuizResult) and keeps its result in `result`."""
+
+    CSS = """
+    RichLog { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
+    #prompt { height: auto; padding: 0 1; }
+    #prompt Label { width: auto; }
+    #prompt Input { border: none; height: 1; padding: 0; width: 1fr; }
+    """
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding("escape", "stop", "app.key.stop"),
+        Binding("ctrl+c", "interrupt", show=False, priority=True),
+    ]
+
+    def __init__(self, quiz: Callable, opts: ViewOptions, intro: list[Text]) -> None:
+        super().__init__()
+        translated(self, opts)
+        self.quiz, self.opts, self.intro = quiz, opts, intro
+        self.answers = TypedAnswers(self)
+        self.result = None
+        self.waiting = False
+
+    def compose(self) -> ComposeResult:
+        yield RichLog(wrap=True, markup=False, auto_scroll=True)
+        with Horizontal(id="prompt"):
+            yield Label(id="prompt-label")
+            yield Input(id="answer")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one(RichLog).can_focus = False  # a click on the log must not take the answer line's keys
+        for line in self.intro:
+            self.write(line)
+        self.query_one(Input).focus()
+        self.run_worker(self._run, thread=True)
+
+    def _run(self) -> None:
+        result = self.quiz(LogConsole(self), self.answers)
+        self.call_from_thread(self.finished, result)
+
+    def write(self, renderable) -> None:
+        self.query_one(RichLog).write(renderable)
+
+    def ask(self, prompt: str) -> None:
+        self.waiting = True
+        self.query_one("#prompt-label", Label).update(Text(prompt, style="bold"))
+        field = self.query_one(Input)
+        field.value = ""
+        field.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not self.waiting:
+            self.exit(0)  # the quiz is over: Enter closes it
+            return
+        self.waiting = False
+        self.write(Text(f"> {event.value}", style="dim"))
+        self.answers.typed.put(event.value)
+
+    def finished(self, result) -> None:
+        self.result = result
+        if result.interrupted:
+            self.exit(130, return_code=130)
+        elif result.answered < result.questions:  # stopped with q or Esc: closed at once
+            self.exit(0)
+        else:  # every question answered: the last verdict stays in view until Enter
+            self.query_one("#prompt-label", Label).update(Text(say(self.opts, "app.quiz_done"), style="bold"))
+
+    def action_stop(self) -> None:
+        """Esc: stop here, as the end of input does; the score so far is kept."""
+        if self.waiting:
+            self.waiting = False
+            self.answers.typed.put(None)
+        elif self.result is not None:
+            self.exit(0)
+
+    def action_interrupt(self) -> None:
+        if self.waiting:
+            self.waiting = False
+            self.answers.typed.put(_INTERRUPT)  # the quiz stops, counts what was answered, then exits 130
+        else:
+            self.exit(130, return_code=130)

@@ -1,0 +1,113 @@
+"""What the walk asks the learner to type, on a line above the footer: g's stage, c's row and
+column (layer/axes.py's pickers, as `attnwalk explain` reads them) and a prediction's answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widgets import Input, Label
+
+from attnwalk.app.grid import MatrixGrid
+from attnwalk.layer.axes import PickError, axes, pick_dim, pick_index
+from attnwalk.layer.stages import stage_by_name
+from attnwalk.render.style import plain
+
+
+class TypedAnswers:
+    """The walk's prompt line (a mixin of WalkApp: it reads the app's steps, walk and cursor)."""
+
+    _answer: Callable[[str | None], None] | None = None
+
+    def ask(self, prompt: str, answer: Callable[[str | None], None]) -> None:
+        """Show `prompt` with a line to type in; `answer` gets what was typed, or None on Esc."""
+        self._answer = answer
+        self.query_one("#prompt-label", Label).update(prompt)
+        field = self.query_one("#prompt-input", Input)
+        field.value = ""
+        self.query_one("#prompt").add_class("-shown")
+        field.focus()
+
+    def _close_prompt(self, value: str | None) -> None:
+        self.query_one("#prompt").remove_class("-shown")
+        self.query_one(MatrixGrid).focus()
+        answer, self._answer = self._answer, None
+        if answer is not None:
+            answer(value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._close_prompt(event.value)
+
+    def on_key(self, event) -> None:
+        if event.key == "escape" and self._answer is not None:
+            event.stop()
+            self._close_prompt(None)
+
+    def action_jump(self) -> None:
+        count = len(self.steps)
+
+        def jumped(answer: str | None) -> None:
+            if answer is None or not answer.strip():
+                return
+            target = self._find_step(answer.strip())
+            if target is None:
+                example = plain(self.steps[-1][0].symbol, self.opts)
+                self.say_now(self.t("ui.no_stage", value=answer.strip(), count=count, example=example))
+            else:
+                self.go(target)
+
+        self.ask(self.t("ui.jump_prompt", count=count), jumped)
+
+    def _find_step(self, answer: str) -> int | None:
+        """A 1-based step number, or a stage's name (in the current head when it is per head)."""
+        if answer.isdecimal():
+            number = int(answer)
+            return number - 1 if 1 <= number <= len(self.steps) else None
+        stage = stage_by_name(answer, self.walk.stages)
+        if stage is None:
+            return None
+        head = self.step[1]
+        matches = [i for i, (s, h) in enumerate(self.steps) if s.key == stage.key]
+        same_head = [i for i in matches if self.steps[i][1] == head]
+        return (same_head or matches or [None])[0]
+
+    def action_cell(self) -> None:
+        """A row and a column typed as `attnwalk explain` takes them (layer/axes.py's pickers)."""
+        stage, head = self.step
+        if stage.worked is None:
+            self.say_now(self.t("ui.no_cells"))
+            return
+        scn = self.walk.scenario
+        row_labels, col_labels = axes(self.walk, stage, head, self.opts.lang)
+
+        def picked_row(answer: str | None) -> None:
+            if answer is None or not answer.strip():
+                return
+            try:
+                row = pick_index(answer, scn.key_tokens if stage.rows == "m" else scn.tokens, row_labels)
+            except PickError as err:
+                self.say_now(self._not_picked("ui.no_row", err, row_labels))
+                return
+
+            def picked_col(answer: str | None) -> None:
+                if answer is None or not answer.strip():
+                    return
+                try:
+                    col = (pick_index(answer, scn.key_tokens, col_labels) if stage.square else
+                           pick_dim(answer, col_labels))
+                except PickError as err:
+                    self.say_now(self._not_picked("ui.no_col", err, col_labels) if stage.square else
+                                 self.t("ui.no_dim", value=err.value, count=len(col_labels)))
+                    return
+                self.move_cursor(row, col)
+
+            self.ask(self.t("ui.col_prompt") if stage.square else
+                     self.t("ui.dim_prompt", count=len(col_labels)), picked_col)
+
+        self.ask(self.t("ui.row_prompt"), picked_row)
+
+    def _not_picked(self, key: str, err: PickError, labels) -> str:
+        sep = self.t("ui.list_sep")
+        if err.repeated:
+            return self.t("ui.repeated_token", value=err.value, rows=sep.join(map(str, err.repeated)))
+        return self.t(key, value=err.value, count=len(labels), tokens=sep.join(labels))
+

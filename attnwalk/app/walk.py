@@ -1,0 +1,337 @@
+"""The interactive walk: one (stage, head) at a time, its matrix with a cell cursor, its
+explanation and the cursor's worked cell, moved by the keys of BINDINGS (the footer and the help
+come from them).
+
+Layout lives in CSS: at 80 × 24 the header, the matrix (or a window onto it) and the start of the
+explanation share the screen, and the notes scroll in their own pane; from 160 columns the notes
+sit beside the matrix (HORIZONTAL_BREAKPOINTS).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, Input, Label, Static
+
+from attnwalk.app.grid import MatrixGrid
+from attnwalk.app import panes
+from attnwalk.app.help import HelpScreen, translated
+from attnwalk.app.offloop import OffTheLoop
+from attnwalk.app.typed import TypedAnswers
+from attnwalk.layer.axes import default_cell
+from attnwalk.layer.stages import TOKENS, Stage
+from attnwalk.layer.walk import Walk, with_mode
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.screens import header, walk_steps
+from attnwalk.render.style import plain, say
+
+
+WIDE = 160  # columns from which the notes sit beside the matrix (the CSS's Screen.-wide)
+
+
+class WalkApp(TypedAnswers, OffTheLoop, App[int]):
+    """Walk `walk` from step `start`; the return code is 0 on q or at the end, 130 on Ctrl-C."""
+
+    CSS = """
+    Screen { layout: vertical; }
+    #header { height: auto; padding: 0 1; }
+    #body { height: 1fr; layout: vertical; }
+    #matrix { height: auto; max-height: 60%; padding: 0 1; }
+    #tokens { height: auto; max-height: 60%; padding: 0 1; scrollbar-size-vertical: 1; }
+    #notes { height: 1fr; min-height: 4; padding: 0 1; scrollbar-size-vertical: 1; }
+    #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
+    #message.-shown { display: block; }
+    #prompt { height: auto; display: none; padding: 0 1; }
+    #prompt.-shown { display: block; }
+    #prompt Input { border: none; height: 1; padding: 0; width: 1fr; }
+    #prompt Label { width: 1fr; }
+    Screen.-wide #body { layout: horizontal; }
+    Screen.-wide #matrix, Screen.-wide #tokens { width: 1fr; max-height: 100%; }
+    Screen.-wide #notes { width: 1fr; height: 100%; }
+    """
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
+    ENABLE_COMMAND_PALETTE = False
+    # descriptions are text keys, put into the learner's language when the app starts
+    BINDINGS = [
+        Binding("n,enter,space", "next", "app.key.next", key_display="n"),
+        Binding("b", "back", "app.key.back"),
+        Binding("g", "jump", "app.key.jump"),
+        Binding("c", "cell", "app.key.cell"),
+        Binding("m", "mode", "app.key.mode"),
+        Binding("h", "head", "app.key.head"),
+        Binding("p", "predict", "app.key.predict"),
+        Binding("question_mark", "help", "app.key.help", key_display="?"),
+        Binding("q", "quit_walk", "app.key.quit"),
+        Binding("ctrl+d", "quit_walk", show=False),  # the end of input, as in a shell
+        Binding("j", "scroll_notes(1)", show=False),
+        Binding("k", "scroll_notes(-1)", show=False),
+        Binding("d,pagedown", "page_notes(1)", show=False),
+        Binding("u,pageup", "page_notes(-1)", show=False),
+        Binding("ctrl+c", "interrupt", show=False, priority=True),
+    ]
+
+    def __init__(self, walk: Walk, opts: ViewOptions, *, start: int = 0, message: str = "",
+                 predictor=None, predict: bool = False) -> None:
+        super().__init__()
+        translated(self, opts)
+        self.walk = walk
+        self.opts = opts
+        self.walks = {walk.mode.name: walk}  # each mode's walk, computed once
+        self.steps: list[tuple[Stage, int]] = walk_steps(walk)
+        self.index = start
+        self.cursor = default_cell(walk, *self._key_head(start)) if self._has_cells(start) else (0, 0)
+        self.before: tuple[Walk, int, str] | None = None  # after m or h: what the marks compare with
+        self.predictor, self.predict = predictor, predict
+        self.predicted: set[tuple[str, int]] = set()
+        self.message = message
+        self.ended = False  # n on the last stage
+        self._next_walks: dict[str, Future] = {}  # modes computed ahead, while the learner reads
+        self._drawn_at = None  # the app's size when the panes were last drawn
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        with Horizontal(id="body"):
+            yield MatrixGrid(id="matrix")
+            with VerticalScroll(id="tokens", can_focus=False):  # a long token list scrolls in its pane
+                yield Static(id="token-table")
+            with VerticalScroll(id="notes", can_focus=False):
+                yield Static(id="explain")
+                yield Static(id="worked")
+                yield Static(id="extras")
+        yield Static(id="message")
+        with Vertical(id="prompt"):  # a long question wraps above the line it is answered on
+            yield Label(id="prompt-label")
+            yield Input(id="prompt-input")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        grid = self.query_one(MatrixGrid)
+        translated(grid, self.opts)
+        grid.can_focus = True
+        grid.focus()
+        self.show()
+        self.call_after_refresh(self._compute_next_mode)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._resized)
+
+    def _resized(self) -> None:
+        """Widths are baked into the renderables (tables split, prose folds): draw them again, but
+        only for a new size (the app's start brings a resize to the size it already has)."""
+        if self.size != self._drawn_at:
+            self.show(home=False)
+
+    # -- what is shown -------------------------------------------------------------------------
+
+    @property
+    def step(self) -> tuple[Stage, int]:
+        return self.steps[self.index]
+
+    def _key_head(self, index: int) -> tuple[str, int]:
+        stage, head = self.steps[index]
+        return stage.key, head
+
+    def _has_cells(self, index: int) -> bool:
+        return self.steps[index][0].kind != TOKENS
+
+    def t(self, key: str, **values: object) -> str:
+        return say(self.opts, key, **values)
+
+    def pane_opts(self) -> ViewOptions:
+        """The notes pane's width (less its scrollbar and padding): worked cells fold to it."""
+        notes = self.query_one("#notes")
+        if notes.size.width > 10:
+            width = notes.size.width - 3
+        else:  # before the first layout: as the CSS will lay it out (1fr beside 1fr when wide)
+            width = (self.size.width // 2 if self.size.width >= WIDE else self.size.width) - 3
+        return self.opts.with_(width=max(width, 20))
+
+    def show(self, home: bool = True) -> None:
+        """Draw every pane for the current step; `home` puts the notes at their start."""
+        self._drawn_at = self.size
+        stage, head = self.step
+        width = max(self.size.width - 2, 20)
+        self.query_one("#header", Static).update(
+            header(self.walk, stage, head, self.opts.with_(width=width), index=self.index + 1,
+                   count=len(self.steps)))
+        grid, tokens = self.query_one(MatrixGrid), self.query_one("#tokens")
+        opts = self.pane_opts()
+        if stage.kind == TOKENS:
+            grid.display, tokens.display = False, True
+            self.query_one("#token-table", Static).update(panes.tokens_view(self.walk, self.opts.with_(width=width)))
+            grid.show(None, (0, 0))
+        else:
+            grid.display, tokens.display = True, False
+            grid.show(panes.matrix_view(self.walk, stage, head, self.opts.with_(width=width),
+                                        old=self._old(stage, head)), self.cursor)
+        self.query_one("#explain", Static).update(panes.explain_view(self.walk, stage, opts))
+        self.query_one("#extras", Static).update("")
+        self.call_after_refresh(self._show_extras, self.index, opts)  # below the fold: after the rest
+        self.show_worked(scroll=False)
+        if home:
+            self.query_one("#notes").scroll_home(animate=False)
+        self.show_message()
+
+    def _show_extras(self, index: int, opts: ViewOptions) -> None:
+        if index != self.index:
+            return  # the learner has moved on
+        stage, head = self.step
+        extras = panes.extras_view(self.walk, stage, head, opts, self.index + 1)
+        self.query_one("#extras", Static).update(extras if extras is not None else "")
+
+    def _old(self, stage: Stage, head: int):
+        if self.before is None or stage.key not in (s.key for s in self.before[0].stages):
+            return None
+        old_walk, old_head, _ = self.before
+        return old_walk.matrix(stage.key, old_head if stage.per_head else 0)
+
+    def show_message(self) -> None:
+        shown = self.query_one("#message", Static)
+        shown.update(self.message)
+        shown.set_class(bool(self.message), "-shown")
+
+    async def run_action(self, action, default_namespace=None) -> bool:
+        """Every key's action: a message stays until the next key (a resize draws it again)."""
+        if self.message and not action.startswith("scroll") and not action.startswith("page"):
+            self.message = ""
+            self.show_message()
+        return await super().run_action(action, default_namespace)
+
+    def say_now(self, message: str) -> None:
+        self.message = message
+        self.show_message()
+
+    # -- moving ------------------------------------------------------------------------------
+
+    def go(self, index: int) -> None:
+        """To step `index`, keeping the cursor's row (the query) where the new stage has it, and
+        its column where the columns mean the same (keys, or the same dimensions)."""
+        old_stage, _ = self.step
+        self.index = index
+        stage, head = self.step
+        if stage.kind != TOKENS:
+            rows, cols = self.walk.matrix(stage.key, head).shape
+            default = default_cell(self.walk, stage.key, head)
+            row, col = self.cursor
+            same_rows = old_stage.kind != TOKENS and old_stage.rows == stage.rows
+            row = row if same_rows and row < rows else default[0]
+            same_cols = old_stage.kind != TOKENS and (old_stage.square and stage.square
+                                                      or old_stage.cols == stage.cols)
+            if stage.square and not same_cols:  # the key this query attends to most
+                col = int(self.walk.matrix("A", head)[row].argmax())
+            elif not same_cols or col >= cols:
+                col = default[1]
+            self.cursor = (row, col)
+        self.show()
+
+    def action_next(self) -> None:
+        if self.index == len(self.steps) - 1:
+            self.ended = True
+            self.exit(0)
+            return
+        stage, head = self.steps[self.index + 1]
+        q = self.predictor.ask(self.walk, stage.key, head) if self.predict and self.predictor else None
+        if q is None or (stage.key, head) in self.predicted:
+            self.go(self.index + 1)
+            return
+        self.predicted.add((stage.key, head))
+
+        def judged(raw: str | None) -> None:
+            verdict = self.predictor.judge(self.walk, q, raw) if raw is not None else ""
+            self.message = verdict
+            self.go(self.index + 1)
+
+        self.ask(f"{self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))}: {q.text} ", judged)
+
+    def action_back(self) -> None:
+        if self.index == 0:
+            self.say_now(self.t("ui.first_stage"))
+        else:
+            self.go(self.index - 1)
+
+    def action_scroll_notes(self, lines: int) -> None:
+        notes = self.query_one("#notes")
+        notes.scroll_relative(y=lines, animate=False)
+
+    def action_page_notes(self, pages: int) -> None:
+        notes = self.query_one("#notes")
+        notes.scroll_relative(y=pages * max(notes.size.height - 1, 1), animate=False)
+
+    def move_cursor(self, row: int, col: int) -> None:
+        stage, head = self.step
+        if stage.kind == TOKENS:
+            return
+        rows, cols = self.walk.matrix(stage.key, head).shape
+        self.cursor = (min(max(row, 0), rows - 1), min(max(col, 0), cols - 1))
+        self.query_one(MatrixGrid).move(self.cursor)
+        self.show_worked()
+
+    def on_matrix_grid_cell_picked(self, event: MatrixGrid.CellPicked) -> None:
+        self.move_cursor(event.row, event.col)
+
+    def on_matrix_grid_cursor_moved(self, event: MatrixGrid.CursorMoved) -> None:
+        self.move_cursor(self.cursor[0] + event.rows, self.cursor[1] + event.cols)
+
+    # -- m, h, p, ?, q -------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "head":  # offered only where there is another head to go to
+            return self.walk.scenario.heads > 1
+        if action == "predict":
+            return self.predictor is not None
+        return True
+
+    def action_mode(self) -> None:
+        """scaled → unscaled → uniform → scaled, on the same stage with the same cursor."""
+        old = self.walk
+        mode = self._next_mode()
+        if mode.name not in self.walks:
+            ahead = self._next_walks.pop(mode.name, None)
+            self.walks[mode.name] = ahead.result() if ahead is not None else with_mode(old, mode)
+        self.walk = self.walks[mode.name]
+        change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
+        self.before = (old, self.step[1], plain(change, self.opts))
+        self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
+        self.show(home=False)
+        self.call_after_refresh(self._compute_next_mode)
+
+    def action_head(self) -> None:
+        heads = self.walk.scenario.heads
+        stage, head = self.step
+        if heads == 1:
+            self.say_now(self.t("ui.one_head"))
+            return
+        if not stage.per_head:
+            per_head = self.t("ui.list_sep").join(dict.fromkeys(plain(s.symbol, self.opts)
+                                                                for s, _ in self.steps if s.per_head))
+            self.say_now(self.t("ui.shared_stage", stage=plain(stage.symbol, self.opts), stages=per_head))
+            return
+        target = (head + 1) % heads
+        self.before = (self.walk, head, self.t("app.head_change", old=head + 1, new=target + 1))
+        self.index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)
+        self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
+        self.show(home=False)  # the same cell: a stage has the same shape in every head
+
+    def action_predict(self) -> None:
+        if self.predictor is None:
+            return
+        self.predict = not self.predict
+        self.say_now(self.t("quiz.predict.on" if self.predict else "quiz.predict.off_now"))
+
+    def action_help(self) -> None:
+        def closed(quit_now: bool | None) -> None:
+            if quit_now:
+                self.exit(0)
+
+        self.push_screen(HelpScreen(self.opts), closed)
+
+    def action_quit_walk(self) -> None:
+        self.exit(0)
+
+    def action_interrupt(self) -> None:
+        self.exit(130, return_code=130)

@@ -1,0 +1,350 @@
+"""The interactive walk (attnwalk/app/walk.py) driven by Textual's pilot: its keys, the cell cursor
+and the worked pane that follows it, m and h keeping the learner in place, predictions, the help.
+
+Golden numbers are typed in from lesson 002 (女生撩刘海), ../shared/seeds/002_*.txt:
+QKᵀ[撩, 刘海] = 0.3274×1.3872 + 1.2872×5.3083 = 7.2868, S[撩, 刘海] = 7.2868 / √2 = 5.1526,
+A[女生, 刘海] = 0.8078. Uniform weights over 3 keys are 1/3 = 0.3333 (computed here).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from appdriver import drive, typed
+from attnwalk.layer.modes import WALK_MODES
+from attnwalk.layer.walk import compute, with_mode
+from attnwalk.render.options import ViewOptions
+from attnwalk.scenario.builtins import builtin_names
+from attnwalk.scenario.model import load_scenario
+
+STAGES_002 = ["tokens", "E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z"]
+
+TWO_HEADS = """\
+tokens: [the, cat, sat]
+embeddings: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
+heads: 2
+W_Q: [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]]
+W_K: [[0, 1, 1, 0], [1, 0, 0, 1], [1, 0, 1, 0], [0, 1, 0, 1]]
+W_V: [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+"""
+
+
+def stage_keys(d) -> str:
+    return d.app.step[0].key
+
+
+def footer(screen: str) -> str:
+    return screen.rstrip("\n").splitlines()[-1]
+
+
+# -- moving --------------------------------------------------------------------------------------
+
+
+def test_n_enter_space_go_on_and_b_goes_back() -> None:
+    d = drive("girl_bangs", ["n", "enter", "space", "b"])
+    assert [s.splitlines()[0].split()[1] for s in d.screens] == ["1", "2", "3", "4", "3"]
+
+
+def test_back_at_the_first_stage_stays_and_says_so() -> None:
+    d = drive("girl_bangs", ["b"])
+    assert d.app.index == 0 and "Already at the first stage." in d.screen
+
+
+def test_the_eleven_stages_of_lesson_002_in_order_and_n_at_the_end_ends_with_0() -> None:
+    d = drive("girl_bangs", ["n"] * 11)
+    assert [line.split("   ")[0] for line in (s.splitlines()[0] for s in d.screens[:11])] == [
+        f" Stage {i} / 11" for i in range(1, 12)]
+    assert [step[0].key for step in d.app.steps] == STAGES_002
+    assert d.screens[-1] is None and d.app.ended and d.code == 0
+
+
+def test_q_quits_with_0_ctrl_c_with_130_ctrl_d_with_0() -> None:
+    assert drive("girl_bangs", ["n", "q"]).code == 0
+    interrupted = drive("girl_bangs", ["n", "ctrl+c"])
+    assert interrupted.code == 130 and interrupted.app.index == 1  # the place, for --resume
+    assert drive("girl_bangs", ["ctrl+d"]).code == 0
+
+
+def test_unknown_keys_change_nothing() -> None:
+    d = drive("girl_bangs", ["x", "Z", "n"])
+    assert d.screens[0] == d.screens[1] == d.screens[2] and d.app.index == 1
+
+
+# -- g: jump ---------------------------------------------------------------------------------------
+
+
+def test_jump_by_number_and_by_stage_name() -> None:
+    d = drive("girl_bangs", ["g", *typed("10")])
+    assert d.app.index == 9 and "Stage 10 / 11   A  Attention weights" in d.screen
+    d = drive("girl_bangs", ["g", *typed("QKT"), "g", *typed("z")])
+    assert stage_keys(d) == "Z"
+    assert "Jump to stage (1–11):" in d.screens[1]  # the prompt, above the footer
+
+
+@pytest.mark.parametrize("value", ["0", "12", "nonsense"])
+def test_jump_out_of_range_says_so_and_stays(value: str) -> None:
+    d = drive("girl_bangs", ["n", "g", *typed(value)])
+    assert d.app.index == 1
+    assert f"No such stage: {value}; choose 1–11 or a stage name such as Z" in d.screen
+
+
+def test_escape_cancels_a_jump() -> None:
+    d = drive("girl_bangs", ["n", "g", "5", "escape", "n"])
+    assert d.app.index == 2  # the n after Esc is a key again, not typed into the prompt
+
+
+# -- the cursor and the worked pane ------------------------------------------------------------------
+
+
+def test_the_worked_pane_follows_the_arrows() -> None:
+    d = drive("girl_bangs", ["g", *typed("8"), "up", "left"], size=(120, 50))
+    first, moved = d.screens[3], d.screen
+    # QKᵀ opens on the focus row 撩 and the key it attends to most, 刘海
+    assert "Worked cell: QKᵀ[撩, 刘海]" in first and "7.2868" in first
+    assert "0.32736 × 1.38719" in first  # the lesson's 0.3274 × 1.3872, to 5 decimals
+    assert d.app.cursor == (0, 1)  # up to 女生, left to 撩
+    assert "Worked cell: QKᵀ[女生, 撩]" in moved and "QKᵀ[女生, 撩] = 6.2388" in moved
+    q = compute(load_scenario("girl_bangs")).matrix("Q")[0] @ compute(load_scenario("girl_bangs")).matrix("K")[1]
+    assert f"{q:.4f}" == "6.2388"  # q_女生 · k_撩, computed apart from the app
+
+
+def test_arrows_stop_at_the_edges() -> None:
+    d = drive("girl_bangs", ["g", *typed("8"), "down", "down", "down", "right", "right", "right"])
+    assert d.app.cursor == (2, 2)
+
+
+def test_a_click_moves_the_cursor_to_that_cell() -> None:
+    import asyncio
+
+    from attnwalk.app.grid import MatrixGrid, TOP_LINES
+    from attnwalk.app.walk import WalkApp
+
+    async def run():
+        app = WalkApp(compute(load_scenario("girl_bangs")), ViewOptions(), start=7)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.pause()
+            grid = app.query_one(MatrixGrid)
+            x0, x1, col = grid._col_x[0]  # 女生's column, where the last drawing put it
+            await pilot.click("#matrix", offset=(1 + (x0 + x1) // 2, TOP_LINES + 2))  # 1: the padding
+            await pilot.pause()
+            return app.cursor, col
+
+    cursor, col = asyncio.run(run())
+    assert col == 0 and cursor == (2, 0)  # row 刘海, column 女生
+
+
+def test_c_puts_the_cursor_on_a_typed_row_and_column() -> None:
+    d = drive("girl_bangs", ["g", *typed("8"), "up", "c", *typed("2"), *typed("刘海")], size=(120, 50))
+    assert d.app.cursor == (1, 2) and "Worked cell: QKᵀ[撩, 刘海]" in d.screen
+    assert "Row (number from 1, or token):" in d.screens[5 + 1]  # after c
+    assert "Column (number from 1, or token):" in d.screens[5 + 1 + 2]
+
+
+def test_c_on_a_d_model_stage_takes_dimensions_as_the_table_labels_them() -> None:
+    d = drive("girl_bangs", ["g", *typed("4"), "c", *typed("1"), *typed("刘海")])
+    assert "No such column: 刘海; columns are numbered from 1, so choose 1–2" in d.screen
+    d = drive("girl_bangs", ["g", *typed("4"), "c", *typed("撩"), *typed("2")])
+    assert d.app.cursor == (1, 1) and "Column (dimension 1–2):" in d.screens[-3]
+
+
+def test_c_with_a_repeated_token_asks_for_its_number(tmp_path) -> None:
+    path = tmp_path / "repeat.yaml"
+    path.write_text("tokens: [the, dog, the]\nembeddings: [[1, 0], [0, 1], [1, 1]]\n"
+                    "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n", encoding="utf-8")
+    d = drive(str(path), ["g", *typed("A"), "c", *typed("the#3"), *typed("the#1")])
+    assert d.app.cursor == (2, 0)
+    d = drive(str(path), ["g", *typed("A"), "c", *typed("the")])
+    assert "the appears more than once (rows 1, 3); type its row number instead" in d.screen
+
+
+def test_rows_of_k_are_the_source_tokens_in_cross_attention(tmp_path) -> None:
+    path = tmp_path / "cross.yaml"
+    path.write_text("tokens: [je, suis]\nembeddings: [[1, 0], [0, 1]]\n"
+                    "source:\n  tokens: [I, am, here]\n  embeddings: [[1, 1], [0, 1], [1, 0]]\n"
+                    "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n", encoding="utf-8")
+    d = drive(str(path), ["g", *typed("K"), "c", *typed("here"), *typed("1")])
+    assert d.app.cursor == (2, 0) and "K[here, 1]" in d.screen
+    d = drive(str(path), ["g", *typed("A"), "c", *typed("suis"), *typed("am")])
+    assert d.app.cursor == (1, 1)
+
+
+def test_bad_row_names_the_choices_and_the_tokens_stage_has_no_cells() -> None:
+    d = drive("girl_bangs", ["g", *typed("10"), "c", *typed("4")])
+    assert "No such row: 4; rows are numbered from 1, so choose 1–3 or a token: 女生, 撩, 刘海" in d.screen
+    d = drive("girl_bangs", ["c"])
+    assert "This stage has no cells to work out." in d.screen
+
+
+def test_the_query_row_is_marked_and_kept_in_the_related_matrices() -> None:
+    # the cursor on 女生's row of QKᵀ: S, A and Z mark the same query
+    d = drive("girl_bangs", ["g", *typed("8"), "up", "n", "n", "n"], size=(120, 50))
+    for screen in d.screens[-4:]:
+        assert "▸ 女生" in screen
+    assert d.app.cursor[0] == 0 and stage_keys(d) == "Z"
+    a_screen = d.screens[-2]
+    assert "A[女生, 刘海] = 0.8078" in a_screen  # the lesson's weight, in the status under A
+
+
+# -- m and h: the same place, what changed -----------------------------------------------------------
+
+
+def test_m_cycles_the_modes_on_the_same_stage_and_cell() -> None:
+    d = drive("girl_bangs", ["g", *typed("10"), "up", "m", "m", "m"], size=(120, 50))
+    assert [w for w in d.app.walks] == ["scaled", "unscaled", "uniform"]
+    assert d.app.index == 9 and d.app.cursor == (0, 2)
+    scaled, unscaled, uniform, again = d.screens[-4:]
+    assert "mode     scaled" in scaled and "mode     unscaled" in unscaled and "mode     uniform" in uniform
+    assert "Mode: unscaled" in unscaled
+    assert "A[女生, 刘海] = 0.8078" in scaled
+    assert "A[女生, 刘海] = 0.3333" in uniform and f"{1 / 3:.4f}" == "0.3333"
+    assert "unscaled → uniform: A[女生, 刘海] was" in uniform and "is now 0.3333" in uniform
+    assert "9 cells changed (underlined)" in uniform  # every weight of a 3 × 3 A moves to 1/3
+    assert "uniform → scaled" in again and "is now 0.8078" in again
+
+
+def test_m_marks_nothing_where_the_mode_changes_nothing() -> None:
+    d = drive("girl_bangs", ["g", *typed("5"), "m"])  # Q is computed before any score
+    assert "cells changed" not in d.screen and "Q[撩, 1] is unchanged" in d.screen
+
+
+def test_each_mode_is_computed_once() -> None:
+    d = drive("girl_bangs", ["g", *typed("10"), "m", "m", "m", "m"])
+    assert d.app.walk is d.app.walks["unscaled"] and len(d.app.walks) == 3
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_with_mode_gives_what_compute_gives(name: str) -> None:
+    scn = load_scenario(name)
+    base = compute(scn)
+    for mode in WALK_MODES:
+        fresh, shared = compute(scn, mode), with_mode(base, mode)
+        for stage in fresh.stages:
+            if stage.compute is None:
+                continue
+            for h in range(scn.heads if stage.per_head else 1):
+                np.testing.assert_array_equal(shared.matrix(stage.key, h), fresh.matrix(stage.key, h))
+
+
+def test_h_is_offered_only_with_several_heads(tmp_path) -> None:
+    one = drive("girl_bangs", ["g", *typed("10"), "h"])
+    assert " head " not in footer(one.screen) and "h head" not in footer(one.screens[0])
+    assert one.app.index == 9  # h did nothing
+    path = tmp_path / "two.yaml"
+    path.write_text(TWO_HEADS, encoding="utf-8")
+    two = drive(str(path), ["g", *typed("A")])
+    assert "h head" in footer(two.screen)
+
+
+def test_h_goes_to_the_same_stage_and_cell_in_the_next_head(tmp_path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text(TWO_HEADS, encoding="utf-8")
+    d = drive(str(path), ["g", *typed("A"), "up", "h", "h", "g", *typed("X"), "h"], size=(120, 50))
+    head1, head2, back = d.screens[4:7]
+    assert "Stage 10 / 16   A  Attention weights   head 1 / 2" in head1
+    assert "Stage 14 / 16   A  Attention weights   head 2 / 2" in head2 and "Head 2 / 2" in head2
+    walk = compute(load_scenario(path))
+    cursor = d.app.cursor
+    old, new = walk.matrix("A", 0)[cursor], walk.matrix("A", 1)[cursor]
+    assert "head 1 → head 2: A[" in head2 and f"is now {new:.4f}" in head2 and f"was {old:.4f}" in head2
+    assert "Stage 10 / 16" in back
+    assert "X is shared by every head; h works on the per-head stages" in d.screen
+
+
+# -- predictions, help, language ----------------------------------------------------------------------
+
+
+def test_p_asks_before_s_a_and_z_once_each() -> None:
+    from attnwalk.tutor.predict import StepPredictions
+
+    keys = ["p"] + ["n"] * 8 + typed("5.15") + ["n"] + typed("刘海") + ["n"] + typed("1.7") + ["b", "n"]
+    d = drive("girl_bangs", keys, size=(120, 50), predictor=StepPredictions("en"))
+    assert "Predictions on" in d.screens[1]
+    s_screen = next(s for s in d.screens if s and "Your prediction: 5.15" in s)
+    assert "Stage 9 / 11" in s_screen and "the walk: 5.1526 · right" in s_screen
+    assert any(s and "Your prediction: 刘海 · the walk: 刘海 · right" in s for s in d.screens)
+    assert any(s and "Your prediction: 1.7 · the walk: 1.6145 · off" in s for s in d.screens)
+    assert d.app.index == 10 and len(d.app.predicted) == 3  # back and on again: not asked twice
+    assert "What will S[撩, 刘海] be?" in d.screens[9]
+
+
+def test_help_lists_the_keys_and_any_key_closes_it_q_quits() -> None:
+    d = drive("girl_bangs", ["n", "question_mark", "x"])
+    assert "Keys" in d.screens[2] and "jump to a stage by its number or its name" in d.screens[2]
+    assert "Keys" not in d.screen and d.app.index == 1 and d.code is None
+    assert drive("girl_bangs", ["question_mark", "q"]).code == 0
+
+
+def test_the_footer_fits_80_columns_without_splitting_a_key() -> None:
+    d = drive("girl_bangs", ["g", *typed("8")], size=(80, 24))
+    line = footer(d.screen)
+    for shown in ("←↑↓→ move", "n next", "b back", "g jump", "c cell", "m mode", "? help", "q quit"):
+        assert shown in line
+    assert len(line.rstrip()) <= 80
+
+
+def test_chinese_walk_speaks_chinese() -> None:
+    d = drive("girl_bangs", ["g", *typed("99"), "g", *typed("10"), "c", *typed("4"), "h"],
+              opts=ViewOptions(lang="zh"))
+    assert "没有这个阶段：99；请输入 1–11 或阶段名，例如 Z" in d.screens[4]
+    assert "没有这一行：4；行号从 1 数起，请输入 1–3 或一个 token：女生、撩、刘海" in d.screens[-2]
+    assert "下一步" in footer(d.screen) and "退出" in footer(d.screen)
+    assert "本场景只有一个头。" not in d.screen  # h is not offered with one head
+
+
+def test_ascii_prompts_and_messages_are_ascii() -> None:
+    d = drive("girl_bangs", ["g"], opts=ViewOptions(ascii=True))
+    prompt = next(line for line in d.screen.splitlines() if "Jump to stage" in line)
+    assert "Jump to stage (1-11):" in prompt and prompt.isascii()
+
+
+def test_the_first_screen_of_a_resumed_walk_says_where_it_starts() -> None:
+    import asyncio
+
+    from appdriver import screen_text
+    from attnwalk.app.walk import WalkApp
+
+    async def run():
+        app = WalkApp(compute(load_scenario("girl_bangs")), ViewOptions(), start=6, message="Resuming at 7 / 11")
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.pause()
+            return screen_text(app)
+
+    shown = asyncio.run(run())
+    assert "Stage 7 / 11" in shown and "Resuming at 7 / 11" in shown
+
+
+def test_math_of_the_goldens() -> None:
+    # the independent arithmetic behind this file's golden numbers
+    assert f"{0.3274 * 1.3872 + 1.2872 * 5.3083:.3f}" == "7.287"
+    assert abs(7.2868 / math.sqrt(2) - 5.1526) < 1e-4  # S from QKᵀ's 4 decimals, within their rounding
+
+
+def test_on_a_large_layer_the_worked_pane_catches_up_with_the_cursor() -> None:
+    # shapes (100 tokens, d_model 512): the worked cell is laid out in a thread; after three quick
+    # presses the pane shows the cell the cursor ended on, not one it passed over
+    import asyncio
+
+    from appdriver import screen_text
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.layer.axes import axes
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
+        async with app.run_test(size=(120, 50)) as pilot:
+            await pilot.pause()
+            await pilot.press("left", "left", "up")
+            for _ in range(200):
+                await pilot.pause(0.05)
+                worked = str(app.query_one("#worked").render())
+                if "Working out" not in worked and app._worker is not None and not app._worker.is_alive():
+                    break
+            return app.cursor, screen_text(app), app.walk
+
+    cursor, shown, walk = asyncio.run(run())
+    rows, cols = axes(walk, walk.stage("A"), 0)
+    name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
+    assert f"Worked cell: {name}" in shown
+    assert f"{name} = {walk.matrix('A', 0)[cursor]:.4f}" in shown

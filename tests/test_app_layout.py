@@ -1,0 +1,139 @@
+"""The walk's layout teaches at 80 × 24 and at 200 × 60: on every stage of every built-in lesson
+the header, the whole matrix (or the whole of its window, with the line under it) and the first
+line of the explanation are on screen together, without scrolling; from 160 columns the notes sit
+beside the matrix. Plus a few screens checked line by line."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from appdriver import screen_text
+from attnwalk.app.grid import MatrixGrid
+from attnwalk.app.walk import WalkApp
+from attnwalk.layer.stages import TOKENS
+from attnwalk.layer.walk import compute
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.style import plain
+from attnwalk.scenario.builtins import builtin_names
+from attnwalk.scenario.model import load_scenario
+from attnwalk.text import stage_text
+
+
+def every_screen(name: str, size: tuple[int, int], lang: str = "en") -> list[tuple[WalkApp, str, dict]]:
+    """Each stage's screen (a per-head stage in its first two heads: the others are laid out the
+    same), reached as g reaches it, and what the app had in its panes then."""
+
+    async def run():
+        app = WalkApp(compute(load_scenario(name)), ViewOptions(lang=lang))
+        seen = []
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            for i, (stage, head) in enumerate(app.steps):
+                if head > 1:
+                    continue
+                if i:
+                    app.go(i)
+                    await pilot.pause()
+                grid = app.query_one(MatrixGrid)
+                facts = {"stage": app.step[0], "head": app.step[1], "window": grid.shown,
+                         "index": app.index, "cursor": app.cursor,
+                         "tokens_scroll": app.query_one("#tokens").max_scroll_y,
+                         "grid": grid.region if grid.display else app.query_one("#tokens").region,
+                         "notes": app.query_one("#notes").region}
+                seen.append((app, screen_text(app), facts))
+        return seen
+
+    return asyncio.run(run())
+
+
+def first_words(body: str, count: int = 3) -> str:
+    """The start of a paragraph as the explanation's first line shows it, whatever its wrapping."""
+    return " ".join(body.split()[:count])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+@pytest.mark.parametrize("name", builtin_names())
+def test_header_matrix_and_explanation_start_are_on_screen_together(name: str, size) -> None:
+    width, height = size
+    for app, screen, facts in every_screen(name, size):
+        stage, head = facts["stage"], facts["head"]
+        lines = screen.splitlines()
+        assert len(lines) == height
+        where = f"{name} {stage.key} head {head + 1} at {width}x{height}"
+        assert re.match(rf" Stage {facts['index'] + 1} / {len(app.steps)}\b", lines[0]), where
+        walk = app.walk
+        if stage.kind == TOKENS:
+            # the tokens table whole, or its start in a pane that scrolls
+            assert walk.scenario.tokens[0] in screen, where
+            assert walk.scenario.tokens[-1] in screen or facts["tokens_scroll"] > 0, where
+        else:
+            window = facts["window"]
+            M = walk.matrix(stage.key, head)
+            assert window.rows >= 1 and window.cols >= 1, where
+            # every row label of the window, in order, each on its own line of the matrix pane
+            grid_top = facts["grid"].y
+            grid_lines = lines[grid_top:grid_top + facts["grid"].height]
+            from attnwalk.layer.axes import axes
+
+            rows, cols = axes(walk, stage, head, "en")
+            labels = [line[3:].split("  ")[0].strip() for line in grid_lines[2:2 + window.rows]]
+            assert labels == [rows[r] for r in range(window.top, window.top + window.rows)], where
+            # the line under the table: the cursor's cell and value, so nothing above it was cut
+            r, c = facts["cursor"]
+            assert f"[{rows[r]}, {cols[c]}] = " in screen, where
+            if window.rows < M.shape[0] or window.cols < M.shape[1]:
+                assert f"of {M.shape[0]} · columns" in screen, where
+        what = plain(stage_text("en", stage, walk.scenario, walk.mode, "what"), app.opts)
+        assert first_words(what) in " ".join(screen.split()), where
+        notes = facts["notes"]
+        assert notes.height >= 4, where
+        if width >= 160:  # the notes beside the matrix, not under it
+            assert notes.x > facts["grid"].x and notes.y == facts["grid"].y, where
+
+
+def test_at_80x24_river_bank_a_shows_its_table_then_the_explanation() -> None:
+    # the 4 × 4 weights whole, each row's ▲, the status, the legend, then What begins
+    _, screen, _ = every_screen("river_bank", (80, 24))[9]
+    lines = screen.splitlines()
+    assert lines[0].startswith(" Stage 10 / 11   A  Attention weights")
+    assert lines[4].split() == ["by", "the", "river", "bank"]
+    assert lines[9].split()[:2] == ["▸", "bank"] and "0.6854 ▲" in lines[9]  # 69% to river
+    assert lines[10].strip() == "A[bank, river] = 0.6854"
+    assert any(line.startswith(" │ What            A = softmax(S + M)") for line in lines[12:23])
+    assert lines[-1].startswith("←↑↓→ move n next b back g jump c cell m mode")
+
+
+def test_the_large_layer_shows_a_window_that_follows_the_cursor() -> None:
+    # shapes: 100 tokens, d_model 512; E at 80 × 24 shows a window, and → moves it
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=1)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            before = app.query_one(MatrixGrid).shown
+            for _ in range(12):
+                await pilot.press("right")
+            await pilot.pause()
+            return before, app.query_one(MatrixGrid).shown, app.cursor, screen_text(app)
+
+    before, after, cursor, screen = asyncio.run(run())
+    assert before.left == 0 and before.cols < 12
+    assert cursor[1] == 12 and after.left <= 12 < after.left + after.cols
+    assert f"columns {after.left + 1}–{after.left + after.cols} of 512" in screen
+
+
+def test_chinese_explanation_starts_on_screen_at_80x24() -> None:
+    for app, screen, facts in every_screen("girl_bangs", (80, 24), lang="zh"):
+        stage = facts["stage"]
+        what = plain(stage_text("zh", stage, app.walk.scenario, app.walk.mode, "what"), app.opts)
+        assert what.replace(" ", "")[:8] in screen.replace(" ", "").replace("│", ""), stage.key
+
+
+def test_a_tiny_terminal_still_shows_where_the_learner_is() -> None:
+    # 40 × 12: cramped, but every stage draws its header and the cursor's row, and nothing breaks
+    for app, screen, facts in every_screen("causal_mask", (40, 12)):
+        assert screen.splitlines()[0].startswith(f" Stage {facts['index'] + 1} / "), facts["stage"].key
+        if facts["stage"].kind != TOKENS:
+            assert "▸ " in screen, facts["stage"].key  # the window keeps the cursor's row in view

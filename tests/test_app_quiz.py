@@ -1,0 +1,89 @@
+"""The interactive quiz (attnwalk/app/quiz.py) driven by Textual's pilot: commands/quiz.run_quiz
+runs in the app's worker and asks through its input line.
+
+Golden numbers: QKᵀ[撩, 女生] = q_撩 · k_女生 = 0.3274 × 1.6 + 1.2872 × 3.1 = 4.5142 from the
+lesson's 4 decimals (lesson 002); its shape is 3 × 3 (three tokens)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.text import Text
+
+from appdriver import screen_text
+from attnwalk.app.quiz import QuizApp
+from attnwalk.commands.quiz import run_quiz
+from attnwalk.layer.walk import compute
+from attnwalk.render.options import ViewOptions
+from attnwalk.scenario.model import load_scenario
+from attnwalk.tutor.questions import questions
+
+
+async def _settle(pilot, app, until) -> None:
+    """Let the quiz's thread print and ask: wait until `until(app)` (at most ~5 s)."""
+    for _ in range(100):
+        await pilot.pause(0.05)
+        if until(app):
+            return
+
+
+def quiz(answers: list[str], count: int = 2, lang: str = "en", finish: bool = True):
+    walk = compute(load_scenario("girl_bangs"))
+    asked = questions(walk, lang)[:count]
+
+    async def run():
+        app = QuizApp(lambda console, source: run_quiz(walk, asked, console, source, lang),
+                      ViewOptions(lang=lang), [Text("Quiz: girl_bangs")])
+        async with app.run_test(size=(100, 40)) as pilot:
+            for answer in answers:
+                await _settle(pilot, app, lambda a: a.waiting)
+                if answer == "ctrl+c":
+                    await pilot.press("ctrl+c")
+                    continue
+                await pilot.press(*answer, "enter")
+            await _settle(pilot, app, lambda a: a.result is not None)
+            shown = screen_text(app) if app.return_code is None else ""
+            if finish and app.return_code is None:
+                await pilot.press("enter")  # the quiz is over: Enter closes it
+                await pilot.pause()
+        return app, shown
+
+    return asyncio.run(run())
+
+
+def test_the_right_answers_score_and_the_log_shows_the_verdicts() -> None:
+    assert abs(0.3274 * 1.6 + 1.2872 * 3.1 - 4.514) < 1e-3  # the lesson's numbers, by hand
+    app, shown = quiz(["4.514", "3x3"])
+    assert app.result.score == 2 and app.result.answered == 2
+    assert "Question 1 / 2" in shown and "What is QKᵀ[2, 1]" in shown
+    assert "> 4.514" in shown and shown.count("Correct!") == 2
+    assert "Score: 2 / 2" in shown and "The quiz is over" in shown
+    assert app.return_code == 0
+
+
+def test_a_wrong_number_is_worked_out_and_the_answer_given() -> None:
+    app, shown = quiz(["9", "3x3"])
+    assert app.result.score == 1 and app.result.missed == (app.result.missed[0],)
+    assert "Worked cell: QKᵀ[撩, 女生]" in shown and "Answer: 4.5140" in shown
+
+
+def test_a_mistyped_answer_is_asked_again_not_counted() -> None:
+    app, shown = quiz(["abc", "4.514", "3x3"])
+    assert app.result.score == 2 and app.result.answered == 2
+
+
+def test_q_stops_the_quiz_closes_it_and_keeps_what_was_answered() -> None:
+    app, shown = quiz(["4.514", "q"])
+    assert app.result.answered == 1 and app.result.score == 1
+    assert app.return_code == 0 and shown == ""  # closed at once: the command prints the score
+
+
+def test_ctrl_c_stops_with_130_and_the_score_so_far() -> None:
+    app, _ = quiz(["4.514", "ctrl+c"])
+    assert app.return_code == 130
+    assert app.result is not None and app.result.interrupted and app.result.answered == 1
+
+
+def test_the_quiz_speaks_chinese() -> None:
+    app, shown = quiz(["4.514", "3x3"], lang="zh")
+    assert "测验结束" in shown and app.result.score == 2
