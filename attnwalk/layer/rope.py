@@ -18,10 +18,20 @@ them, as Llama 3.1's rope_scaling does).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 PAIRINGS = ("half", "interleaved")
 DEFAULT_BASE = 10000.0
+SHIFT = 3  # how far the walk moves every position to show that the scores stay the same
+
+
+class Rope(NamedTuple):
+    """A scenario's rotary settings (`rope: {base: 10000, pairing: half}`)."""
+
+    base: float = DEFAULT_BASE
+    pairing: str = "half"  # "half" | "interleaved"
 
 
 def frequencies(d_head: int, base: float = DEFAULT_BASE) -> np.ndarray:

@@ -79,7 +79,8 @@ def _rounded(walk: Walk, key: str, head: int, row: int, col: int) -> float | Non
     mats = walk.heads[head].mats
     r = lambda M: np.round(M, ROUND)  # noqa: E731
     if key == "QK^T" and walk.scenario.score == "dot" and not walk.scenario.qk_norm:
-        return float(r(mats["Q"])[row] @ r(mats["K"])[col])
+        rot = "_rot" if walk.scenario.rope else ""  # RoPE: the rotated vectors are dotted
+        return float(r(mats["Q" + rot])[row] @ r(mats["K" + rot])[col])
     if key == "S":
         return float(r(mats["QK^T"])[row, col] / walk.scale)
     if key == "A" and walk.mode.smooth:
