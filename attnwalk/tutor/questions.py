@@ -298,7 +298,7 @@ def _concepts(walk: Walk, tx: Text, head: int, row: int, pick: random.Random | N
     def concept(topic: str) -> Question | None:
         if topic == "scale" and not walk.scenario.scorer.divides:
             return None  # additive scores are never divided by √d_k
-        cell = {"read_a": read, "mask": blocked}.get(topic, (row, row))
+        cell = {"read_a": read, "mask": blocked, "rope": read}.get(topic, (row, row))  # rope: two tokens
         if cell is None:
             return None
         values = {"row_token": rows[cell[0]], "col_token": cols[cell[1]], "heads": scn.heads}
