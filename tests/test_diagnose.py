@@ -153,7 +153,8 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
     def ref(mode="scaled", allowed=scn.allowed):
         return reference.attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),
                                    allowed, mode, heads=scn.heads, kind=scn.score, w_a=scn.w_a,
-                                   qk_norm=scn.qk_norm, qk_scale=scn.qk_scale)["heads"]
+                                   qk_norm=scn.qk_norm, qk_scale=scn.qk_scale,
+                                   rope=scn.rope and (scn.rope.base, scn.rope.pairing))["heads"]
 
     scaled, unscaled, unmasked = ref(), ref("unscaled"), ref(allowed=np.ones_like(scn.allowed))
     checked = set()

@@ -187,13 +187,15 @@ def _roped(scn: Scenario) -> bool:
 
 def _rot_formula(base: str, scn: Scenario, mode: Mode) -> str:
     """Which dimensions turn together, and how fast: "(i, i + d_k/2) by pos · θ_i"."""
+    if scn.rope is None:  # asked of a scenario without the stage: the definition's own
+        return base
     pair = "(i, i + d_k/2)" if scn.rope.pairing == "half" else "(2i, 2i+1)"
     return (f"{base[0]}_rot[pos, {pair}] = R(pos · θ_i) · {base[0]}[pos, {pair}],  "
             f"θ_i = {scn.rope.base:g}^(−2i/d_k)")
 
 
 def _rot_notes(scn: Scenario, mode: Mode) -> list[str]:
-    return [f"rope.pairs_{scn.rope.pairing}", "rope.angle"]
+    return [f"rope.pairs_{scn.rope.pairing}", "rope.angle"] if scn.rope else []
 
 
 def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
