@@ -66,6 +66,8 @@ CASES = [
     ("girl_bangs", "A", 1, 0, True, "kept_scale", A[1, 0]),
     ("girl_bangs", "Z", 1, 1, False, "column_softmax", (COLUMN_A @ V)[1, 1]),
     ("girl_bangs", "S", 1, 0, False, "no_scale", RAW[1, 0]),
+    # the rope lesson: every query is [3, 1, 0, 0] and every key [1.62, 1, 2.52, 0] before rotation
+    ("rope", "QK^T", 5, 1, False, "unrotated", 3 * 1.62 + 1),
 ]
 
 

@@ -187,3 +187,19 @@ def test_the_score_question_gives_the_rotated_vectors() -> None:
     first = float(re.search(r"q_rot_\S+ = \[([-\d.]+)", q.given).group(1))
     assert abs(first - walk.matrix("Q_rot", head)[row, 0]) < 1e-4
     assert abs(first - walk.matrix("Q", head)[row, 0]) > 1e-3  # not the unrotated query
+
+
+def test_a_score_from_the_unrotated_vectors_is_named() -> None:
+    from attnwalk.tutor.mistakes import diagnose
+    from attnwalk.tutor.questions import cell_question
+
+    walk = compute(load_scenario("rope"))
+    heads = oracle(lesson())
+    for key, scale in (("QK^T", 1.0), ("S", 2.0)):
+        q = cell_question(walk, key, 5, 1)  # mat → cat, four steps back
+        unrotated = float(heads["Q"][5] @ heads["K"][1]) / scale  # 3 · 1.62 + 1 · 1 = 5.86 in every cell
+        assert abs(unrotated * scale - 5.86) < 1e-12 and abs(q.answer - unrotated) > 1
+        assert ("unrotated", pytest.approx(unrotated)) in [(n, v) for n, v in q.mistakes]
+        assert diagnose(list(q.mistakes), round(unrotated, 4), q.tolerance, q.answer)[0][0] == "unrotated"
+    plain = compute(load_scenario("river_bank"))  # no RoPE: no such mistake to make
+    assert all(name != "unrotated" for p in questions(plain) for name, _ in p.mistakes)
