@@ -146,16 +146,17 @@ def rotation(c: Cell) -> list:
     theta = c.printed(rope.base ** (-2.0 * i / d))
     angle = c.printed(pos * theta)
     cos, sin = c.printed(np.cos(angle)), c.printed(np.sin(angle))
-    lines = [c.prose(c.say("rope.cell_pair", col=c.col, other=b if c.col == a else a, a=a, b=b, i=i,
-                           pos=pos, token=tok)),
+    name = c.cols  # the columns as the table labels them (names, or numbers)
+    lines = [c.prose(c.say("rope.cell_pair", col=name[c.col], other=name[b if c.col == a else a],
+                           a=name[a], b=name[b], i=i, pos=pos, token=tok)),
              c.plain(f"θ_{i} = {c.short(rope.base)}^({c.mk.minus}{2 * i}/{d}) = {c.num(theta)}"),
              c.plain(f"{pos} {c.mk.times} θ_{i} = {pos} {c.mk.times} {c.num(theta)} = {c.num(angle)}"
                      f" rad = {c.degrees(np.degrees(angle))}"),
              f"cos {c.num(angle)} = {c.num(cos)}, sin {c.num(angle)} = {c.num(sin)}",
-             f"{x_key}[{tok}, {a}] = {c.num(x[a])}, {x_key}[{tok}, {b}] = {c.num(x[b])}"]
+             f"{x_key}[{tok}, {name[a]}] = {c.num(x[a])}, {x_key}[{tok}, {name[b]}] = {c.num(x[b])}"]
     pair = np.array([x[a], x[b]])  # (2,)
     turn = np.array([cos, -sin]) if c.col == a else np.array([sin, cos])  # a row of R(angle)
-    return lines + c.dot(f"{x_key}_rot[{tok}, {c.col}]", pair, turn, c.value)
+    return lines + c.dot(f"{x_key}_rot[{tok}, {name[c.col]}]", pair, turn, c.value)
 
 
 def _shift_demo(c: Cell, hd) -> list:
