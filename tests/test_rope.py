@@ -245,3 +245,61 @@ def test_json_keys(tmp_path) -> None:
         assert {"Q_rot", "K_rot"} <= set(head) and np.shape(head["Q_rot"]) == (len(E), 2)
     plain = export(tmp_path, BASE)  # without RoPE there are no rotated stages
     assert "Q_rot" not in plain["stages"]
+
+
+# -- every rotated cell of a walk checks on a calculator --------------------------------------------
+
+
+def _panel(walk, key: str, row: int, col: int, head: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.render.worked import worked_cell
+
+    console = Console(width=100, file=io.StringIO(), color_system=None)
+    console.print(worked_cell(walk, key, row, col, head, ViewOptions(width=100)))
+    lines = [line.strip()[1:-1].strip() for line in console.file.getvalue().splitlines()
+             if line.strip().startswith("│")]
+    return re.sub(r"\s+", " ", " ".join(lines))
+
+
+def _half(text: str) -> float:
+    return 0.5 * 10.0 ** -(len(text.split(".")[1]) if "." in text else 0) + 1e-12
+
+
+@pytest.mark.parametrize("name", ["rope", "random"])
+def test_every_rotated_cell_checks_with_its_own_digits(tmp_path, name: str) -> None:
+    from attnwalk.layer.walk import compute
+    from attnwalk.scenario.model import load_scenario, scenario_from_text
+
+    if name == "rope":
+        scn = load_scenario("rope")
+    else:
+        E, W_Q, W_K, W_V, _, base = random_case(21)
+        scn = scenario_from_text(scenario_yaml(E * 3, W_Q[:, :6], W_K[:, :6], W_V, base=base,
+                                               pairing="interleaved"), "r.yaml")
+    walk = compute(scn)
+    num = r"-?\d+\.\d+"
+    for key in ("Q_rot", "K_rot"):
+        M = walk.matrix(key)
+        for row in range(M.shape[0]):
+            for col in range(M.shape[1]):
+                text = _panel(walk, key, row, col, 0)
+                theta = re.search(rf"θ_\d+ = \S+ = ({num})", text).group(1)
+                angle = re.search(rf"{row} × θ_\d+ = {row} × {re.escape(theta)} = ({num}) rad", text).group(1)
+                assert abs(row * float(theta) - float(angle)) <= _half(angle)
+                cos, sin = re.search(rf"cos {re.escape(angle)} = ({num}), sin {re.escape(angle)} = ({num})",
+                                     text).groups()
+                assert abs(np.cos(float(angle)) - float(cos)) <= _half(cos)
+                assert abs(np.sin(float(angle)) - float(sin)) <= _half(sin)
+                chain = re.search(rf"= \(?({num})\)? × \(?({num})\)? \+ \(?({num})\)? × \(?({num})\)? "
+                                  rf"= \(?({num})\)? \+ \(?({num})\)? = ({num})", text)
+                x_a, f_a, x_b, f_b, p_a, p_b, end = chain.groups()
+                assert {abs(float(f_a)), abs(float(f_b))} == {abs(float(cos)), abs(float(sin))}
+                assert abs(float(x_a) * float(f_a) - float(p_a)) <= _half(p_a)
+                assert abs(float(x_b) * float(f_b) - float(p_b)) <= _half(p_b)
+                assert abs(float(p_a) + float(p_b) - float(end)) <= 1e-9
+                table = f"{M[row, col]:.4f}"
+                assert abs(float(end) - float(table)) <= 0.5e-4 + 1e-12, (key, row, col, text)
