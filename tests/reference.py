@@ -38,16 +38,35 @@ def score(q, k, kind="dot", w_a=None, qk_norm=False, qk_scale=1.0):
     return s * qk_scale if qk_norm else s
 
 
+def rope_rotated(x, base=10000.0, pairing="half"):
+    """RoPE (issue 19): row p's pair i turned by p · θ_i, θ_i = base^(−2i/d), one 2 × 2 rotation
+    at a time; half pairs dimension i with i + d/2, interleaved 2i with 2i + 1."""
+    n, d = x.shape
+    out = np.array(x, dtype=float)
+    for p in range(n):
+        for i in range(d // 2):
+            a, b = (i, i + d // 2) if pairing == "half" else (2 * i, 2 * i + 1)
+            phi = p * base ** (-2 * i / d)
+            c, s = math.cos(phi), math.sin(phi)
+            out[p, a], out[p, b] = c * x[p, a] - s * x[p, b], s * x[p, a] + c * x[p, b]
+    return out
+
+
 def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None, kind="dot",
-              w_a=None, qk_norm=False, qk_scale=1.0):
+              w_a=None, qk_norm=False, qk_scale=1.0, rope=None):
     """Every matrix of one (multi-head) layer; `allowed` is the n × m boolean mask. `kind` is
-    "dot" or "additive" (then scores are never divided by √d_k)."""
+    "dot" or "additive" (then scores are never divided by √d_k). `rope`: (base, pairing) to rotate
+    each head's queries and keys by their positions before scoring."""
     Q, K, V = X @ W_Q, X_kv @ W_K, X_kv @ W_V
     d_k, d_v = W_Q.shape[1] // heads, W_V.shape[1] // heads
     M = np.where(allowed, 0.0, -np.inf)
     per_head = []
     for h in range(heads):
         q, k, v = Q[:, h * d_k:(h + 1) * d_k], K[:, h * d_k:(h + 1) * d_k], V[:, h * d_v:(h + 1) * d_v]
+        rotated = {}
+        if rope is not None:
+            q, k = rope_rotated(q, *rope), rope_rotated(k, *rope)
+            rotated = {"Q_rot": q, "K_rot": k}
         if kind == "dot" and not qk_norm:
             raw = q @ k.T
         else:
@@ -61,7 +80,8 @@ def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None,
             L = S + M
             A = np.exp(L - L.max(axis=1, keepdims=True))
             A = A / A.sum(axis=1, keepdims=True)
-        per_head.append({"Q": q, "K": k, "V": v, "QK^T": raw, "S": S, "A": A, "Z": A @ v})
+        per_head.append({"Q": Q[:, h * d_k:(h + 1) * d_k], "K": K[:, h * d_k:(h + 1) * d_k], "V": v,
+                         **rotated, "QK^T": raw, "S": S, "A": A, "Z": A @ v})
     out = {"Q": Q, "K": K, "V": V, "heads": per_head}
     concat = np.concatenate([hd["Z"] for hd in per_head], axis=1)
     out["concat"] = concat

@@ -66,6 +66,8 @@ CASES = [
     ("girl_bangs", "A", 1, 0, True, "kept_scale", A[1, 0]),
     ("girl_bangs", "Z", 1, 1, False, "column_softmax", (COLUMN_A @ V)[1, 1]),
     ("girl_bangs", "S", 1, 0, False, "no_scale", RAW[1, 0]),
+    # the rope lesson: every query is [3, 1, 0, 0] and every key [1.62, 1, 2.52, 0] before rotation
+    ("rope", "QK^T", 5, 1, False, "unrotated", 3 * 1.62 + 1),
 ]
 
 
@@ -153,7 +155,8 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
     def ref(mode="scaled", allowed=scn.allowed):
         return reference.attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),
                                    allowed, mode, heads=scn.heads, kind=scn.score, w_a=scn.w_a,
-                                   qk_norm=scn.qk_norm, qk_scale=scn.qk_scale)["heads"]
+                                   qk_norm=scn.qk_norm, qk_scale=scn.qk_scale,
+                                   rope=scn.rope and (scn.rope.base, scn.rope.pairing))["heads"]
 
     scaled, unscaled, unmasked = ref(), ref("unscaled"), ref(allowed=np.ones_like(scn.allowed))
     checked = set()

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from attnwalk.scenario.builtins import builtin_names
 from attnwalk.cli import app
+from attnwalk.layer.axes import token_labels
 from attnwalk.text import text
 from attnwalk.layer.walk import compute
 from attnwalk.tutor.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN, Question, check, unreadable,
@@ -133,7 +134,8 @@ def test_numeric_answers_agree_with_the_reference_layer(name):
     def ref(mode):
         return reference.attention(walk.mats["X"], X_kv, np.array(scn.W_Q), np.array(scn.W_K),
                                    np.array(scn.W_V), scn.allowed, mode, heads=scn.heads, kind=scn.score,
-                                   w_a=scn.w_a, qk_norm=scn.qk_norm, qk_scale=scn.qk_scale)["heads"]
+                                   w_a=scn.w_a, qk_norm=scn.qk_norm, qk_scale=scn.qk_scale,
+                                   rope=scn.rope and (scn.rope.base, scn.rope.pairing))["heads"]
 
     refs = {"": ref("scaled"), "unscaled": ref("unscaled")}  # the what-if asks A without √d_k
     for seed in (None, 1, 2, 3):
@@ -551,7 +553,8 @@ def test_reading_questions_are_off_the_diagonal_and_on_allowed_cells():
         if not walk.scenario.allowed.all():
             mask = next(q for q in qs if q.topic == "mask")
             scn = walk.scenario
-            masked = [(scn.tokens[r], scn.key_tokens[c]) for r, c in np.argwhere(~scn.allowed)]
+            rows, cols = token_labels(scn.tokens), token_labels(scn.key_tokens)  # the#5: a repeat
+            masked = [(rows[r], cols[c]) for r, c in np.argwhere(~scn.allowed)]
             assert any(tx.t("quiz.mask.question", row_token=r, col_token=c) == mask.text for r, c in masked)
 
 

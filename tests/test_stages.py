@@ -46,6 +46,10 @@ EXTRA = {
                       "mask: [[true, false, false], [true, true, false], [false, true, true]]\n",
     "qk_norm": SMALL + "qk_norm: true\nqk_scale: 2.5\npositional: sinusoidal\n",
     "cross": SMALL + "source:\n  tokens: [x, y]\n  embeddings: [[1, 1], [0, 2]]\n",
+    # RoPE without a mask and under a given one (the rope lesson has a causal mask)
+    "rope_unmasked": SMALL + "positional: rope\n",
+    "rope_given_mask": SMALL + "positional: rope\nrope: {pairing: interleaved}\n"
+                       "mask: [[true, false, false], [true, true, false], [false, true, true]]\n",
     "heads": """\
 tokens: [the, cat, sat]
 embeddings: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from attnwalk.layer.geometry import geometry
-from attnwalk.layer.scores import rms_normalize
+from attnwalk.layer.rope import SHIFT, pair_of, rotate
+from attnwalk.layer.scores import raw_scores, rms_normalize
 
 if TYPE_CHECKING:
     from attnwalk.layer.stages import Stage
@@ -94,6 +95,8 @@ def position(c: Cell) -> list:
         return [c.say(f"truth.no_positional_{c.scn.mask_kind}" if c.scn.masked else "ui.no_positional")]
     if positional == "explicit":
         return [c.say("ui.given_positions")]
+    if positional == "rope":  # nothing is added to X: the positions turn q and k (Q_rot, K_rot)
+        return [c.prose(c.say("rope.p_cell"))]
     # The formula counts from 0 where the tables count from 1: row r is pos = r − 1, and column j
     # (from 1) is the formula's dimension j − 1, which is 2i (sin) or 2i+1 (cos)
     pos, j, d = c.row, c.col, c.scn.d_model
@@ -137,14 +140,53 @@ def projection(c: Cell) -> list:
     return lines + c.dot(f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {col}]", x, w, c.value)
 
 
+def rotation(c: Cell) -> list:
+    """One pair of a query or key turned by its position's angle: θ_i, the angle, cos and sin,
+    then this cell as the rotation's row, each number from the ones printed before it."""
+    x_key = c.stage.key[0]  # "Q" or "K"
+    x = c.walk.heads[c.head].mats[x_key][c.row]  # (d_k,) this head's, before rotation
+    rope, d, pos, tok = c.scn.rope, len(x), c.row, c.rows[c.row]
+    i, a, b = pair_of(c.col, d, rope.pairing)
+    theta = c.printed(rope.base ** (-2.0 * i / d))
+    angle = c.printed(pos * theta)
+    cos, sin = c.printed(np.cos(angle)), c.printed(np.sin(angle))
+    name = c.cols  # the columns as the table labels them (names, or numbers)
+    lines = [c.prose(c.say("rope.cell_pair", col=name[c.col], other=name[b if c.col == a else a],
+                           a=name[a], b=name[b], i=i, pos=pos, token=tok)),
+             c.plain(f"θ_{i} = {c.short(rope.base)}^({c.mk.minus}{2 * i}/{d}) = {c.num(theta)}"),
+             c.plain(f"{pos} {c.mk.times} θ_{i} = {pos} {c.mk.times} {c.num(theta)} = {c.num(angle)}"
+                     f" rad = {c.degrees(np.degrees(angle))}"),
+             f"cos {c.num(angle)} = {c.num(cos)}, sin {c.num(angle)} = {c.num(sin)}",
+             f"{x_key}[{tok}, {name[a]}] = {c.num(x[a])}, {x_key}[{tok}, {name[b]}] = {c.num(x[b])}"]
+    pair = np.array([x[a], x[b]])  # (2,)
+    turn = np.array([cos, -sin]) if c.col == a else np.array([sin, cos])  # a row of R(angle)
+    return lines + c.dot(f"{x_key}_rot[{tok}, {name[c.col]}]", pair, turn, c.value)
+
+
+def _shift_demo(c: Cell, hd) -> list:
+    """Every position moved SHIFT places on, the rotations and scores computed again: this cell's
+    score and the largest change anywhere in QKᵀ (only float64's rounding)."""
+    rope, s = c.scn.rope, SHIFT
+    Q_s = rotate(hd["Q"], np.arange(hd["Q"].shape[0]) + s, rope.base, rope.pairing)  # (n, d_k)
+    K_s = rotate(hd["K"], np.arange(hd["K"].shape[0]) + s, rope.base, rope.pairing)  # (n, d_k)
+    moved = raw_scores(c.scn, Q_s, K_s)  # (n, n)
+    change = float(np.max(np.abs(moved - hd["QK^T"])))
+    return [c.prose(c.say("rope.shift_cell", shift=s, row_token=c.rows[c.row], col_token=c.cols[c.col],
+                          row_pos=c.row, col_pos=c.col, new_row=c.row + s, new_col=c.col + s,
+                          offset=c.row - c.col)),
+            f"{c.ref()}{c.colon()}{c.num(c.value)} {c.mk.arrow} {c.num(float(moved[c.row, c.col]))}",
+            c.prose(c.say("rope.shift_whole", change=c.num(change) if change else "0"))]
+
+
 def scores(c: Cell) -> list:
     hd = c.walk.heads[c.head].mats
-    q, k = hd["Q"][c.row], hd["K"][c.col]
+    rot = "Q_rot" in hd  # RoPE: the rotated queries and keys are compared
+    q, k = (hd["Q_rot"][c.row], hd["K_rot"][c.col]) if rot else (hd["Q"][c.row], hd["K"][c.col])
     qt, kt = c.rows[c.row], c.cols[c.col]
-    lines = [f"q_{qt} = {c.vec(q)}", f"k_{kt} = {c.vec(k)}"]
-    qn, kn = "q", "k"
+    qn, kn = ("q_rot", "k_rot") if rot else ("q", "k")
+    lines = [f"{qn}_{qt} = {c.vec(q)}", f"{kn}_{kt} = {c.vec(k)}"]
     if c.scn.qk_norm:
-        qn, kn = "q" + c.hat, "k" + c.hat
+        qn, kn = "q" + c.hat + qn[1:], "k" + c.hat + kn[1:]
         q, k = rms_normalize(q[None, :])[0], rms_normalize(k[None, :])[0]  # (d_k,) each
         lines += [c.say("ui.qk_norm_cell"), f"{qn}_{qt} = {c.vec(q)}", f"{kn}_{kt} = {c.vec(k)}"]
     scale = c.scn.qk_scale if c.scn.qk_norm else 1.0
@@ -164,7 +206,7 @@ def scores(c: Cell) -> list:
         end = float(c.product(dot * scale))
         c.lands(end)
         lines.append(f"{c.product(dot)} {c.mk.times} qk_scale {c.short(scale)} = {c.product(end)}")
-    return lines
+    return lines + (_shift_demo(c, hd) if rot else [])
 
 
 def scaled(c: Cell) -> list:

@@ -17,6 +17,7 @@ import numpy as np
 
 from attnwalk.layer import cells
 from attnwalk.layer.modes import BASELINE, mode_named
+from attnwalk.layer.rope import SHIFT, rotate
 from attnwalk.layer.scores import raw_scores
 
 if TYPE_CHECKING:
@@ -102,7 +103,16 @@ def _projection(weight: str) -> Callable[[Mats, Layer], np.ndarray]:
     return compute
 
 
+def _rotated(key: str) -> Callable[[Mats, Layer], np.ndarray]:
+    def compute(m: Mats, layer: Layer) -> np.ndarray:
+        rope = layer.scn.rope  # self-attention only (the loader refuses a source): positions 0 … n − 1
+        return rotate(m[key], np.arange(m[key].shape[0]), rope.base, rope.pairing)  # (n, d_k)
+    return compute
+
+
 def _raw(m: Mats, layer: Layer) -> np.ndarray:
+    if "Q_rot" in m:  # RoPE: the rotated queries and keys are the ones compared
+        return raw_scores(layer.scn, m["Q_rot"], m["K_rot"])  # (n, d_k), (n, d_k) -> (n, n)
     return raw_scores(layer.scn, m["Q"], m["K"])  # (n, d_k), (m, d_k) -> (n, m), this head's
 
 
@@ -127,7 +137,7 @@ def _projected(m: Mats, layer: Layer) -> np.ndarray:
 
 
 def _p_formula(base: str, scn: Scenario, mode: Mode) -> str:
-    if scn.main.positional == "none":
+    if scn.main.positional in ("none", "rope"):  # RoPE adds nothing to X: it turns q and k later
         return "P = 0"
     if scn.main.positional == "explicit":
         return "P ∈ ℝ^(n × d_model)"  # the scenario gives the rows
@@ -141,9 +151,9 @@ def _order_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     positions, so it makes order matter even with P = 0 ("none_causal"). The sinusoidal text is the
     stage's own; a masked variant only replaces the sentences the mask makes false."""
     mask = "" if not scn.masked else "causal" if scn.mask_kind == "causal" else "masked"
-    positional = scn.main.positional  # none | sinusoidal | explicit
-    if positional == "none":
-        return (f"none_{mask}", "none") if mask else ("none",)
+    positional = scn.main.positional  # none | sinusoidal | explicit | rope
+    if positional in ("none", "rope"):  # nothing added to X (RoPE rotates q and k instead)
+        return (f"{positional}_{mask}", positional) if mask else (positional,)
     return ((mask,) if mask else ()) + (("explicit",) if positional == "explicit" else ())
 
 
@@ -163,16 +173,35 @@ def _projection_formula(base: str, scn: Scenario, mode: Mode) -> str:
 
 
 def _projection_notes(scn: Scenario, mode: Mode) -> list[str]:
-    return ["cross.kv"] if scn.source is not None else []
+    return ["cross.kv"] if scn.source is not None else ["rope.unrotated"] if scn.rope else []
 
 
 def _q_notes(scn: Scenario, mode: Mode) -> list[str]:
-    return (["heads.split"] if scn.heads > 1 else []) + (["cross.q"] if scn.source is not None else [])
+    return ((["heads.split"] if scn.heads > 1 else []) + (["cross.q"] if scn.source is not None else [])
+            + (["rope.unrotated"] if scn.rope else []))
+
+
+def _roped(scn: Scenario) -> bool:
+    return scn.rope is not None
+
+
+def _rot_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    """Which dimensions turn together, and how fast: "(i, i + d_k/2) by pos · θ_i"."""
+    if scn.rope is None:  # asked of a scenario without the stage: the definition's own
+        return base
+    pair = "(i, i + d_k/2)" if scn.rope.pairing == "half" else "(2i, 2i+1)"
+    return (f"{base[0]}_rot[pos, {pair}] = R(pos · θ_i) · {base[0]}[pos, {pair}],  "
+            f"θ_i = {scn.rope.base:g}^(−2i/d_k)")
+
+
+def _rot_notes(scn: Scenario, mode: Mode) -> list[str]:
+    return [f"rope.pairs_{scn.rope.pairing}", "rope.angle"] if scn.rope else []
 
 
 def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
     hat = "\u0302" if scn.qk_norm else ""  # q̂ = q / RMS(q): QK-norm scores see only direction
-    q, k = f"q{hat}_i", f"k{hat}_j"
+    rot = "_rot" if scn.rope else ""  # RoPE: the rotated ones
+    q, k = f"q{hat}{rot}_i", f"k{hat}{rot}_j"
     score = f"tanh({q} + {k}) · w_a" if scn.score == "additive" else f"{q} · {k}"
     if scn.qk_norm:
         if scn.qk_scale != 1.0:
@@ -182,12 +211,15 @@ def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
 
 
 def _raw_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    if scn.rope is not None:  # the rotated queries and keys are dotted (RoPE scores are dot products)
+        return ("rope",)
     return () if scn.scorer.divides else (scn.score,)  # additive: no dot product to speak of
 
 
 def _raw_notes(scn: Scenario, mode: Mode) -> list[str]:
     notes = ["cross.what"] if scn.source is not None else []  # (additive: the variant says it)
     notes += ["score.qk_norm.explain"] if scn.qk_norm else []
+    notes += ["rope.offset"] if scn.rope else []
     return notes + ["truth.cost_cross" if scn.source is not None else "truth.cost"]  # O(n²·d_k)
 
 
@@ -244,8 +276,12 @@ def _concat_notes(scn: Scenario, mode: Mode) -> list[str]:
 def note_values(scn: Scenario, note: str) -> dict[str, object]:
     """The numbers a note's placeholders take ({heads}, {d_head}, {width}, {n}, {m})."""
     d_head = scn.d_k if note == "heads.split" else scn.d_v
-    return {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v, "n": scn.n,
-            "m": scn.m}
+    values = {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v, "n": scn.n,
+              "m": scn.m}
+    if scn.rope is not None:  # rope.*: the pairs, the slowest frequency, the demonstration's shift
+        values.update(d_k=scn.d_k, pairs=scn.d_k // 2, last=scn.d_k // 2 - 1, base=f"{scn.rope.base:g}",
+                      shift=SHIFT)
+    return values
 
 
 def blocks(symbol: str, heads: int) -> str:
@@ -257,6 +293,7 @@ def blocks(symbol: str, heads: int) -> str:
 
 
 _SINUSOIDAL = "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)"
+_ROT = "{x}_rot[pos, (i, i + d_k/2)] = R(pos · θ_i) · {x}[pos, (i, i + d_k/2)],  θ_i = 10000^(−2i/d_k)"
 _BIG = "use smaller embeddings or weights"
 _X = ("embeddings", "positional")  # what X is made of: the fields behind every later stage
 _KEYS_X = ("keys:embeddings", "keys:positional")
@@ -279,6 +316,12 @@ STAGES: tuple[Stage, ...] = (
     Stage("V", "V", "V = X · W_V", "m", "d_v", _projection("W_V"), split=True, weight="W_V",
           formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
           overflow=_BIG, inputs=("W_V",) + _KEYS_X),
+    Stage("Q_rot", "Q_rot", _ROT.format(x="Q"), "n", "d_k", _rotated("Q"), per_head=True, applies=_roped,
+          formula_for=_rot_formula, notes=_rot_notes, worked=cells.rotation,
+          overflow="use smaller queries", inputs=_X + ("W_Q",), aliases=("qrot", "rotated_q")),
+    Stage("K_rot", "K_rot", _ROT.format(x="K"), "m", "d_k", _rotated("K"), per_head=True, applies=_roped,
+          formula_for=_rot_formula, notes=_rot_notes, worked=cells.rotation,
+          overflow="use smaller keys", inputs=("W_K",) + _KEYS_X, aliases=("krot", "rotated_k")),
     Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", _raw, per_head=True,
           formula_for=_raw_formula, variants=_raw_variants, notes=_raw_notes, worked=cells.scores,
           overflow="use smaller queries and keys", inputs=_X + ("W_Q", "W_K") + _KEYS_X,

@@ -199,7 +199,8 @@ class _Cell:
         d = len(a)
         p = self.products(a, b)  # (d,)
         end = self.dot_value(a, b)
-        self.lands(end, on=total)
+        if self.lands(end, on=total) and not self._rounds_on(self.product(end), total):
+            self.more_decimals()  # agrees() rounds the end once more: 9.987351 is not 9.9873
         lead = {i: self.num if i == 0 else self.operand for i in _shown(d)}  # "-1.7 + (-0.3)"
         factors = self.terms({i: f"{lead[i](a[i])} {t} {self.operand(b[i])}" for i in _shown(d)}, d)
         if d == 1:
@@ -207,6 +208,13 @@ class _Cell:
         products = self.terms({i: self.product(p[i]) if i == 0 else _bracketed(self.product(p[i]))
                                for i in _shown(d)}, d)
         return self.chain(f"{lhs} = {factors}", f"{products} = {self.product(end)}")
+
+    def _rounds_on(self, shown: str, on: float) -> bool:
+        """Does the number printed as `shown` round to `on` as the table prints it?"""
+        table = style.number(on, self.target)
+        if "e" in shown + table or not np.isfinite(on):
+            return True  # scientific notation: agrees() compares it digit for digit
+        return abs(Decimal(shown) - Decimal(table)) <= Decimal(5).scaleb(-self.target.precision - 1)
 
     def chain(self, first: str, *rest: str) -> list[str]:
         """first = rest[0] = … on one line if it fits the panel, else each "= …" on its own."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from attnwalk.errors import ScenarioError
+from attnwalk.layer.rope import PAIRINGS, Rope  # as the score kinds, the RoPE settings are the layer's to define
 from attnwalk.layer.scores import SCORES  # the score kinds are the layer's to define
 from attnwalk.scenario import lesson, limits
 from attnwalk.scenario.builtins import builtin_names, builtin_path
@@ -21,10 +22,10 @@ from attnwalk.scenario.yamltree import Node, indexed, parse
 
 KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
         "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale", "focus",
-        "dimensions", "notes")
+        "dimensions", "notes", "rope")
 SOURCE_KEYS = ("tokens", "ids", "embeddings", "positional")
 REQUIRED = ("tokens", "embeddings", "W_Q", "W_K", "W_V")
-POSITIONAL = ("none", "sinusoidal")
+POSITIONAL = ("none", "sinusoidal", "rope")
 MASKS = ("none", "causal")
 
 
@@ -34,7 +35,7 @@ class Sequence:
 
     tokens: tuple[str, ...]
     E: np.ndarray  # (n, d_model)
-    positional: str  # "none" | "sinusoidal" | "explicit"
+    positional: str  # "none" | "sinusoidal" | "explicit" | "rope" (P = 0; q and k are rotated)
     P_given: np.ndarray | None = None  # (n, d_model) when positional is explicit
     ids: tuple[int, ...] | None = None
 
@@ -73,6 +74,7 @@ class Scenario:
     focus: int | None = None  # the query row whose cells the walk works through (0-based)
     dimensions: dict = field(default_factory=dict)  # "d_model" | "d_k" | "d_v" -> {lang: names}
     notes: dict = field(default_factory=dict)  # stage key -> what to notice there (text or {lang: text})
+    rope: Rope | None = None  # positional: rope: its base and pairing (layer/rope.py)
     lines: dict = field(default_factory=dict)  # field ("tokens", "source.tokens") -> its line in the file
 
     @property
@@ -261,12 +263,13 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
                                    ", ".join(s.key for s in STAGES))
     m = source.n if source else main.n
     mask_kind, allowed = _mask(f, top, main, m, source is not None)
+    rope = _rope(f, top, main, source, W_Q.shape[1] // heads, score)
 
     scenario = Scenario(
         name=name, main=main, W_Q=W_Q, W_K=W_K, W_V=W_V, mask_kind=mask_kind, allowed=allowed,
         title=title, description=description, path=path, builtin=builtin, label=file, heads=heads, W_O=W_O,
         source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale,
-        focus=focus, dimensions=dimensions, notes=notes, lines=_lines(root))
+        focus=focus, dimensions=dimensions, notes=notes, rope=rope, lines=_lines(root))
     for value in (W_Q, W_K, W_V, W_O, w_a, allowed, main.E, main.P_given):
         if value is not None:
             value.flags.writeable = False
@@ -342,6 +345,51 @@ def _focus(f: Fields, node: Node, tokens: tuple[str, ...]) -> int:
         raise f.error("focus", node, f"focus is {whole(index)}, but there are only "
                       f"{len(tokens)} tokens (count from 1)")
     return index - 1
+
+
+def _rope(f: Fields, top: dict[str, Node], main: Sequence, source: Sequence | None, d_k: int,
+          score: str) -> Rope | None:
+    """`positional: rope` with `rope: {base: 10000, pairing: half | interleaved}` (both optional), or
+    None; refused where the rotation has no meaning here: an odd d_k (dimensions turn in pairs), a
+    source (two sequences share no position axis) and additive scores (no dot product)."""
+    src = top["source"].value if source is not None else {}
+    if source is not None and source.positional == "rope":
+        raise f.error("source.positional", src["positional"], "rope cannot be the source's "
+                      "positional encoding: RoPE rotates a sequence's queries and keys together, and "
+                      "a source has keys only; give it none or sinusoidal")
+    node = top.get("rope")
+    if main.positional != "rope":
+        if node is not None:
+            raise f.error("rope", node, "rope is only used with positional: rope; remove it, or "
+                          "set positional: rope")
+        return None
+    where = top["positional"]
+    if source is not None:
+        raise f.error("positional", where, "positional: rope cannot be used with a source: RoPE "
+                      "makes a score depend on the offset between the query's and the key's "
+                      "positions, and a source's positions are not on the same axis as the "
+                      "queries' (models that use RoPE rotate only in self-attention); remove "
+                      "source, or use positional: sinusoidal")
+    if score != "dot":
+        raise f.error("positional", where, f"positional: rope needs dot-product scores: it turns q "
+                      f"and k so that q · k depends on their offset, and score: {score} has no "
+                      "q · k; remove score, or use positional: sinusoidal")
+    if d_k % 2:
+        raise f.error("positional", where, f"positional: rope turns the queries' and keys' "
+                      f"dimensions in pairs, so d_k (per head) must be even, but it is {d_k}; give "
+                      "W_Q and W_K an even number of columns per head")
+    rope = Rope()
+    if node is not None:
+        fields = f.mapping(node, "rope", ("base", "pairing"))
+        if "base" in fields:
+            base = f.number(fields["base"], "rope.base")
+            if base <= 1:  # θ_i = base^(−2i/d_k) must fall with i: each later pair turns more slowly
+                raise f.error("rope.base", fields["base"], f"rope.base must be greater than 1, got "
+                              f"{base:g} (Llama 2 uses 10000, Llama 3 500000)")
+            rope = rope._replace(base=base)
+        if "pairing" in fields:
+            rope = rope._replace(pairing=f.choice(fields["pairing"], "rope.pairing", PAIRINGS))
+    return rope
 
 
 def _weights(f: Fields, top: dict[str, Node], key: str, d_model: int) -> np.ndarray:

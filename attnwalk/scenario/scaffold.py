@@ -63,15 +63,18 @@ dimensions:
 notes:
   A: {en: "Which token does 追 look at most, and why?", zh: "追 最关注哪个 token？为什么？"}
 
-# positional: P, added to E (X = E + P). One of three forms:
+# positional: P, added to E (X = E + P). One of four forms:
 #   none         no positions, P = 0 (the default)
 #   sinusoidal   P[pos, 2i] = sin(pos / 10000^(2i/d_model)), P[pos, 2i+1] = cos(same), pos from 0
+#   rope         P = 0; each head's queries and keys are rotated by their positions instead
+#                (d_k even; optional rope: {base: 10000, pairing: half | interleaved})
 #   a matrix     your own P, n × d_model like the embeddings, for example
 #                  positional:
 #                    - [0, 0.1]
 #                    - [0, 0.2]
 #                    - [0, 0.3]
-# positional：位置编码 P。none = 不加；sinusoidal = 正弦余弦公式；或直接写一个 n × d_model 矩阵。
+# positional：位置编码 P。none = 不加；sinusoidal = 正弦余弦公式；rope = 不加 P，改为按位置旋转每个头的
+# query 和 key（d_k 须为偶数）；或直接写一个 n × d_model 矩阵。
 positional: none
 
 # W_Q, W_K: d_model rows × d_k columns, the same d_k for both. Q = X·W_Q, K = X·W_K.
@@ -104,10 +107,11 @@ mask: none
 
 _KEYS_HELP = """\
 # Keys: tokens; ids (optional); embeddings: n × d_model;
-#       positional: none | sinusoidal | an n × d_model matrix;
+#       positional: none | sinusoidal | rope | an n × d_model matrix;
 #       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;
 #       mask: none | causal | an n × n matrix of true/false (true = may attend);
-#       more: heads, W_O, source, score, w_a, qk_norm, qk_scale, focus, dimensions, notes (README.md);
+#       more: heads, W_O, source, score, w_a, qk_norm, qk_scale, rope, focus, dimensions, notes
+#       (README.md);
 #       any matrix: rows, {file: x.npy} or {random: {seed: 0, rows: R, cols: C, scale: S}}.
 """
 

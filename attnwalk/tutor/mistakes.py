@@ -12,6 +12,7 @@ axis, the mask left off), so a diagnosis can never disagree with the walk's arit
     neighbour_row   the same column of the row above or below
     neighbour_col   the same row's column to the left or right
     rounded         the stage computed from the previous one rounded to one decimal place
+    unrotated       RoPE's QKᵀ or S from Q and K as projected, the rotation left out
 
 `diagnose` says which of them an answer matches (within the question's tolerance), nearest first.
 Pure: no text, no printing.
@@ -22,10 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from attnwalk.layer import ops
+from attnwalk.layer.scores import raw_scores
 from attnwalk.layer.walk import Walk, compute
 
 NAMES = ("column_softmax", "no_scale", "transposed", "k_for_v", "mask_forgotten", "neighbour_row",
-         "neighbour_col", "rounded", "kept_scale")  # kept_scale: the what-if answered with √d_k still in
+         "neighbour_col", "rounded", "kept_scale",  # kept_scale: the what-if answered with √d_k still in
+         "unrotated")  # RoPE: q · k of the vectors before rotation
 ROUND = 1  # decimal places of a learner's early rounding: 2 would mostly stay within tolerance
 
 
@@ -53,6 +56,9 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
         out.append(("transposed", float(M[col, row])))
     if key == "Z" and mats["K"].shape == mats["V"].shape:
         out.append(("k_for_v", float((mats["A"] @ mats["K"])[row, col])))
+    if key in ("QK^T", "S") and "Q_rot" in mats:  # RoPE: dotted before turning
+        raw = float(raw_scores(scn, mats["Q"][row:row + 1], mats["K"][col:col + 1])[0, 0])
+        out.append(("unrotated", raw if key == "QK^T" else raw / walk.scale))
     out += [("neighbour_row", float(M[r, col])) for r in (row - 1, row + 1) if 0 <= r < M.shape[0]]
     out += [("neighbour_col", float(M[row, c])) for c in (col - 1, col + 1) if 0 <= c < M.shape[1]]
     out.append(("rounded", _rounded(walk, key, head, row, col)))
@@ -79,7 +85,8 @@ def _rounded(walk: Walk, key: str, head: int, row: int, col: int) -> float | Non
     mats = walk.heads[head].mats
     r = lambda M: np.round(M, ROUND)  # noqa: E731
     if key == "QK^T" and walk.scenario.score == "dot" and not walk.scenario.qk_norm:
-        return float(r(mats["Q"])[row] @ r(mats["K"])[col])
+        rot = "_rot" if walk.scenario.rope else ""  # RoPE: the rotated vectors are dotted
+        return float(r(mats["Q" + rot])[row] @ r(mats["K" + rot])[col])
     if key == "S":
         return float(r(mats["QK^T"])[row, col] / walk.scale)
     if key == "A" and walk.mode.smooth:

@@ -41,6 +41,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "mask": (),
     "heads": ("heads_repeat",),
     "cross": (),  # not in the lessons' lists, but the mix-up a source invites
+    "rope": (),  # issue 19: RoPE's scores depend on the offset, not on where the pair stands
 }
 _EN = text("en")  # the numbers of a given line are the same in every language
 GIVEN_MAX = 8  # a row of inputs longer than this is not printed (the shapes lesson has 100 keys)
@@ -79,6 +80,8 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
         out.append(concept("heads"))
     if scn.source is not None:
         out.append(concept("cross"))
+    if scn.rope is not None:
+        out.append(concept("rope"))
     out = [q for q in out if q is not None]
     _spread_answers(out, random.Random(f"attnwalk:{seed}"))
     if pick:
@@ -207,8 +210,9 @@ def _given(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
     mats = walk.heads[head].mats
     rows, cols = axes(walk, stage_named("A"), head, tx.lang)
     if key == "QK^T" and scn.score == "dot" and not scn.qk_norm and scn.d_k <= GIVEN_MAX:
-        return tx.t("quiz.given.qk", row_token=rows[row], col_token=cols[col],
-                    q=_vector(mats["Q"][row]), k=_vector(mats["K"][col]))
+        rot = "_rot" if scn.rope else ""  # RoPE: the rotated vectors are the ones dotted
+        return tx.t("rope.given" if rot else "quiz.given.qk", row_token=rows[row], col_token=cols[col],
+                    q=_vector(mats["Q" + rot][row]), k=_vector(mats["K" + rot][col]))
     if key == "S":
         return tx.t("quiz.given.s", row_token=rows[row], col_token=cols[col],
                     value=number_text(float(mats["QK^T"][row, col])), d_k=scn.d_k)
@@ -294,7 +298,7 @@ def _concepts(walk: Walk, tx: Text, head: int, row: int, pick: random.Random | N
     def concept(topic: str) -> Question | None:
         if topic == "scale" and not walk.scenario.scorer.divides:
             return None  # additive scores are never divided by √d_k
-        cell = {"read_a": read, "mask": blocked}.get(topic, (row, row))
+        cell = {"read_a": read, "mask": blocked, "rope": read}.get(topic, (row, row))  # rope: two tokens
         if cell is None:
             return None
         values = {"row_token": rows[cell[0]], "col_token": cols[cell[1]], "heads": scn.heads}
