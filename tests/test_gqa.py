@@ -179,3 +179,14 @@ def test_the_grouped_query_lesson_matches_the_reference_and_its_notes() -> None:
     assert np.allclose(ref[0]["Z"][verb].round(2), [0.85, 0.05]) and np.allclose(ref[1]["Z"][verb].round(2), [0.05, 0.85])
     for i in range(3):  # the other tokens ask nothing: their rows are even
         assert np.allclose(ref[0]["A"][i][:i + 1], 1 / (i + 1))
+
+
+def test_compare_refuses_two_scenarios_with_different_kv_heads_in_one_line(tmp_path) -> None:
+    left, right = tmp_path / "l.yaml", tmp_path / "r.yaml"
+    left.write_text(yaml.safe_dump(doc_for(4, 2, d_v=2)), encoding="utf-8")
+    right.write_text(yaml.safe_dump(doc_for(4, 1, d_v=2)), encoding="utf-8")
+    result = CliRunner().invoke(app, ["compare", "-s", str(left), "-s", str(right)])
+    assert result.exit_code == 2
+    assert "has 2 K/V heads" in result.output and "has 1 K/V heads" in result.output
+    same = CliRunner().invoke(app, ["compare", "-s", str(left), "-s", str(left)])
+    assert same.exit_code == 0, same.output

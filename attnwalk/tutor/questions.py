@@ -41,7 +41,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "mask": (),
     "heads": ("heads_repeat",),
     "cross": (),  # not in the lessons' lists, but the mix-up a source invites
-    "gqa": (),  # shared K/V heads: what is shared, and what each query head keeps
+    "gqa": ("heads_repeat",),  # shared K/V heads: a group still attends differently
     "alibi": (),  # a distance penalty, not a mask and not a position added to X
     "window": (),  # a sliding window: what a query further back can still reach
 }
