@@ -198,3 +198,25 @@ def test_the_alibi_lesson_matches_the_reference_and_its_notes() -> None:
         assert np.allclose(ref[h]["S"], ref[0]["S"])  # the heads differ only by their slopes
     for i in range(1, 5):  # zero queries: a token gives itself the most in head 1
         assert ref[0]["A"][i].argmax() == i
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_without_positions_alibi_is_not_called_order_blind(lang: str) -> None:
+    doc = scenario(np.random.default_rng(7), 4, 2)  # no mask, no positions: only ALiBi carries order
+    scn = load(doc)
+    from attnwalk.layer.stages import stage_named
+    from attnwalk.text import stage_text
+
+    P, X = stage_named("P"), stage_named("X")
+    said = " ".join(stage_text(lang, stage, scn, "scaled", field)
+                    for stage in (P, X) for field in ("title", "what", "why", "mistake"))
+    assert "ALiBi" in said
+    for false in ("permutation-equivariant", "same output wherever it stands", "only reorders",
+                  "置换等变", "输出也完全相同"):
+        assert false not in said
+    # and the permutation claim really is false here: swapping the first two tokens changes the
+    # first one's output (a reversal would not: it keeps every |i − j|)
+    walk = compute(scn)
+    E = doc["embeddings"]
+    swapped = compute(load({**doc, "embeddings": [E[1], E[0], *E[2:]]}))
+    assert not np.allclose(walk.matrix("Z", 0)[0], swapped.matrix("Z", 0)[1])

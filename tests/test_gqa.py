@@ -190,3 +190,20 @@ def test_compare_refuses_two_scenarios_with_different_kv_heads_in_one_line(tmp_p
     assert "has 2 K/V heads" in result.output and "has 1 K/V heads" in result.output
     same = CliRunner().invoke(app, ["compare", "-s", str(left), "-s", str(left)])
     assert same.exit_code == 0, same.output
+
+
+@pytest.mark.parametrize("lang, false, true", [
+    ("en", ["its own slice of W_Q, W_K and W_V", "from its own columns of Q, K and V",
+            "Q, K and V are computed once with full-width matrices, then split into 4"],
+     ["still different heads", "Q is computed once with the full-width W_Q and split into 4 blocks"]),
+    ("zh", ["各有自己的 W_Q、W_K、W_V 切片"], ["共用 K 和 V 的查询头仍然是不同的头"]),
+])
+def test_no_sentence_says_each_head_has_its_own_keys_and_values(lang, false, true) -> None:
+    out = " ".join(CliRunner().invoke(app, ["run", "grouped_query", "--no-pause", "--lang", lang],
+                                      env={"COLUMNS": "2000"}).stdout.split())
+    for sentence in false:
+        assert sentence not in out
+    for sentence in true:
+        assert sentence in out
+    plain = " ".join(CliRunner().invoke(app, ["run", "shapes", "--no-pause"], env={"COLUMNS": "2000"}).stdout.split())
+    assert "its own slice of W_Q, W_K and W_V" in plain  # ordinary heads keep the ordinary text

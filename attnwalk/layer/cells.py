@@ -92,6 +92,8 @@ def position(c: Cell) -> list:
     positional = c.scn.main.positional
     if positional == "none":  # a mask is laid over positions: with one, order matters even so
         kind = "causal" if c.scn.mask_kind == "causal" else "explicit"  # a window: any mask's words
+        if c.scn.bias == "alibi":  # order reaches the scores through the distance penalty
+            return [c.say("alibi.no_positional")]
         return [c.say(f"truth.no_positional_{kind}" if c.scn.masked else "ui.no_positional")]
     if positional == "explicit":
         return [c.say("ui.given_positions")]

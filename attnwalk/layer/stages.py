@@ -149,7 +149,8 @@ def _order_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     mask = "" if not scn.masked else "causal" if scn.mask_kind == "causal" else "masked"
     positional = scn.main.positional  # none | sinusoidal | explicit
     if positional == "none":
-        return (f"none_{mask}", "none") if mask else ("none",)
+        plain = (f"none_{mask}", "none") if mask else ("none",)
+        return ("none_alibi", *plain) if scn.bias == "alibi" else plain  # ALiBi carries order
     return ((mask,) if mask else ()) + (("explicit",) if positional == "explicit" else ())
 
 
@@ -175,7 +176,8 @@ def _projection_notes(scn: Scenario, mode: Mode) -> list[str]:
 
 
 def _q_notes(scn: Scenario, mode: Mode) -> list[str]:
-    return (["heads.split"] if scn.heads > 1 else []) + (["cross.q"] if scn.source is not None else [])
+    split = "gqa.split_note" if scn.groups < scn.heads else "heads.split"  # K, V: g blocks
+    return ([split] if scn.heads > 1 else []) + (["cross.q"] if scn.source is not None else [])
 
 
 def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
@@ -270,6 +272,10 @@ def _concat_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return f"concat = {blocks('Z', scn.heads)}" if scn.heads > 1 else base
 
 
+def _concat_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return ("gqa",) if scn.groups < scn.heads else ()  # query heads that share K and V
+
+
 def _concat_notes(scn: Scenario, mode: Mode) -> list[str]:
     # heads.why opens each head's screens, and concat's mistake says it too (heads.w_o would
     # repeat O's own what)
@@ -345,6 +351,7 @@ STAGES: tuple[Stage, ...] = (
           overflow="use smaller values", inputs=("W_V",) + _KEYS_X),  # (n, m) @ (m, d_v) -> (n, d_v)
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", _concat, split=True,
           applies=lambda scn: scn.heads > 1, formula_for=_concat_formula, notes=_concat_notes,
+          variants=_concat_variants,
           worked=cells.concat),
     Stage("O", "O", "O = concat · W_O", "n", "d_model", _projected, weight="W_O", weight_rows="d_v",
           applies=lambda scn: scn.W_O is not None, worked=cells.projected, overflow="use a smaller W_O",

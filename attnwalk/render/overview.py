@@ -115,8 +115,9 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
                           k_shape=_shape(walk.heads[head].mats["K"].shape, opts),
                           v_shape=_shape(v.shape, opts))
     body = [Prose(intro)]
-    if tx.has("heads.why"):
-        body.append(Prose(style.plain(tx.t("heads.why"), opts), style=style.NOTE))
+    why = "gqa.why" if scn.groups < scn.heads else "heads.why"  # "its own W_K, W_V": not under GQA
+    if tx.has(why):
+        body.append(Prose(style.plain(tx.t(why), opts), style=style.NOTE))
     title = style.say(opts, "ui.head", head=head + 1, heads=scn.heads)
     heading = style.say(opts, "heads.title")
     return Panel(Group(*body), title=Text(f"{heading} {style.markers(opts).dot} {title}"),
@@ -153,7 +154,8 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
                       Text(keys[top]), Text(style.number(float(A[row, top]), opts)),
                       Text(f"{bits:.2f}"), Text(mark, style=style.NOTE))
     title = style.say(opts, "heads.summary_title", heads=scn.heads)
-    what = style.say(opts, "heads.summary_what", token=token_labels(scn.tokens)[row], row=row + 1)
+    what = style.say(opts, "gqa.summary_what" if scn.groups < scn.heads else "heads.summary_what",
+                     token=token_labels(scn.tokens)[row], row=row + 1)
     entropy = style.say(opts, "heads.summary_entropy_note", max=f"{math.log2(allowed):.2f}", count=allowed)
     more = style.say(opts, "heads.summary_more", head=shown + 1)
     return Group(Text(title, style=style.SCREEN_TITLE), Prose(what), Text(""), table,
