@@ -153,3 +153,35 @@ def test_the_quiz_asks_what_a_window_reaches(tmp_path) -> None:
     assert len(asked) == 1 and "sliding window of 3" in asked[0]["prompt"]
     right = asked[0]["options"]["abc".index(asked[0]["answer"])]
     assert right.startswith("Itself and the 3 − 1 tokens")
+
+
+def test_the_sliding_window_lesson_matches_the_reference_and_its_notes() -> None:
+    from attnwalk.scenario.builtins import builtin_path
+    from attnwalk.scenario.model import load_scenario
+
+    doc = yaml.safe_load(builtin_path("sliding_window").read_text(encoding="utf-8"))
+    X = np.array(doc["embeddings"], dtype=float)
+    n = len(X)
+    weights = [np.array(doc[w], dtype=float) for w in ("W_Q", "W_K", "W_V")]
+    ref = layer(X, *weights, 1, 1, window_allowed(n, 3, True))[0]
+    walk = compute(load_scenario("sliding_window"))
+    for key in ("S", "A", "Z"):
+        assert np.allclose(walk.matrix(key), ref[key], atol=1e-12)
+    ming, morning, park, li, run, step = 0, 2, 4, 5, 6, 7
+    assert ref["S"][step].argmax() == ming and round(ref["S"][step, ming], 4) == 1.4142
+    assert round(100 * ref["A"][morning, ming]) == 67 and round(100 * ref["A"][run, park]) == 50
+    assert np.allclose(ref["A"][step, [li, run, step]], 1 / 3) and ref["A"][step, ming] == 0
+    assert np.allclose(ref["Z"][step], 0) and np.allclose(ref["Z"][morning].round(2), [0.67, 0])
+    unwindowed = layer(X, *weights, 1, 1, np.tril(np.ones((n, n), bool)))[0]
+    assert round(100 * unwindowed["A"][step, ming]) == 34
+    for i in range(n):  # the band: the last row to reach 小明 is 早上, the last to reach 公园 is 跑
+        assert walk.scenario.allowed[i, ming] == (i <= morning)
+        assert walk.scenario.allowed[i, park] == (park <= i <= run)
+
+
+def test_list_shows_the_window() -> None:
+    result = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
+    line = next(line for line in result.stdout.splitlines() if " sliding_window " in line)
+    assert "causal, window 3" in line
+    zh = CliRunner().invoke(app, ["list", "--lang", "zh"], env={"COLUMNS": "200"})
+    assert "因果，窗口 3" in next(line for line in zh.stdout.splitlines() if " sliding_window " in line)
