@@ -207,3 +207,15 @@ def test_no_sentence_says_each_head_has_its_own_keys_and_values(lang, false, tru
         assert sentence in out
     plain = " ".join(CliRunner().invoke(app, ["run", "shapes", "--no-pause"], env={"COLUMNS": "2000"}).stdout.split())
     assert "its own slice of W_Q, W_K and W_V" in plain  # ordinary heads keep the ordinary text
+
+
+def test_multi_query_attention_is_named_and_not_split(tmp_path) -> None:
+    path = tmp_path / "mqa.yaml"
+    path.write_text(yaml.safe_dump(doc_for(4, 1, d_v=2)), encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", "--scenario", str(path), "--no-pause"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Multi-query attention: one K/V head serves all 4 query heads" in out
+    assert "one K/V head, read by all 4 query heads" in out
+    assert "1 K/V heads" not in out
+    assert "1 × (d_k + d_v) = 1 × (2 + 2) = 4 numbers instead of 4 × (2 + 2) = 16" in out

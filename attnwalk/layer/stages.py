@@ -172,7 +172,9 @@ def _projection_formula(base: str, scn: Scenario, mode: Mode) -> str:
 
 def _projection_notes(scn: Scenario, mode: Mode) -> list[str]:
     notes = ["cross.kv"] if scn.source is not None else []
-    return notes + (["gqa.shared"] if scn.groups < scn.heads else [])
+    if scn.groups < scn.heads:
+        notes.append("gqa.shared_mqa" if scn.groups == 1 else "gqa.shared")
+    return notes
 
 
 def _q_notes(scn: Scenario, mode: Mode) -> list[str]:

@@ -63,7 +63,8 @@ def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
         if scn.heads > 1 and stage.split and stage.key in walk.heads[0].mats:
             block = walk.heads[0].mats[stage.key].shape
             shared = stage.shared and scn.groups < scn.heads
-            note = style.say(opts, "gqa.split" if shared else "shapes.split", heads=scn.heads,
+            key = ("gqa.split_mqa" if scn.groups == 1 else "gqa.split") if shared else "shapes.split"
+            note = style.say(opts, key, heads=scn.heads,
                              shape=_shape(block, opts), kv_heads=scn.groups,
                              group=scn.heads // scn.groups)
         elif scn.heads > 1 and stage.per_head:
@@ -173,6 +174,8 @@ def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
     full-width matrices made of one block per head; None elsewhere."""
     scn = walk.scenario
     if scn.heads == 1 or not stage.split:
+        return None
+    if stage.shared and scn.groups == 1:  # multi-query: K and V are one head, nothing to split
         return None
     if stage.shared and scn.groups < scn.heads:  # one block per K/V head, naming its query heads
         width = walk.matrix(stage.key).shape[1] // scn.groups
