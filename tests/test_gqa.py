@@ -136,7 +136,7 @@ def test_export_names_each_query_heads_kv_head(tmp_path) -> None:
 
 @pytest.mark.parametrize("lang, cache, shares", [
     ("en", "2 × (2 + 2) = 8 numbers instead of 4 × (2 + 2) = 16", "shared by query heads 1, 2"),
-    ("zh", "2 × (2 + 2) = 8 个数；如果每个头都有自己的 K 和 V，就要存 4 × (2 + 2) = 16 个", "由查询头 3, 4 共用"),
+    ("zh", "2 × (2 + 2) = 8 个数；如果每个头都有自己的 K 和 V，就要存 4 × (2 + 2) = 16 个", "由查询头 3、4 共用"),
 ])
 def test_the_walk_shows_who_shares_and_the_cache_saved(lang: str, cache: str, shares: str) -> None:
     result = CliRunner().invoke(app, ["run", "grouped_query", "--no-pause", "--lang", lang, "--head", "all"],

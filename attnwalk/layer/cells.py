@@ -134,7 +134,8 @@ def projection(c: Cell) -> list:
         lines.append(c.say("gqa.head_column", kv_head=g + 1, kv_heads=c.scn.groups,
                            col=c.col % width, width=width, matrix=stage.weight,
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}",
-                           sharers=", ".join(str(h + 1) for h in range(c.scn.heads) if c.scn.kv_head(h) == g)))
+                           sharers=c.say("gqa.sep").join(
+                               str(h + 1) for h in range(c.scn.heads) if c.scn.kv_head(h) == g)))
     elif c.scn.heads > 1:
         width = W.shape[1] // c.scn.heads
         lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,

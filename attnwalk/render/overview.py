@@ -107,7 +107,7 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
                           end=(head + 1) * scn.d_k - 1, kv_head=g + 1, kv_heads=scn.groups,
                           k_start=g * scn.d_k, k_end=(g + 1) * scn.d_k - 1, v_start=g * scn.d_v,
                           v_end=(g + 1) * scn.d_v - 1,
-                          sharers=", ".join(str(h) for h in sharers))
+                          sharers=tx.t("gqa.sep").join(str(h) for h in sharers))
     else:
         intro = style.say(opts, "heads.intro",
                           head=head + 1, heads=scn.heads, start=head * scn.d_k,
@@ -181,7 +181,8 @@ def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
         width = walk.matrix(stage.key).shape[1] // scn.groups
         blocks = [style.say(opts, "gqa.block", kv_head=g + 1, start=g * width,
                             end=(g + 1) * width - 1,
-                            sharers=", ".join(str(h + 1) for h in range(scn.heads) if scn.kv_head(h) == g))
+                            sharers=text(opts.lang).t("gqa.sep").join(
+                                str(h + 1) for h in range(scn.heads) if scn.kv_head(h) == g))
                   for g in range(scn.groups)]
         line = style.say(opts, "gqa.blocks", symbol=style.plain(stage.symbol, opts),
                          kv_heads=scn.groups, blocks=f" {style.markers(opts).dot} ".join(blocks))
