@@ -358,6 +358,8 @@ def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
 def _focus(f: Fields, node: Node, tokens: tuple[str, ...]) -> int:
     """`focus: bank` or `focus: 4` (1-based): the query row whose arithmetic the walk shows."""
     value = node.value
+    if not isinstance(value, (bool, int)) and node.raw in tokens:  # a token such as 0E0 or 1.5,
+        return tokens.index(node.raw)  # read as a number but written as the token is (whole numbers stay positions)
     if isinstance(value, str) or node.quoted:
         if str(value) in tokens:
             return tokens.index(str(value))
