@@ -53,16 +53,28 @@ def rope_rotated(x, base=10000.0, pairing="half"):
 
 
 def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None, kind="dot",
-              w_a=None, qk_norm=False, qk_scale=1.0, rope=None):
+              w_a=None, qk_norm=False, qk_scale=1.0, rope=None, kv_heads=None, alibi=False):
     """Every matrix of one (multi-head) layer; `allowed` is the n × m boolean mask. `kind` is
     "dot" or "additive" (then scores are never divided by √d_k). `rope`: (base, pairing) to rotate
-    each head's queries and keys by their positions before scoring."""
+    each head's queries and keys by their positions before scoring. `kv_heads` g: query head h
+    reads K/V head h // (heads / g); `alibi`: −m_h·|i − j| (the paper's slopes) added to S before
+    softmax."""
+    from variants_reference import paper_slopes
+
     Q, K, V = X @ W_Q, X_kv @ W_K, X_kv @ W_V
-    d_k, d_v = W_Q.shape[1] // heads, W_V.shape[1] // heads
+    g = kv_heads or heads
+    d_k, d_v = W_Q.shape[1] // heads, W_V.shape[1] // g
     M = np.where(allowed, 0.0, -np.inf)
+    n, m = len(X), len(X_kv)
+    B = [np.zeros((n, m))] * heads
+    if alibi:
+        offset = np.abs(np.arange(n)[:, None] - np.arange(m)[None, :])
+        B = [-slope * offset for slope in paper_slopes(heads)]
     per_head = []
     for h in range(heads):
-        q, k, v = Q[:, h * d_k:(h + 1) * d_k], K[:, h * d_k:(h + 1) * d_k], V[:, h * d_v:(h + 1) * d_v]
+        kv = h // (heads // g)
+        q, k, v = Q[:, h * d_k:(h + 1) * d_k], K[:, kv * d_k:(kv + 1) * d_k], V[:, kv * d_v:(kv + 1) * d_v]
+        q_head, k_head = q, k
         rotated = {}
         if rope is not None:
             q, k = rope_rotated(q, *rope), rope_rotated(k, *rope)
@@ -77,11 +89,11 @@ def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None,
         if mode == "uniform":
             A = allowed / allowed.sum(axis=1, keepdims=True)
         else:
-            L = S + M
+            L = S + B[h] + M
             A = np.exp(L - L.max(axis=1, keepdims=True))
             A = A / A.sum(axis=1, keepdims=True)
-        per_head.append({"Q": Q[:, h * d_k:(h + 1) * d_k], "K": K[:, h * d_k:(h + 1) * d_k], "V": v,
-                         **rotated, "QK^T": raw, "S": S, "A": A, "Z": A @ v})
+        per_head.append({"Q": q_head, "K": k_head, "V": v, **rotated, "QK^T": raw, "S": S, "S+B": S + B[h],
+                         "A": A, "Z": A @ v})
     out = {"Q": Q, "K": K, "V": V, "heads": per_head}
     concat = np.concatenate([hd["Z"] for hd in per_head], axis=1)
     out["concat"] = concat

@@ -155,7 +155,8 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
     def ref(mode="scaled", allowed=scn.allowed):
         return reference.attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),
                                    allowed, mode, heads=scn.heads, kind=scn.score, w_a=scn.w_a,
-                                   qk_norm=scn.qk_norm, qk_scale=scn.qk_scale,
+                                   qk_norm=scn.qk_norm, qk_scale=scn.qk_scale, kv_heads=scn.groups,
+                                   alibi=scn.bias == "alibi",
                                    rope=scn.rope and (scn.rope.base, scn.rope.pairing))["heads"]
 
     scaled, unscaled, unmasked = ref(), ref("unscaled"), ref(allowed=np.ones_like(scn.allowed))
@@ -169,7 +170,7 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
             same = h["K"].shape == h["V"].shape  # K can stand in for V only when d_k = d_v
             if key == "Z" and not same:
                 assert "k_for_v" not in {m for m, _ in q.mistakes}
-            S = np.where(scn.allowed, h["S"], -np.inf)
+            S = np.where(scn.allowed, h["S+B"], -np.inf)  # what softmax reads (S + B under ALiBi)
             column = np.exp(S - S.max(axis=0)) / np.exp(S - S.max(axis=0)).sum(axis=0)  # down each column
             expect = {"no_scale": unscaled[head][key][row, col],
                       "mask_forgotten": unmasked[head][key][row, col],

@@ -26,7 +26,7 @@ from reference import attention
 # is checked with the others for its title, notes and walk.
 BUILTINS = ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog",
             "yellow_dog_length", "qk_norm", "additive_score", "cross_attention")
-LESSONS = (*BUILTINS, "shapes", "rope")  # rope: its own oracle in tests/test_rope_lesson.py
+LESSONS = (*BUILTINS, "shapes", "rope", "alibi", "grouped_query", "sliding_window")  # their own oracles: tests/test_rope_lesson.py, test_alibi.py, test_gqa.py, test_window.py
 STAGE_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
 
 # The lesson prints 4 decimals, so a printed value is within half a unit of the last place.

@@ -118,7 +118,9 @@ def test_every_quiz_covers_every_mistake_the_lessons_list_that_its_scenario_has(
     assert {"softmax_axis", "k_vs_v", "read_a", "params", "qkv", "output", "shape"} <= topics
     assert ("scale" in topics) == ("what_if" in topics) == divides
     assert ("mask" in topics) == (not scn.allowed.all())  # only about what the scenario has
-    assert ("heads" in topics) == (scn.heads > 1)
+    assert ("heads" in topics) == (scn.heads > 1 and scn.groups == scn.heads)  # not "own W_K" under GQA
+    assert ("gqa" in topics) == (scn.groups < scn.heads)
+    assert ("alibi" in topics) == (scn.bias == "alibi")
     assert ("cross" in topics) == (scn.source is not None)
     assert "uniform" not in topics  # uniform belongs to compare's context, not the walk's
     # S = QKᵀ for additive scores: its QKᵀ question already asks S
@@ -135,6 +137,7 @@ def test_numeric_answers_agree_with_the_reference_layer(name):
         return reference.attention(walk.mats["X"], X_kv, np.array(scn.W_Q), np.array(scn.W_K),
                                    np.array(scn.W_V), scn.allowed, mode, heads=scn.heads, kind=scn.score,
                                    w_a=scn.w_a, qk_norm=scn.qk_norm, qk_scale=scn.qk_scale,
+                                   kv_heads=scn.groups, alibi=scn.bias == "alibi",
                                    rope=scn.rope and (scn.rope.base, scn.rope.pairing))["heads"]
 
     refs = {"": ref("scaled"), "unscaled": ref("unscaled")}  # the what-if asks A without √d_k

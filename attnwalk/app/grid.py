@@ -191,7 +191,10 @@ class MatrixGrid(Widget):
         x = self._label_width
         for j in cols:
             pad = 1 + cell_len(mk.row_max) if v.kind == WEIGHTS else 0  # over the number, not its ▲
-            label = v.cols[j].rjust(widths[j] - pad) + " " * pad
+            # padded by display cells, not characters (a Chinese label is two cells a character),
+            # and never wider than the column: a long label takes the room over the ▲ first
+            pad = max(0, min(pad, widths[j] - cell_len(v.cols[j])))
+            label = " " * (widths[j] - pad - cell_len(v.cols[j])) + v.cols[j] + " " * pad
             out.append(" " * GAP + label, style=CURSOR if j == c_cur else style.HEADER)
             self._col_x.append((x, x + GAP + widths[j], j))
             x += GAP + widths[j]

@@ -6,6 +6,8 @@ import json
 import re
 from typing import Any
 
+from attnwalk.layer import alibi
+from attnwalk.layer.gqa import kv_head_of
 from attnwalk.layer.walk import Walk
 
 
@@ -36,6 +38,13 @@ def walk_data(walk: Walk) -> dict[str, Any]:
         "shape": {"n": scn.n, "m": scn.m, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v,
                   "heads": scn.heads},
     }
+    if scn.groups < scn.heads:  # grouped-query: per query head, the K/V head it reads (0-based)
+        data["shape"]["kv_heads"] = scn.groups
+        data["kv_heads"] = kv_head_of(scn.heads, scn.groups)
+    if scn.bias == "alibi":
+        data["alibi_slopes"] = alibi.slopes(scn.heads)
+    if scn.mask_kind == "window":
+        data["window"] = {"width": scn.window, "causal": scn.window_causal}
     data["weights"] = {s.weight: getattr(scn, s.weight).tolist() for s in walk.stages if s.weight}
     if scn.main.ids is not None:
         data["ids"] = list(scn.main.ids)

@@ -47,7 +47,8 @@ class Weight:
         scn = walk.scenario
         self.name, names = stage.weight, [stage.weight_rows, stage.cols]
         if scn.heads > 1:  # every head's block side by side: h·d_k columns (W_O: h·d_v rows)
-            names = [name if name == "d_model" else f"h·{name}" for name in names]
+            per = "g" if stage.shared and scn.groups < scn.heads else "h"  # W_K, W_V: g K/V heads
+            names = [name if name == "d_model" else f"{per}·{name}" for name in names]
         self.matrix = getattr(scn, self.name)
         rows, cols = self.matrix.shape
         self.shape = f"{rows} × {cols} = {names[0]} × {names[1]}"

@@ -92,7 +92,10 @@ def embedding(c: Cell) -> list:
 def position(c: Cell) -> list:
     positional = c.scn.main.positional
     if positional == "none":  # a mask is laid over positions: with one, order matters even so
-        return [c.say(f"truth.no_positional_{c.scn.mask_kind}" if c.scn.masked else "ui.no_positional")]
+        kind = "causal" if c.scn.mask_kind == "causal" else "explicit"  # a window: any mask's words
+        if c.scn.bias == "alibi":  # order reaches the scores through the distance penalty
+            return [c.say("alibi.no_positional")]
+        return [c.say(f"truth.no_positional_{kind}" if c.scn.masked else "ui.no_positional")]
     if positional == "explicit":
         return [c.say("ui.given_positions")]
     if positional == "rope":  # nothing is added to X: the positions turn q and k (Q_rot, K_rot)
@@ -132,7 +135,15 @@ def projection(c: Cell) -> list:
     x, w = X[c.row], W[:, c.col]
     tok, col = c.rows[c.row], c.cols[c.col]  # W's column is the stage's, labelled alike
     lines = [f"{x_name}[{tok}] = {c.vec(x)}", f"{stage.weight}[:, {col}] = {c.vec(w)}"]
-    if c.scn.heads > 1:
+    if c.scn.heads > 1 and stage.shared and c.scn.groups < c.scn.heads:  # W_K, W_V: g blocks
+        width = W.shape[1] // c.scn.groups
+        g = c.col // width
+        lines.append(c.say("gqa.head_column", kv_head=g + 1, kv_heads=c.scn.groups,
+                           col=c.col % width + 1, width=width, matrix=stage.weight,
+                           shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}",
+                           sharers=c.say("gqa.sep").join(
+                               str(h + 1) for h in range(c.scn.heads) if c.scn.kv_head(h) == g)))
+    elif c.scn.heads > 1:
         width = W.shape[1] // c.scn.heads
         lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,
                            col=c.col % width + 1, width=width, matrix=stage.weight,
@@ -229,18 +240,46 @@ def scaled(c: Cell) -> list:
     return lines
 
 
-def masked(c: Cell) -> list:
+def alibi_bias(c: Cell) -> list:
+    """B[i, j] = −m_h · |i − j|, with head h's slope as the paper builds it: 2^(−a/b)."""
+    from attnwalk.layer import alibi
+
+    a, b = alibi.exponent(c.scn.heads, c.head)
+    slope = alibi.slopes(c.scn.heads)[c.head]
+    distance = abs(c.row - c.col)
+    product = c.printed(c.printed(slope) * distance)
+    c.lands(-product if distance else 0.0)
+    m_h = f"m_{c.head + 1}"
+    return [f"{m_h} = 2^({c.mk.minus}{a}/{b}) = {c.num(slope)}",
+            f"{c.sym()}[{c.rows[c.row]}, {c.cols[c.col]}] = {c.mk.minus}{m_h} {c.mk.times} "
+            f"|{c.row + 1} {c.mk.minus} {c.col + 1}| = {c.mk.minus}{c.num(slope)} {c.mk.times} "
+            f"{distance} = {c.num(c.value)}"]
+
+
+def biased(c: Cell) -> list:
     S = float(c.walk.matrix("S", c.head)[c.row, c.col])
+    B = float(c.walk.matrix("B", c.head)[c.row, c.col])
+    c.lands(c.printed(c.printed(S) + c.printed(B)))
+    return [f"{c.ref()} = {c.ref('S')} + {c.ref('B')} = {c.num(S)} + {c.operand(B)} = {c.num(c.value)}"]
+
+
+def masked(c: Cell) -> list:
+    S = float(c.walk.scores(c.head)[c.row, c.col])
+    name = "(S + B)" if c.scn.bias == "alibi" else "S"
     lines: list = []
     if c.walk.amplify != 1.0:
         S *= c.walk.amplify
         lines.append(c.say("ui.amplified_score", k=c.short(c.walk.amplify), value=c.num(S)))
     if c.scn.allowed[c.row, c.col]:
-        return lines + [f"S + M = {c.num(S)} + 0 = {c.num(c.value)}"]
+        return lines + [f"{name} + M = {c.num(S)} + 0 = {c.num(c.value)}"]
     why = c.say("ui.masked_cell")
-    if c.scn.mask_kind == "causal":
+    if c.scn.mask_kind == "causal" or (c.scn.mask_kind == "window" and c.scn.window_causal
+                                       and c.col > c.row):
         why += " " + c.say("ui.causal_cell", col=c.col + 1, row=c.row + 1)
-    return lines + [f"S + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", c.prose(why)]
+    elif c.scn.mask_kind == "window":  # too far back (or, symmetric, too far either way)
+        why += " " + c.say("window.cell", col=c.col + 1, row=c.row + 1, distance=abs(c.row - c.col),
+                           window=c.scn.window)
+    return lines + [f"{name} + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", c.prose(why)]
 
 
 def softmax(c: Cell) -> list:
@@ -258,7 +297,7 @@ def softmax(c: Cell) -> list:
         return [c.prose(c.say("ui.hard_cell")),
                 f"max = {c.sym('S+M')}[{tok}, {c.cols[best]}] = {c.num(SM[best])}"]
     top = float(np.max(SM))
-    name = c.sym("S+M" if c.scn.masked else "S")
+    name = c.sym("S+M" if c.scn.masked else "S+B" if c.scn.bias == "alibi" else "S")
     lines: list = [f"{name}[{tok}] = {c.vec(SM)}"]
     if c.walk.amplify != 1.0:
         lines.append(c.say("ui.amplified_row", k=c.short(c.walk.amplify)))
@@ -323,8 +362,9 @@ def _quotient(c: Cell, e: np.ndarray, digits: int) -> tuple[float, float, float]
 
 
 def _seen_row(c: Cell) -> np.ndarray:
-    """The row of scores softmax saw, where the walk has no S + M stage (no mask): S × amplify."""
-    return c.walk.matrix("S", c.head)[c.row] * c.walk.amplify
+    """The row of scores softmax saw, where the walk has no S + M stage (no mask): S (or S + B)
+    × amplify."""
+    return c.walk.scores(c.head)[c.row] * c.walk.amplify
 
 
 def output(c: Cell) -> list:

@@ -35,7 +35,7 @@ ROUNDING_TOL = 1e-12
 
 # The shape a pair must share, in the order a mismatch is reported.
 _DIMENSIONS = (("n", "{} tokens"), ("m", "{} keys"), ("d_model", "d_model {}"), ("d_k", "d_k {}"),
-               ("d_v", "d_v {}"), ("heads", "{} heads"))
+               ("d_v", "d_v {}"), ("heads", "{} heads"), ("groups", "{} K/V heads"))
 
 
 @dataclass(frozen=True, eq=False)  # no __eq__: == on numpy fields can only raise
@@ -91,8 +91,8 @@ def check_shapes(left: Scenario, right: Scenario) -> None:
         if a != b:
             raise UsageError(
                 f"cannot set {left.name} and {right.name} side by side: {left.name} has {what.format(a)}, "
-                f"{right.name} has {what.format(b)} (both need the same number of tokens, d_model, d_k, d_v "
-                "and heads)")
+                f"{right.name} has {what.format(b)} (both need the same number of tokens, d_model, d_k, d_v, "
+                "heads and K/V heads)")
 
 
 def compare_pair(left: Scenario, right: Scenario, mode: Mode | str = BASELINE,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attnwalk.layer import cells
+from attnwalk.layer import alibi, cells
 from attnwalk.layer.modes import BASELINE, mode_named
 from attnwalk.layer.rope import SHIFT, rotate
 from attnwalk.layer.scores import raw_scores
@@ -58,6 +58,7 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     kind: str = SIGNED
     per_head: bool = False  # computed once per head in multi-head scenarios
     split: bool = False  # its columns are h blocks, one per head (Q, K, V: each head reads its own; concat)
+    shared: bool = False  # split into g K/V heads, each read by heads/g query heads (K, V; kv_heads)
     applies: Callable[[Scenario], bool] = _always  # does this scenario have the stage at all?
     formula_for: Callable[[str, Scenario, Mode], str] | None = None  # (base, scn, mode) -> formula
     variants: Callable[[Scenario, Mode], tuple[str, ...]] = _no_variants  # text variants, most specific first
@@ -120,6 +121,11 @@ def _scaled(m: Mats, layer: Layer) -> np.ndarray:
     return m["QK^T"] / layer.scale  # (n, m): √d_k, or 1 where the mode or the score kind says so
 
 
+def _bias(m: Mats, layer: Layer) -> np.ndarray:
+    slope = alibi.slopes(layer.scn.heads)[layer.head]
+    return alibi.bias(layer.scn.n, layer.scn.m, slope)  # (n, m): −m_h·|i − j|
+
+
 def _weights(m: Mats, layer: Layer) -> np.ndarray:
     return layer.mode.weights(layer.seen_scores(m), layer.scn.allowed)  # (n, m), rows sum to 1
 
@@ -153,7 +159,9 @@ def _order_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     mask = "" if not scn.masked else "causal" if scn.mask_kind == "causal" else "masked"
     positional = scn.main.positional  # none | sinusoidal | explicit | rope
     if positional in ("none", "rope"):  # nothing added to X (RoPE rotates q and k instead)
-        return (f"{positional}_{mask}", positional) if mask else (positional,)
+        plain = (f"{positional}_{mask}", positional) if mask else (positional,)
+        alibi_order = scn.bias == "alibi" and positional == "none"  # ALiBi carries order
+        return ("none_alibi", *plain) if alibi_order else plain
     return ((mask,) if mask else ()) + (("explicit",) if positional == "explicit" else ())
 
 
@@ -169,15 +177,20 @@ def _embedding_notes(scn: Scenario, mode: Mode) -> list[str]:
 def _projection_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if scn.source is not None and not base.startswith("Q"):
         base = base.replace("= X ·", "= X_src ·")  # keys and values come from the source
-    return base + (f" = {blocks(base[0], scn.heads)}" if scn.heads > 1 else "")
+    count = scn.heads if base.startswith("Q") else scn.groups  # K and V: one block per K/V head
+    return base + (f" = {blocks(base[0], count)}" if count > 1 else "")
 
 
 def _projection_notes(scn: Scenario, mode: Mode) -> list[str]:
-    return ["cross.kv"] if scn.source is not None else ["rope.unrotated"] if scn.rope else []
+    notes = ["cross.kv"] if scn.source is not None else ["rope.unrotated"] if scn.rope else []
+    if scn.groups < scn.heads:
+        notes.append("gqa.shared_mqa" if scn.groups == 1 else "gqa.shared")
+    return notes
 
 
 def _q_notes(scn: Scenario, mode: Mode) -> list[str]:
-    return ((["heads.split"] if scn.heads > 1 else []) + (["cross.q"] if scn.source is not None else [])
+    split = "gqa.split_note" if scn.groups < scn.heads else "heads.split"  # K, V: g blocks
+    return (([split] if scn.heads > 1 else []) + (["cross.q"] if scn.source is not None else [])
             + (["rope.unrotated"] if scn.rope else []))
 
 
@@ -239,7 +252,32 @@ def _mode_notes(scn: Scenario, mode: Mode) -> list[str]:
 
 
 def _mask_notes(scn: Scenario, mode: Mode) -> list[str]:
+    if scn.mask_kind == "window":  # a band, not a triangle: the variant names its width
+        kind = "window.causal" if scn.window_causal else "window.symmetric"
+        return [kind, "stage.S+M.neg_inf"] + (["window.wide"] if scn.window >= scn.n else [])
     return [f"stage.S+M.{scn.mask_kind}", "stage.S+M.neg_inf"]
+
+
+def _mask_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    return base.replace("S + M", "(S + B) + M", 1) if scn.bias == "alibi" else base
+
+
+def _bias_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    # under a causal mask only j ≤ i is ever seen: the paper writes the distance as i − j
+    return base.replace("|i − j|", "(i − j)") if scn.mask_kind == "causal" else base
+
+
+def _bias_notes(scn: Scenario, mode: Mode) -> list[str]:
+    return ["alibi.slopes", "alibi.causal" if scn.mask_kind == "causal" else "alibi.symmetric"] + (
+        ["alibi.with_positions"] if scn.main.positional != "none" else [])
+
+
+def _bias_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return () if mode.reads_scores else ("uniform",)  # uniform reads neither S nor B
+
+
+def _biased_notes(scn: Scenario, mode: Mode) -> list[str]:
+    return ["alibi.uniform"] if not mode.reads_scores else []
 
 
 def _a_formula(base: str, scn: Scenario, mode: Mode) -> str:
@@ -253,7 +291,9 @@ def _a_formula(base: str, scn: Scenario, mode: Mode) -> str:
 
 
 def _a_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    return (mode.name,) if not mode.smooth else ()  # uniform, hard (A's and Z's text)
+    if not mode.smooth:
+        return (mode.name,)  # uniform, hard (A's and Z's text)
+    return ("alibi",) if scn.bias == "alibi" else ()  # softmax reads S + B (A's text only)
 
 
 def _output_notes(scn: Scenario, mode: Mode) -> list[str]:
@@ -267,6 +307,10 @@ def _concat_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return f"concat = {blocks('Z', scn.heads)}" if scn.heads > 1 else base
 
 
+def _concat_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return ("gqa",) if scn.groups < scn.heads else ()  # query heads that share K and V
+
+
 def _concat_notes(scn: Scenario, mode: Mode) -> list[str]:
     # heads.why opens each head's screens, and concat's mistake says it too (heads.w_o would
     # repeat O's own what)
@@ -274,10 +318,16 @@ def _concat_notes(scn: Scenario, mode: Mode) -> list[str]:
 
 
 def note_values(scn: Scenario, note: str) -> dict[str, object]:
-    """The numbers a note's placeholders take ({heads}, {d_head}, {width}, {n}, {m})."""
+    """The numbers a note's placeholders take ({heads}, {d_head}, {width}, {n}, {m}, {window},
+    {kv_heads}, {group}, {slopes})."""
     d_head = scn.d_k if note == "heads.split" else scn.d_v
+    slopes = ""
+    if scn.bias == "alibi":
+        shown = [f"{slope:.6g}" for slope in alibi.slopes(scn.heads)]
+        slopes = ", ".join(shown if len(shown) <= 8 else shown[:4] + ["…"] + shown[-2:])
     values = {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v, "n": scn.n,
-              "m": scn.m}
+              "m": scn.m, "window": scn.window or 0, "kv_heads": scn.groups,
+              "group": scn.heads // scn.groups, "slopes": slopes}
     if scn.rope is not None:  # rope.*: the pairs, the slowest frequency, the demonstration's shift
         values.update(d_k=scn.d_k, pairs=scn.d_k // 2, last=scn.d_k // 2 - 1, base=f"{scn.rope.base:g}",
                       shift=SHIFT)
@@ -310,10 +360,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("Q", "Q", "Q = X · W_Q", "n", "d_k", _projection("W_Q"), split=True, weight="W_Q",
           formula_for=_projection_formula, notes=_q_notes, worked=cells.projection, overflow=_BIG,
           inputs=_X + ("W_Q",)),
-    Stage("K", "K", "K = X · W_K", "m", "d_k", _projection("W_K"), split=True, weight="W_K",
+    Stage("K", "K", "K = X · W_K", "m", "d_k", _projection("W_K"), split=True, shared=True, weight="W_K",
           formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
           overflow=_BIG, inputs=("W_K",) + _KEYS_X),
-    Stage("V", "V", "V = X · W_V", "m", "d_v", _projection("W_V"), split=True, weight="W_V",
+    Stage("V", "V", "V = X · W_V", "m", "d_v", _projection("W_V"), split=True, shared=True, weight="W_V",
           formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
           overflow=_BIG, inputs=("W_V",) + _KEYS_X),
     Stage("Q_rot", "Q_rot", _ROT.format(x="Q"), "n", "d_k", _rotated("Q"), per_head=True, applies=_roped,
@@ -328,8 +378,16 @@ STAGES: tuple[Stage, ...] = (
           aliases=("qkt", "qk^t", "qk", "raw")),
     Stage("S", "S", "S = QKᵀ / √d_k", "n", "m", _scaled, per_head=True, formula_for=_s_formula,
           variants=_s_variants, notes=_mode_notes, worked=cells.scaled),
+    Stage("B", "B", "B[i, j] = −m_h · |i − j|", "n", "m", _bias, per_head=True,
+          applies=lambda scn: scn.bias == "alibi", formula_for=_bias_formula, notes=_bias_notes,
+          variants=_bias_variants,
+          worked=cells.alibi_bias, aliases=("bias", "alibi")),
+    Stage("S+B", "S + B", "S + B", "n", "m", lambda m, layer: m["S"] + m["B"], per_head=True,
+          applies=lambda scn: scn.bias == "alibi", notes=_biased_notes, variants=_bias_variants,
+          worked=cells.biased,
+          aliases=("sb", "biased")),
     Stage("S+M", "S + M", "S + M,  M[i, j] ∈ {0, −∞}", "n", "m",
-          lambda m, layer: layer.seen_scores(m), MASKED, per_head=True,
+          lambda m, layer: layer.seen_scores(m), MASKED, per_head=True, formula_for=_mask_formula,
           applies=lambda scn: scn.masked, notes=_mask_notes, worked=cells.masked, exported=False,
           aliases=("masked", "sm")),
     Stage("A", "A", "A[i, :] = softmax((S + M)[i, :])", "n", "m", _weights, WEIGHTS, per_head=True,
@@ -339,6 +397,7 @@ STAGES: tuple[Stage, ...] = (
           overflow="use smaller values", inputs=("W_V",) + _KEYS_X),  # (n, m) @ (m, d_v) -> (n, d_v)
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", _concat, split=True,
           applies=lambda scn: scn.heads > 1, formula_for=_concat_formula, notes=_concat_notes,
+          variants=_concat_variants,
           worked=cells.concat),
     Stage("O", "O", "O = concat · W_O", "n", "d_model", _projected, weight="W_O", weight_rows="d_v",
           applies=lambda scn: scn.W_O is not None, worked=cells.projected, overflow="use a smaller W_O",

@@ -43,6 +43,7 @@ class Layer:
     amplify: float
     source: dict[str, np.ndarray]  # E, P, X of the source; empty without one
     heads: list[dict[str, np.ndarray]] = field(default_factory=list)
+    head: int = 0  # the head whose per-head stages are being computed (ALiBi's slope is per head)
 
     @property
     def scale(self) -> float:
@@ -63,8 +64,9 @@ class Layer:
         return self.source["X"] if self.source else m["X"]
 
     def seen_scores(self, m: Mats) -> np.ndarray:
-        """The scores the weights are made from: S (× --amplify), −∞ where the mask forbids."""
-        S = m["S"]
+        """The scores the weights are made from: S, or S + B under ALiBi (× --amplify), −∞ where
+        the mask forbids."""
+        S = m["S+B"] if "S+B" in m else m["S"]
         if self.amplify != 1.0:
             S = ops.finite(S * self.amplify, "S", "use a smaller --amplify")
         return ops.masked(S, self.scn.allowed)  # (n, m)
@@ -94,6 +96,11 @@ class Walk:
             return stage_named(key, self.stages)
         except KeyError:
             return stage_named(key)
+
+    def scores(self, head: int = 0) -> np.ndarray:
+        """The scores softmax reads before the mask and --amplify: S, or S + B under ALiBi."""
+        mats = self.heads[head].mats
+        return mats["S+B"] if "S+B" in mats else mats["S"]
 
     def matrix(self, key: str, head: int = 0) -> np.ndarray:
         """The matrix of stage `key` (for per-head stages, of head `head`)."""
@@ -158,7 +165,10 @@ def _compute(scn: Scenario, mode: Mode, amplify: float, stages: tuple[Stage, ...
             else:
                 _run(stage, mats, mats, layer)
         for h in range(scn.heads):
-            own = {s.key: _block(mats[s.key], h, scn.heads) for s in before if s.split}
+            layer.head = h
+            # a query head reads its own block of Q, and the K and V blocks of its group's K/V head
+            own = {s.key: _block(mats[s.key], scn.kv_head(h), scn.groups) if s.shared
+                   else _block(mats[s.key], h, scn.heads) for s in before if s.split}
             for stage in per_head:
                 _run(stage, ChainMap(own, mats), own, layer)
             layer.heads.append(own)

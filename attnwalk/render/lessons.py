@@ -20,7 +20,16 @@ def lesson_table(lang: str = "en") -> Table:
         shape = f"{scn.n} × {scn.d_model}"
         if scn.heads > 1:
             shape += tx.t("list.heads", heads=scn.heads)
+        if scn.groups < scn.heads:
+            shape += tx.t("gqa.list", kv_heads=scn.groups)
         if scn.source is not None:
             shape += tx.t("list.source", m=scn.m)
-        table.add_row(name, pick(scn.title, lang) or "", shape, tx.t(f"list.mask_{scn.mask_kind}"))
+        if scn.mask_kind == "window":
+            mask = tx.t("window.list_causal" if scn.window_causal else "window.list_symmetric",
+                        window=scn.window)
+        else:
+            mask = tx.t(f"list.mask_{scn.mask_kind}")
+        if scn.bias == "alibi":
+            mask += tx.t("alibi.list")
+        table.add_row(name, pick(scn.title, lang) or "", shape, mask)
     return table

@@ -46,6 +46,8 @@ def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
     facts.append(f"d_model = {scn.d_model}")
     if scn.heads > 1:
         facts.append(f"h = {scn.heads}")
+        if scn.groups < scn.heads:
+            facts.append(f"g = {scn.groups}")  # K/V heads
         if scn.d_k == scn.d_v:
             facts.append(f"d_head = d_k = d_v = {scn.d_k}")
     if scn.heads == 1 or scn.d_k != scn.d_v:
@@ -60,16 +62,35 @@ def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
         note = ""
         if scn.heads > 1 and stage.split and stage.key in walk.heads[0].mats:
             block = walk.heads[0].mats[stage.key].shape
-            note = style.say(opts, "shapes.split",
-                             heads=scn.heads, shape=_shape(block, opts))
+            shared = stage.shared and scn.groups < scn.heads
+            key = ("gqa.split_mqa" if scn.groups == 1 else "gqa.split") if shared else "shapes.split"
+            note = style.say(opts, key, heads=scn.heads,
+                             shape=_shape(block, opts), kv_heads=scn.groups,
+                             group=scn.heads // scn.groups)
         elif scn.heads > 1 and stage.per_head:
             note = style.say(opts, "shapes.each_head",
                              heads=scn.heads)
         grid.add_row(style.plain(stage.symbol, opts), shape_text(walk, stage, 0, opts), Prose(note))
     title = style.say(opts, "shapes.title")
-    return Panel(Group(Text(f" {style.markers(opts).dot} ".join(facts), style=style.LABEL), grid),
+    parts = [Text(f" {style.markers(opts).dot} ".join(facts), style=style.LABEL), grid]
+    if scn.groups < scn.heads:
+        parts.append(Prose(kv_cache_note(walk, opts), style=style.NOTE))
+    return Panel(Group(*parts),
                  title=Text(title), title_align="left", box=style.panel_box(opts),
                  border_style=style.PANEL_BORDER, expand=False)
+
+
+def kv_cache_note(walk: Walk, opts: ViewOptions) -> str:
+    """What sharing K and V saves in the KV cache: numbers kept per token, and for these n tokens."""
+    from attnwalk.layer.gqa import kv_cache
+
+    scn = walk.scenario
+    shared = kv_cache(scn.groups, scn.d_k, scn.d_v)
+    full = kv_cache(scn.heads, scn.d_k, scn.d_v)
+    return style.say(opts, "gqa.cache", kv_heads=scn.groups, heads=scn.heads, d_k=scn.d_k,
+                     d_v=scn.d_v, shared=shared, full=full, n=scn.m, shared_n=shared * scn.m,
+                     full_n=full * scn.m, ratio=scn.heads // scn.groups,
+                     saved=f"{100 * (1 - shared / full):.1f}")
 
 
 def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
@@ -79,14 +100,26 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
     tx = text(opts.lang)
     q = walk.heads[head].mats["Q"]  # (n, d_k)
     v = walk.heads[head].mats["V"]  # (m, d_v)
-    body = [Prose(style.say(opts, "heads.intro",
-                           head=head + 1, heads=scn.heads, start=head * scn.d_k + 1,  # from 1
-                           end=(head + 1) * scn.d_k, v_start=head * scn.d_v + 1,
-                           v_end=(head + 1) * scn.d_v, q_shape=_shape(q.shape, opts),
-                           k_shape=_shape(walk.heads[head].mats["K"].shape, opts),
-                           v_shape=_shape(v.shape, opts)))]
-    if tx.has("heads.why"):
-        body.append(Prose(style.plain(tx.t("heads.why"), opts), style=style.NOTE))
+    if scn.groups < scn.heads:  # grouped-query: K and V are the group's K/V head's
+        g = scn.kv_head(head)
+        sharers = [h + 1 for h in range(scn.heads) if scn.kv_head(h) == g]
+        intro = style.say(opts, "gqa.intro", head=head + 1, heads=scn.heads,
+                          start=head * scn.d_k + 1, end=(head + 1) * scn.d_k,  # from 1, as labelled
+                          kv_head=g + 1, kv_heads=scn.groups,
+                          k_start=g * scn.d_k + 1, k_end=(g + 1) * scn.d_k, v_start=g * scn.d_v + 1,
+                          v_end=(g + 1) * scn.d_v,
+                          sharers=tx.t("gqa.sep").join(str(h) for h in sharers))
+    else:
+        intro = style.say(opts, "heads.intro",
+                          head=head + 1, heads=scn.heads, start=head * scn.d_k + 1,  # from 1
+                          end=(head + 1) * scn.d_k, v_start=head * scn.d_v + 1,
+                          v_end=(head + 1) * scn.d_v, q_shape=_shape(q.shape, opts),
+                          k_shape=_shape(walk.heads[head].mats["K"].shape, opts),
+                          v_shape=_shape(v.shape, opts))
+    body = [Prose(intro)]
+    why = "gqa.why" if scn.groups < scn.heads else "heads.why"  # "its own W_K, W_V": not under GQA
+    if tx.has(why):
+        body.append(Prose(style.plain(tx.t(why), opts), style=style.NOTE))
     title = style.say(opts, "ui.head", head=head + 1, heads=scn.heads)
     heading = style.say(opts, "heads.title")
     return Panel(Group(*body), title=Text(f"{heading} {style.markers(opts).dot} {title}"),
@@ -123,7 +156,8 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
                       Text(keys[top]), Text(style.number(float(A[row, top]), opts)),
                       Text(f"{bits:.2f}"), Text(mark, style=style.NOTE))
     title = style.say(opts, "heads.summary_title", heads=scn.heads)
-    what = style.say(opts, "heads.summary_what", token=token_labels(scn.tokens)[row], row=row + 1)
+    what = style.say(opts, "gqa.summary_what" if scn.groups < scn.heads else "heads.summary_what",
+                     token=token_labels(scn.tokens)[row], row=row + 1)
     entropy = style.say(opts, "heads.summary_entropy_note", max=f"{math.log2(allowed):.2f}", count=allowed)
     more = style.say(opts, "heads.summary_more", head=shown + 1)
     return Group(Text(title, style=style.SCREEN_TITLE), Prose(what), Text(""), table,
@@ -142,6 +176,18 @@ def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
     scn = walk.scenario
     if scn.heads == 1 or not stage.split:
         return None
+    if stage.shared and scn.groups == 1:  # multi-query: K and V are one head, nothing to split
+        return None
+    if stage.shared and scn.groups < scn.heads:  # one block per K/V head, naming its query heads
+        width = walk.matrix(stage.key).shape[1] // scn.groups
+        blocks = [style.say(opts, "gqa.block", kv_head=g + 1, start=g * width + 1,  # from 1
+                            end=(g + 1) * width,
+                            sharers=text(opts.lang).t("gqa.sep").join(
+                                str(h + 1) for h in range(scn.heads) if scn.kv_head(h) == g))
+                  for g in range(scn.groups)]
+        line = style.say(opts, "gqa.blocks", symbol=style.plain(stage.symbol, opts),
+                         kv_heads=scn.groups, blocks=f" {style.markers(opts).dot} ".join(blocks))
+        return Prose(line, style=style.NOTE)
     width = walk.matrix(stage.key).shape[1] // scn.heads
     blocks = [style.say(opts, "heads.block",
                         head=h + 1, start=h * width + 1, end=(h + 1) * width)  # as labelled, from 1

@@ -86,7 +86,7 @@ def masked_cell(walk: Walk, stage: Stage, head: int, row: int) -> tuple[int, int
         return None
     if allowed[row].all():
         row = int(np.flatnonzero(~allowed.all(axis=1))[0])
-    S = walk.matrix("S", head)[row]
+    S = walk.scores(head)[row]
     hidden = np.flatnonzero(~allowed[row])
     return row, int(hidden[np.argmax(S[hidden])])
 
@@ -154,7 +154,8 @@ def shape_text(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> str:
     if not cross:  # in self-attention the keys are the same tokens as the queries
         names = ["n" if name == "m" else name for name in names]
     if scn.heads > 1 and stage.key in ("Q", "K", "V"):
-        names[1] = "h·" + names[1]
+        shared = stage.shared and scn.groups < scn.heads  # K and V: g K/V heads
+        names[1] = ("g·" if shared else "h·") + names[1]
     t = style.markers(opts).times
     return style.plain(f"{rows} {t} {cols} = {names[0]} {t} {names[1]}", opts)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from attnwalk.errors import ScenarioError
+from attnwalk.layer import masks  # the named masks are the layer's to define
 from attnwalk.layer.rope import PAIRINGS, Rope  # as the score kinds, the RoPE settings are the layer's to define
 from attnwalk.layer.scores import SCORES  # the score kinds are the layer's to define
 from attnwalk.scenario import lesson, limits
@@ -21,12 +22,14 @@ from attnwalk.scenario.files import read_text
 from attnwalk.scenario.yamltree import Node, indexed, parse
 
 KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
-        "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "source", "score", "w_a", "qk_norm", "qk_scale", "focus",
-        "dimensions", "notes", "rope")
+        "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "kv_heads", "bias", "source", "score", "w_a", "qk_norm",
+        "qk_scale", "focus", "dimensions", "notes", "rope")
 SOURCE_KEYS = ("tokens", "ids", "embeddings", "positional")
 REQUIRED = ("tokens", "embeddings", "W_Q", "W_K", "W_V")
 POSITIONAL = ("none", "sinusoidal", "rope")
 MASKS = ("none", "causal")
+MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 3}
+BIASES = ("none", "alibi")
 
 
 @dataclass(frozen=True, eq=False)  # no __eq__: == on numpy fields can only raise; defines faster
@@ -57,7 +60,7 @@ class Scenario:
     W_Q: np.ndarray  # (d_model, h·d_k)
     W_K: np.ndarray  # (d_model, h·d_k)
     W_V: np.ndarray  # (d_model, h·d_v)
-    mask_kind: str  # "none" | "causal" | "explicit"
+    mask_kind: str  # "none" | "causal" | "window" | "explicit"
     allowed: np.ndarray  # (n, m) bool: may query i attend to key j
     title: str | dict[str, str] = ""  # one text, or language -> text ({en: ..., zh: ...})
     description: str | dict[str, str] = ""
@@ -65,6 +68,10 @@ class Scenario:
     builtin: bool = False
     label: str = "<scenario>"  # how messages name it: the path as given, or "name (built-in)"
     heads: int = 1
+    kv_heads: int = 0  # g: K and V have g heads, each shared by heads/g query heads (0: g = heads)
+    bias: str = "none"  # "none" | "alibi": −m_h·|i − j| added to head h's scores
+    window: int | None = None  # mask: {window: w}: the keys a query sees, including itself
+    window_causal: bool = True  # the window looks back only (0 ≤ i − j < w), else |i − j| < w
     W_O: np.ndarray | None = None  # (h·d_v, d_model)
     source: Sequence | None = None  # keys and values come from here (cross-attention)
     score: str = "dot"  # "dot" | "additive"
@@ -105,7 +112,18 @@ class Scenario:
 
     @property
     def d_v(self) -> int:
-        return self.W_V.shape[1] // self.heads
+        return self.W_V.shape[1] // self.groups
+
+    @property
+    def groups(self) -> int:
+        """g, the number of K/V heads: heads (ordinary multi-head), fewer with GQA, 1 with MQA."""
+        return self.kv_heads or self.heads
+
+    def kv_head(self, head: int) -> int:
+        """The K/V head query head `head` reads (0-based): heads/g consecutive query heads share one."""
+        from attnwalk.layer.gqa import kv_head_of
+
+        return kv_head_of(self.heads, self.groups)[head]
 
     @property
     def masked(self) -> bool:
@@ -207,27 +225,36 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
                           f"sequence's d_model is {main.d_model}; both must share d_model")
 
     heads = f.integer(top["heads"], "heads", minimum=1) if "heads" in top else 1
+    kv_heads = _kv_heads(f, top, heads)
+    groups = kv_heads or heads
     W_Q = _weights(f, top, "W_Q", main.d_model)
     W_K = _weights(f, top, "W_K", main.d_model)
     W_V = _weights(f, top, "W_V", main.d_model)
-    if W_K.shape[1] != W_Q.shape[1]:
-        raise f.error("W_K", top["W_K"], f"W_K has {W_K.shape[1]} columns, but W_Q has "
-                      f"{W_Q.shape[1]}; queries and keys need the same width d_k to be compared")
     if heads > W_Q.shape[1]:
         raise f.error("heads", top["heads"], f"heads is {whole(heads)}, but W_Q has only "
                       f"{W_Q.shape[1]} columns; each head needs at least one")
-    for key, W in (("W_Q", W_Q), ("W_V", W_V)):
-        if W.shape[1] % heads:
-            raise f.error(key, top[key], f"{key} has {W.shape[1]} columns, which "
-                          f"{whole(heads)} heads cannot split evenly; its width must be heads × "
-                          "per-head width")
-    _check_cost(f, root, main, source, heads, W_Q, W_V)
+    for key, W, count in (("W_Q", W_Q, heads), ("W_V", W_V, groups)):
+        if W.shape[1] % count:
+            who = f"{whole(count)} heads" if key == "W_Q" or not kv_heads else f"{whole(count)} K/V heads"
+            raise f.error(key, top[key], f"{key} has {W.shape[1]} columns, which {who} cannot "
+                          f"split evenly; its width must be {'kv_heads' if key == 'W_V' and kv_heads else 'heads'}"
+                          " × per-head width")
+    d_k = W_Q.shape[1] // heads
+    if W_K.shape[1] != groups * d_k:
+        if kv_heads:
+            raise f.error("W_K", top["W_K"], f"W_K has {W_K.shape[1]} columns, but with kv_heads "
+                          f"{whole(kv_heads)} it must be kv_heads × d_k = {kv_heads} × {d_k} = "
+                          f"{kv_heads * d_k} (d_k = W_Q's {W_Q.shape[1]} columns / {heads} heads)")
+        raise f.error("W_K", top["W_K"], f"W_K has {W_K.shape[1]} columns, but W_Q has "
+                      f"{W_Q.shape[1]}; queries and keys need the same width d_k to be compared")
+    _check_cost(f, root, main, source, heads, W_Q, heads * (W_V.shape[1] // groups))
     W_O = None
     if "W_O" in top:
         W_O = f.matrix(top["W_O"], "W_O")
-        if W_O.shape != (W_V.shape[1], main.d_model):
+        concat = heads * (W_V.shape[1] // groups)  # every query head's Z, d_v wide
+        if W_O.shape != (concat, main.d_model):
             raise f.error("W_O", top["W_O"], f"W_O is {_shape(W_O)}, but it must be "
-                          f"(h·d_v) × d_model = {W_V.shape[1]} × {main.d_model}")
+                          f"(h·d_v) × d_model = {concat} × {main.d_model}")
 
     score = f.choice(top["score"], "score", SCORES) if "score" in top else "dot"
     w_a = None
@@ -254,7 +281,7 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
     focus = _focus(f, top["focus"], main.tokens) if "focus" in top else None
     dimensions = notes = {}
     if "dimensions" in top:
-        widths = {"d_model": main.d_model, "d_k": W_Q.shape[1] // heads, "d_v": W_V.shape[1] // heads}
+        widths = {"d_model": main.d_model, "d_k": W_Q.shape[1] // heads, "d_v": W_V.shape[1] // groups}
         dimensions = lesson.dimension_names(f, top["dimensions"], widths)
     if "notes" in top:
         from attnwalk.layer.stages import STAGES, stage_by_name  # the stages are the layer's to define
@@ -262,12 +289,14 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         notes = lesson.stage_notes(f, top["notes"], lambda name: getattr(stage_by_name(name), "key", None),
                                    ", ".join(s.key for s in STAGES))
     m = source.n if source else main.n
-    mask_kind, allowed = _mask(f, top, main, m, source is not None)
+    mask_kind, allowed, window, window_causal = _mask(f, top, main, m, source is not None)
+    bias = _bias(f, top, source is not None)
     rope = _rope(f, top, main, source, W_Q.shape[1] // heads, score)
 
     scenario = Scenario(
         name=name, main=main, W_Q=W_Q, W_K=W_K, W_V=W_V, mask_kind=mask_kind, allowed=allowed,
-        title=title, description=description, path=path, builtin=builtin, label=file, heads=heads, W_O=W_O,
+        title=title, description=description, path=path, builtin=builtin, label=file, heads=heads,
+        kv_heads=kv_heads, bias=bias, window=window, window_causal=window_causal, W_O=W_O,
         source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale,
         focus=focus, dimensions=dimensions, notes=notes, rope=rope, lines=_lines(root))
     for value in (W_Q, W_K, W_V, W_O, w_a, allowed, main.E, main.P_given):
@@ -286,10 +315,11 @@ def _lines(root: Node) -> dict[str, int]:
 
 
 def _check_cost(f: Fields, root: Node, main: Sequence, source: Sequence | None, heads: int,
-                W_Q: np.ndarray, W_V: np.ndarray) -> None:
-    """Refuse, before the mask or any stage is allocated, a walk too big to compute (limits.py)."""
+                W_Q: np.ndarray, hd_v: int) -> None:
+    """Refuse, before the mask or any stage is allocated, a walk too big to compute (limits.py).
+    `hd_v` is concat's width, heads·d_v: with shared K/V heads, wider than W_V."""
     m = source.n if source else main.n
-    problems = limits.walk_size(main.n, m, main.d_model, W_Q.shape[1], W_V.shape[1], heads)
+    problems = limits.walk_size(main.n, m, main.d_model, W_Q.shape[1], hd_v, heads)
     if problems:
         field, message = problems[0]
         if field == "tokens" and source is not None and m > main.n and "scores" in message:
@@ -331,6 +361,8 @@ def _sequence(f: Fields, top: dict[str, Node], prefix: str) -> Sequence:
 def _focus(f: Fields, node: Node, tokens: tuple[str, ...]) -> int:
     """`focus: bank` or `focus: 4` (1-based): the query row whose arithmetic the walk shows."""
     value = node.value
+    if not isinstance(value, (bool, int)) and node.raw in tokens:  # a token such as 0E0 or 1.5,
+        return tokens.index(node.raw)  # read as a number but written as the token is (whole numbers stay positions)
     if isinstance(value, str) or node.quoted:
         if str(value) in tokens:
             return tokens.index(str(value))
@@ -400,12 +432,55 @@ def _weights(f: Fields, top: dict[str, Node], key: str, d_model: int) -> np.ndar
     return W
 
 
+def _kv_heads(f: Fields, top: dict[str, Node], heads: int) -> int:
+    """`kv_heads: g` (grouped-query attention; 1 is multi-query): g must divide heads. 0 when absent."""
+    if "kv_heads" not in top:
+        return 0
+    g = f.integer(top["kv_heads"], "kv_heads", minimum=1)
+    if g > heads or heads % g:
+        raise f.error("kv_heads", top["kv_heads"], f"kv_heads is {whole(g)}, but it must divide "
+                      f"heads ({heads}) so that each K/V head serves the same number of query heads"
+                      f"; choose one of {', '.join(str(d) for d in range(1, heads + 1) if heads % d == 0)}")
+    return g
+
+
+def _bias(f: Fields, top: dict[str, Node], cross: bool) -> str:
+    if "bias" not in top:
+        return "none"
+    bias = f.choice(top["bias"], "bias", BIASES)
+    if bias == "alibi" and cross:
+        raise f.error("bias", top["bias"], "bias: alibi needs keys from the same sequence: it "
+                      "penalises the distance |i − j| between a query's position and a key's, and a "
+                      "source's positions are another sequence's; remove bias or the source")
+    return bias
+
+
+def _band(f: Fields, node: Node, n: int, cross: bool) -> tuple[np.ndarray, int | None, bool]:
+    """mask: {causal: true|false, window: w}: the allowed keys, the window (None without) and
+    whether it looks back only."""
+    spec = f.mapping(node, "mask", MASK_KEYS, ())
+    is_causal = f.boolean(spec["causal"], "mask.causal") if "causal" in spec else False
+    width = f.integer(spec["window"], "mask.window", minimum=1) if "window" in spec else None
+    if cross:
+        raise f.error("mask", node, "mask: {causal, window} needs keys from the same sequence; "
+                      "with a source the keys are another sequence (give an explicit n × m mask instead)")
+    if width is None:
+        if not is_causal:
+            raise f.error("mask", node, "mask: {causal: false} without a window masks nothing; "
+                          "write mask: none, or give window: w")
+        return masks.causal(n), None, True
+    return masks.window(n, width, is_causal), width, is_causal
+
+
 def _mask(f: Fields, top: dict[str, Node], main: Sequence, m: int,
-          cross: bool) -> tuple[str, np.ndarray]:
+          cross: bool) -> tuple[str, np.ndarray, int | None, bool]:
     n = main.n
     node = top.get("mask")
     if node is None:
-        return "none", np.ones((n, m), dtype=bool)
+        return "none", np.ones((n, m), dtype=bool), None, True
+    if isinstance(node.value, dict) and any(key in node.value for key in MASK_KEYS):
+        allowed, width, is_causal = _band(f, node, n, cross)
+        return ("causal" if width is None else "window"), allowed, width, is_causal
     if isinstance(node.value, (list, dict)):  # rows, or {file: mask.npy}
         allowed = f.bool_matrix(node, "mask")
         if allowed.shape != (n, m):
@@ -416,19 +491,19 @@ def _mask(f: Fields, top: dict[str, Node], main: Sequence, m: int,
     else:
         kind = f.choice(node, "mask", MASKS)
         if kind == "none":
-            return "none", np.ones((n, m), dtype=bool)
+            return "none", np.ones((n, m), dtype=bool), None, True
         if cross:
             raise f.error("mask", node, "mask: causal needs keys from the same sequence; with a "
                           "source the keys are another sequence with no 'future' to hide "
                           "(give an explicit n × m mask instead)")
-        allowed = np.tril(np.ones((n, n), dtype=bool))
+        allowed = masks.causal(n)
     for i, row in enumerate(allowed):
         if not row.any():
             raise f.error(indexed("mask", i), node.value[i] if isinstance(node.value, list) else node,
                           f"{indexed('mask', i)} ({quoted(main.tokens[i], 20)}) allows no key: every query "
                           "must be allowed to attend to at least one key (set at least one "
                           "entry of the row to true)")
-    return kind, allowed
+    return kind, allowed, None, True
 
 
 def _shape(a: np.ndarray) -> str:

@@ -95,13 +95,15 @@ W_V:
 # mask: which keys each query may attend to. One of three forms:
 #   none       every token sees every token (the default)
 #   causal     the token in row i sees rows 1..i only, as in a decoder: no looking ahead
+#   {causal: true, window: 3}   a sliding window: the token in row i sees rows i-2..i only
+#              (without causal: every token within 2 places, before or after)
 #   a matrix   n × n of true/false; row = query, column = key, true = may attend;
 #              every row needs at least one true. For example
 #                mask:
 #                  - [true, false, false]
 #                  - [true, true, false]
 #                  - [true, true, true]
-# mask：每个 query 能看哪些 key。none = 全部可见；causal = 只看自己和前面；或写 n × n 的 true/false 矩阵。
+# mask：每个 query 能看哪些 key。none = 全部可见；causal = 只看自己和前面；{causal: true, window: 3} = 只看自己和前面两个；或写 n × n 的 true/false 矩阵。
 mask: none
 """
 
@@ -109,9 +111,9 @@ _KEYS_HELP = """\
 # Keys: tokens; ids (optional); embeddings: n × d_model;
 #       positional: none | sinusoidal | rope | an n × d_model matrix;
 #       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;
-#       mask: none | causal | an n × n matrix of true/false (true = may attend);
-#       more: heads, W_O, source, score, w_a, qk_norm, qk_scale, rope, focus, dimensions, notes
-#       (README.md);
+#       mask: none | causal | {causal: true, window: w} | an n × n matrix of true/false (true = may attend);
+#       more: heads, kv_heads, bias, W_O, source, score, w_a, qk_norm, qk_scale, rope, focus,
+#       dimensions, notes (README.md);
 #       any matrix: rows, {file: x.npy} or {random: {seed: 0, rows: R, cols: C, scale: S}}.
 """
 

@@ -44,7 +44,7 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
     mats = walk.heads[head].mats
     out: list[tuple[str, float | None]] = []
     if key in ("A", "Z") and walk.mode.smooth:  # softmax rows: the axis and the mask matter
-        S = mats["S"] * walk.amplify
+        S = walk.scores(head) * walk.amplify  # S, or S + B under ALiBi
         with np.errstate(invalid="ignore"):  # a column with every query masked has no softmax
             column = ops.softmax(ops.masked(S, scn.allowed).T).T  # each column sums to 1 instead
         out.append(("column_softmax", _at(column, mats, key, row, col)))
@@ -90,7 +90,7 @@ def _rounded(walk: Walk, key: str, head: int, row: int, col: int) -> float | Non
     if key == "S":
         return float(r(mats["QK^T"])[row, col] / walk.scale)
     if key == "A" and walk.mode.smooth:
-        S = r(mats["S"]) * walk.amplify
+        S = r(walk.scores(head)) * walk.amplify
         return float(ops.softmax(ops.masked(S, walk.scenario.allowed))[row, col])
     if key == "Z":
         return float((r(mats["A"]) @ mats["V"])[row, col])

@@ -41,6 +41,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "mask": (),
     "heads": ("heads_repeat",),
     "cross": (),  # not in the lessons' lists, but the mix-up a source invites
+    "gqa": ("heads_repeat",),  # shared K/V heads: a group still attends differently
+    "alibi": (),  # a distance penalty, not a mask and not a position added to X
+    "window": (),  # a sliding window: what a query further back can still reach
     "rope": (),  # issue 19: RoPE's scores depend on the offset, not on where the pair stands
 }
 _EN = text("en")  # the numbers of a given line are the same in every language
@@ -76,8 +79,12 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
         r, c = pick.choice(list(forbidden)) if pick else forbidden[0]
         out.append(_cell_question(walk, tx, "A", head, int(r), int(c), hint=tx.t("quiz.mask.hint")))
         out.append(concept("mask"))
-    if scn.heads > 1:
-        out.append(concept("heads"))
+    if scn.heads > 1:  # with shared K/V heads "each head has its own W_K, W_V" would be false
+        out.append(concept("gqa" if scn.groups < scn.heads else "heads"))
+    if scn.bias == "alibi":
+        out.append(concept("alibi"))
+    if scn.mask_kind == "window" and scn.window_causal and scn.window < scn.n:
+        out.append(concept("window"))
     if scn.source is not None:
         out.append(concept("cross"))
     if scn.rope is not None:
@@ -217,8 +224,10 @@ def _given(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
         return tx.t("quiz.given.s", row_token=rows[row], col_token=cols[col],
                     value=number_text(float(mats["QK^T"][row, col])), d_k=scn.d_k)
     if key == "A" and scn.m <= GIVEN_MAX:
-        scores = [number_text(float(s)) if ok else "−∞" for s, ok in zip(mats["S"][row], scn.allowed[row])]
+        scores = [number_text(float(s)) if ok else "−∞"
+                  for s, ok in zip(walk.scores(head)[row], scn.allowed[row])]
         name = "S + M" if not scn.allowed.all() else "S"
+        name = name.replace("S", "S + B") if scn.bias == "alibi" else name
         return tx.t("quiz.given.a", name=name, row_token=rows[row], scores="[" + ", ".join(scores) + "]")
     if key == "Z" and scn.m <= GIVEN_MAX:
         dims = axes(walk, stage_named("Z"), head, tx.lang)[1]
@@ -239,7 +248,8 @@ def _what_if(walk: Walk, tx: Text, head: int, row: int, col: int) -> Question:
     found = [(n, v) for n, v in mistakes.candidates(unscaled, "A", head, row, col)]
     found.append(("kept_scale", before))
     return Question("what_if", NUMBER, _in_head(walk, tx, head, question),
-                    tx.t("quiz.what_if.hint", row_token=rows[row]),
+                    tx.t("alibi.what_if_hint" if walk.scenario.bias == "alibi" else "quiz.what_if.hint",
+                         row_token=rows[row]),
                     value, number_text(value), ("scale_detail",), tolerance=tol,
                     cell=("A", head, row, col), mode="unscaled",
                     given=_given(unscaled, tx, "A", head, row, col), mistakes=tuple(found),
@@ -301,7 +311,8 @@ def _concepts(walk: Walk, tx: Text, head: int, row: int, pick: random.Random | N
         cell = {"read_a": read, "mask": blocked, "rope": read}.get(topic, (row, row))  # rope: two tokens
         if cell is None:
             return None
-        values = {"row_token": rows[cell[0]], "col_token": cols[cell[1]], "heads": scn.heads}
+        values = {"row_token": rows[cell[0]], "col_token": cols[cell[1]], "heads": scn.heads,
+                  "kv_heads": scn.groups, "group": scn.heads // scn.groups, "window": scn.window or 0}
         return _concept(tx, topic, values)
 
     return concept
