@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attnwalk.layer import cells
+from attnwalk.layer import cells, tiled
 from attnwalk.layer.modes import BASELINE, mode_named
 from attnwalk.layer.scores import raw_scores
 
@@ -34,6 +34,10 @@ Mats = Mapping[str, np.ndarray]  # the matrices computed so far (a head's own ov
 
 
 def _always(scn: Scenario) -> bool:
+    return True
+
+
+def _any_mode(mode: Mode) -> bool:
     return True
 
 
@@ -69,6 +73,7 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     weight_rows: str = "d_model"  # the named dimension of that matrix's rows (its columns: cols)
     exported: bool = True  # in `export --format json` (S+M is S with −∞: the JSON keeps S and mask)
     aliases: tuple[str, ...] = ()  # other spellings a learner may type, lower case
+    in_mode: Callable[[Mode], bool] = _any_mode  # is it defined in this mode? (tiled: not in hard)
 
     @property
     def square(self) -> bool:
@@ -112,6 +117,11 @@ def _scaled(m: Mats, layer: Layer) -> np.ndarray:
 
 def _weights(m: Mats, layer: Layer) -> np.ndarray:
     return layer.mode.weights(layer.seen_scores(m), layer.scn.allowed)  # (n, m), rows sum to 1
+
+
+def _tiled(m: Mats, layer: Layer) -> np.ndarray:
+    scores = tiled.tiled_scores(layer.mode, layer.seen_scores(m), layer.scn.allowed)  # (n, m)
+    return tiled.output(scores, m["V"], layer.scn.tiles)  # (n, d_v), keys B at a time
 
 
 def _concat(m: Mats, layer: Layer) -> np.ndarray:
@@ -231,6 +241,19 @@ def _output_notes(scn: Scenario, mode: Mode) -> list[str]:
     return ["truth.no_parameters_w_o" if scn.W_O is not None else "truth.no_parameters"]
 
 
+def _tiled_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    return f"{base},  B = {scn.tiles}"
+
+
+def _tiled_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return () if mode.reads_scores else (mode.name,)  # uniform: the recurrence runs on M alone
+
+
+def _tiled_notes(scn: Scenario, mode: Mode) -> list[str]:
+    notes = ["tiles.masked_blocks"] if scn.masked else []
+    return notes + (["tiles.one_block"] if scn.tiles is not None and scn.tiles >= scn.m else [])
+
+
 def _concat_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return f"concat = {blocks('Z', scn.heads)}" if scn.heads > 1 else base
 
@@ -245,7 +268,7 @@ def note_values(scn: Scenario, note: str) -> dict[str, object]:
     """The numbers a note's placeholders take ({heads}, {d_head}, {width}, {n}, {m})."""
     d_head = scn.d_k if note == "heads.split" else scn.d_v
     return {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v, "n": scn.n,
-            "m": scn.m}
+            "m": scn.m, "B": scn.tiles}
 
 
 def blocks(symbol: str, heads: int) -> str:
@@ -294,6 +317,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("Z", "Z", "Z = A · V", "n", "d_v", lambda m, layer: m["A"] @ m["V"], per_head=True,
           variants=_a_variants, notes=_output_notes, worked=cells.output,
           overflow="use smaller values", inputs=("W_V",) + _KEYS_X),  # (n, m) @ (m, d_v) -> (n, d_v)
+    Stage("tiled", "Z_tiled", "Z_tiled[i, :] = Õ_i / l_i", "n", "d_v", _tiled, per_head=True,
+          applies=lambda scn: scn.tiles is not None, in_mode=lambda mode: tiled.defined_in(mode),
+          formula_for=_tiled_formula, variants=_tiled_variants, notes=_tiled_notes,
+          worked=lambda c: _tiled_cell(c), exported=False, aliases=("tiles", "online", "flash")),
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", _concat, split=True,
           applies=lambda scn: scn.heads > 1, formula_for=_concat_formula, notes=_concat_notes,
           worked=cells.concat),
@@ -301,6 +328,12 @@ STAGES: tuple[Stage, ...] = (
           applies=lambda scn: scn.W_O is not None, worked=cells.projected, overflow="use a smaller W_O",
           inputs=("W_O", "W_V") + _KEYS_X),
 )
+
+
+def _tiled_cell(c: cells.Cell) -> list:
+    from attnwalk.layer.tiledcells import tiled_cell  # it reads the walk, which imports this module
+
+    return tiled_cell(c)
 
 
 def stage_named(key: str, stages: tuple[Stage, ...] | None = None) -> Stage:
