@@ -264,7 +264,7 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
 @pytest.mark.parametrize("lang", LANGS)
 def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
     tables = variant_tables(lang)
-    assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "A", "Z"}
+    assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "A", "Z", "tiled"}
     shown = {stage_text(lang, stage, scenario(name), mode, field)
              for name in SCENARIOS for mode in ALL_MODES for stage in STAGES for field in FIELDS}
     for (key, name), fields in tables.items():

@@ -89,7 +89,8 @@ def math_text(formula: str) -> str:
     s = re.sub("\\|(\x01[^|]*\x02)\\|", "\x03\\1\x04", s)  # |{k : …}|: \lvert … \rvert
     s = re.sub(r"√(\w+)", r"\\sqrt{\1}", s)
     s = re.sub("(\\w)\u0302", r"\\hat{\1}", s)  # QK-norm's q̂ (a combining circumflex)
-    s = _WORD.sub(_word, s)
+    s = s.replace("Õ", "\x05")  # the tiled form's unnormalised output: a symbol, not a word
+    s = _WORD.sub(_word, s).replace("\x05", "\\tilde{O}")
     s = re.sub(r"_(\\mathrm\{[^}]*\}|\d{2,})", r"_{\1}", s)
     s = _superscripts(s)
     s = re.sub(r"\^([−-]?(?:∞|\d+(?:\.\d+)?))", r"^{\1}", s)  # e^−∞, e^800: one group

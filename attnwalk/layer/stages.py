@@ -242,7 +242,7 @@ def _output_notes(scn: Scenario, mode: Mode) -> list[str]:
 
 
 def _tiled_formula(base: str, scn: Scenario, mode: Mode) -> str:
-    return f"{base},  B = {scn.tiles}"
+    return base if scn.tiles is None else f"{base},  B = {scn.tiles}"
 
 
 def _tiled_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:

@@ -80,12 +80,12 @@ def tiled_cell(c: Cell) -> list:
         shown_p = [k for k in range(len(p)) if visible[k]]
         p_sum = c.printed(alpha * l + sum(p))
         terms = " + ".join(c.num(p[k]) for k in shown_p)
-        lines.append(f"l = α{c.mk.dot}l + Σ e^(S_blk {minus} m) = {c.num(alpha)} {t} {c.num(l)} + "
-                     f"({terms}) = {c.num(p_sum)}")
+        lines += c.chain(f"l = α{c.mk.dot}l + Σ e^(S_blk {minus} m)", f"{c.num(alpha)} {t} {c.num(l)} + ({terms})",
+                         c.num(p_sum))
         O_new = c.printed(alpha * O + sum(p[k] * c.printed(V[s.start + k]) for k in shown_p))
         products = " + ".join(f"{c.num(p[k])} {t} {c.operand(V[s.start + k])}" for k in shown_p)
-        lines.append(f"Õ[{j}] = α{c.mk.dot}Õ[{j}] + Σ e^(S_blk {minus} m){c.mk.dot}V_blk[:, {j}] = "
-                     f"{c.num(alpha)} {t} {c.operand(O)} + ({products}) = {c.num(O_new)}")
+        lines += c.chain(f"Õ[{j}] = α{c.mk.dot}Õ[{j}] + Σ e^(S_blk {minus} m){c.mk.dot}V_blk[:, {j}]",
+                         f"{c.num(alpha)} {t} {c.operand(O)} + ({products})", c.num(O_new))
         m, l, O = m_new, p_sum, O_new
     end = c.printed(O / l)
     c.lands(end)

@@ -40,13 +40,12 @@ def cost_panel(scn: Scenario, opts: ViewOptions) -> RenderableType:
     """The panel for this scenario, then the same figures at opts.at when --at gave sizes."""
     here = dims_of(scn)
     at: Dims | None = opts.at if isinstance(opts.at, Dims) else None
-    parts: list[RenderableType] = [size_table(here, opts), Text(), work_table(here, opts), Text()]
+    parts: list[RenderableType] = [size_table(here, opts), work_table(here, opts)]
     cross = "_cross" if here.cross else ""  # n·m, not n²: doubling n alone doubles it
     notes = [style.say(opts, f"cost.share{cross}", share=f"{100 * quadratic_share(here):.1f}")]
     if at is not None:
         parts += [Text(style.plain(style.say(opts, "cost.title_at", at=at_text(at)), opts),
-                       style=style.SCREEN_TITLE), size_table(at, opts), Text(), work_table(at, opts),
-                  Text()]
+                       style=style.SCREEN_TITLE), size_table(at, opts), work_table(at, opts)]
         notes.append(style.say(opts, f"cost.share_at{cross}",
                                share=f"{100 * quadratic_share(at):.1f}", at=at_text(at)))
     else:
