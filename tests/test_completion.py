@@ -30,8 +30,8 @@ def bash_candidates(line: str) -> list[str]:
     return result.stdout.split()
 
 
-def test_the_built_in_lessons_are_ten_files():
-    assert len(LESSONS) == 10 and "girl_bangs" in LESSONS and "river_bank" in LESSONS
+def test_the_built_in_lessons_are_eleven_files():
+    assert len(LESSONS) == 11 and "girl_bangs" in LESSONS and "river_bank" in LESSONS
 
 
 def test_commands_complete():

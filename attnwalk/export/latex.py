@@ -26,7 +26,7 @@ _TEXT = {
     "≈": r"$\approx$", "≠": r"$\neq$", "≡": r"$\equiv$", "∈": r"$\in$", "∑": r"$\sum$",
     "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$",
     "π": r"$\pi$", "σ": r"$\sigma$", "ᵢ": r"\textsubscript{i}", "ⱼ": r"\textsubscript{j}",
-    "ℝ": r"$\mathbb{R}$",
+    "ℝ": r"$\mathbb{R}$", "Õ": r"$\tilde{O}$", "Σ": r"$\Sigma$",
 }
 
 # Math mode: the same symbols as commands.
@@ -35,7 +35,7 @@ _MATH = {
     "…": r"\dots ", "ᵀ": r"^{\top}", "≥": r"\geq ", "≤": r"\leq ", "∂": r"\partial ",
     "θ": r"\theta ", "±": r"\pm ", "|": r"\mid ", "#": r"\#", "%": r"\%", "&": r"\&", "$": r"\$",
     "~": r"\sim ", "²": "^{2}", "₂": "_{2}", "≈": r"\approx ", "≠": r"\neq ", "√": r"\surd ",
-    "∈": r"\in ", "ℝ": r"\mathbb{R}",
+    "∈": r"\in ", "ℝ": r"\mathbb{R}", "Σ": r"\Sigma ", "α": r"\alpha ",
     # A formula's own braces (a set, {0, −∞}) and |{…}| (its size), held apart by math_text from
     # the braces LaTeX needs for groups.
     "\x01": r"\{", "\x02": r"\}", "\x03": r"\lvert ", "\x04": r"\rvert ",

@@ -56,6 +56,9 @@ def cost_panel(scn: Scenario, opts: ViewOptions) -> RenderableType:
                  title=Text(style.plain(style.say(opts, "cost.title"), opts)), title_align="left")
 
 
+# The columns fold rather than end in "…" where the console is too narrow: no figure is cut short.
+
+
 def size_table(d: Dims, opts: ViewOptions) -> RenderableType:
     """Every matrix at sizes `d`: its shape, how many numbers, its bytes in float32 and float64."""
     mk = style.markers(opts)
@@ -63,7 +66,7 @@ def size_table(d: Dims, opts: ViewOptions) -> RenderableType:
     headings = (style.say(opts, "cost.matrix"), style.say(opts, "cost.shape"), "#", "float32", "float64",
                 style.say(opts, "cost.grows"))
     for k, heading in enumerate(headings):
-        table.add_column(heading, justify="right" if 2 <= k <= 4 else "left", no_wrap=True)
+        table.add_column(heading, justify="right" if 2 <= k <= 4 else "left", overflow="fold")
     for x in matrices(d):
         shape = f"{x.rows} {mk.times} {x.cols}"
         if x.copies > 1:
@@ -80,7 +83,7 @@ def work_table(d: Dims, opts: ViewOptions) -> RenderableType:
     headings = (style.say(opts, "cost.stage"), style.say(opts, "cost.formula"), "#",
                 style.say(opts, "cost.grows"))
     for k, heading in enumerate(headings):
-        table.add_column(heading, justify="right" if k == 2 else "left", no_wrap=True)
+        table.add_column(heading, justify="right" if k == 2 else "left", overflow="fold")
     for w in work(d):
         table.add_row(style.plain(stage_named(w.stage).symbol, opts), style.plain(w.formula, opts),
                       f"{w.count:,}", _grows(w.grows, d, opts), style="bold" if w.grows == "n²" else None)
