@@ -91,6 +91,7 @@ def tiled_cell(c: Cell) -> list:
     c.lands(end)
     Z = float(c.walk.matrix("Z", c.head)[c.row, j])
     lines.append(f"{c.sym()}[{tok}, {c.cols[j]}] = Õ[{j}] / l = {c.num(O)} / {c.num(l)} = {c.num(end)}")
-    lines.append(c.prose(c.say("tiles.cell_direct", value=c.num(Z),
-                               difference=f"{abs(c.value - Z):.1e}")))
+    gap = abs(c.value - Z)
+    lines.append(c.prose(c.say("tiles.cell_direct", value=c.num(Z), difference=f"{gap:.1e}") if gap
+                         else c.say("tiles.cell_same", value=c.num(Z))))
     return lines

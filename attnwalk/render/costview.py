@@ -71,9 +71,9 @@ def size_table(d: Dims, opts: ViewOptions) -> RenderableType:
         shape = f"{x.rows} {mk.times} {x.cols}"
         if x.copies > 1:
             shape = f"{x.copies} {mk.times} " + shape
-        table.add_row(x.name, shape, f"{x.numbers:,}", size_text(4 * x.numbers),
-                      size_text(8 * x.numbers), _grows(x.grows, d, opts),
-                      style="bold" if x.grows == "n²" else None)
+        cells = (x.name, shape, f"{x.numbers:,}", size_text(4 * x.numbers), size_text(8 * x.numbers),
+                 _grows(x.grows, d, opts))
+        table.add_row(*_styled(cells, x.grows))
     return table
 
 
@@ -85,9 +85,16 @@ def work_table(d: Dims, opts: ViewOptions) -> RenderableType:
     for k, heading in enumerate(headings):
         table.add_column(heading, justify="right" if k == 2 else "left", overflow="fold")
     for w in work(d):
-        table.add_row(style.plain(stage_named(w.stage).symbol, opts), style.plain(w.formula, opts),
-                      f"{w.count:,}", _grows(w.grows, d, opts), style="bold" if w.grows == "n²" else None)
+        cells = (style.plain(stage_named(w.stage).symbol, opts), style.plain(w.formula, opts),
+                 f"{w.count:,}", _grows(w.grows, d, opts))
+        table.add_row(*_styled(cells, w.grows))
     return table
+
+
+def _styled(cells: tuple[str, ...], grows: str) -> list[Text]:
+    """The n² rows in bold, cell by cell: a row style would send the table down Rich's slow path
+    (render/fasttable.py), ~15 ms a table."""
+    return [Text(cell, style="bold" if grows == "n²" else "") for cell in cells]
 
 
 def _grows(grows: str, d: Dims, opts: ViewOptions) -> str:

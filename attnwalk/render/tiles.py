@@ -60,9 +60,9 @@ def block_table(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
             s = steps[b]
             names = keys[s.start] if s.stop - s.start == 1 else f"{keys[s.start]}{mk.ellipsis}{keys[s.stop - 1]}"
             if not s.visible[i]:
-                table.add_row(names, vec(s.scores[i]), num(s.block_max[i]), num(s.m[i]),
-                              style.say(opts, "tiles.skipped_short"), num(s.l[i]), out(s.O[i]),
-                              style=style.MASKED_CELL)
+                cells = (names, vec(s.scores[i]), num(s.block_max[i]), num(s.m[i]),
+                         style.say(opts, "tiles.skipped_short"), num(s.l[i]), out(s.O[i]))
+                table.add_row(*(Text(cell, style=style.MASKED_CELL) for cell in cells))  # no row style: slow
                 continue
             rescaled = s.alpha[i] < 1.0 and np.isfinite(s.m_old[i])
             alpha = Text(num(s.alpha[i]), style="bold" if rescaled else "")
