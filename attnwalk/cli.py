@@ -370,13 +370,14 @@ def explain_cmd(
                                        "a dimension 0 … d-1, as the table labels it, for the others.")],
     mode: ModeOpt = Mode.scaled,
     head: Annotated[int, typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (1-based).")] = 1,
-    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, tiles: TilesOpt = None,
 ) -> None:
     """Work out one cell step by step, without the walk.
 
     \b
-    Example:
-      attnwalk explain girl_bangs A 撩 刘海"""
+    Examples:
+      attnwalk explain girl_bangs A 撩 刘海
+      attnwalk explain causal_mask tiled T3 0 --tiles 2"""
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
@@ -385,8 +386,10 @@ def explain_cmd(
 
     from attnwalk.terminal.console import wants_ascii
 
+    from attnwalk.scenario.tiles import with_tiles
+
     lang = detect_lang(lang)
-    walk = compute(load_scenario(scenario), mode.value)
+    walk = compute(with_tiles(load_scenario(scenario), tiles), mode.value)
     console = _console()
     opts = ViewOptions(precision=precision, ascii=ascii or wants_ascii(console), lang=lang,
                        width=console.size.width)

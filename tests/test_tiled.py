@@ -207,3 +207,30 @@ def test_the_quiz_asks_m_and_l_after_a_rescaling_block_with_the_recurrences_numb
         assert q.answer == pytest.approx(ref[what], rel=1e-12)
         assert ref["alpha"] < 1  # the block that raises the maximum: the rescaling is the point
         assert int(row) != walk.scenario.focus  # not the row the walk's worked cell follows
+
+
+def test_explain_works_a_tiled_cell_whose_every_line_holds_for_its_digits(tmp_path) -> None:
+    """Each l line and the final division, recomputed here from the digits they print."""
+    import re
+
+    rows = [[False] * 4 + [True] * 7 for _ in range(11)]  # a 4-key masked start: blocks skipped
+    doc = {"tokens": list("abcdefghijk"),
+           "embeddings": [[1, 0], [0, 1], [1, 1], [2, 0], [0, 2], [1, 2], [2, 1], [3, 0], [0, 3], [1, 3],
+                          [2, 2]],
+           "W_Q": [[1, 0], [0, 1]], "W_K": [[1, 0], [0, 1]], "W_V": [[1, 0], [0, 1]], "mask": rows}
+    path = tmp_path / "masked.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    result = runner.invoke(app, ["explain", str(path), "tiled", "k", "1", "--tiles", "2"],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.count("every key of this block is masked: skipped") == 2  # a–b, c–d
+    assert "α = e^(−∞) = 0" in out  # the first visible block: nothing to rescale yet
+    l_lines = re.findall(r"l = α·l \+ Σ e\^\(S_blk − m\) = ([\d.]+) × ([\d.]+) \+ \(([\d. +]+)\) = ([\d.]+)",
+                         out)
+    assert len(l_lines) == 4  # a–b and c–d are skipped; e–f, g–h, i–j and k are worked
+    for alpha, l_old, terms, l_new in l_lines:
+        total = float(alpha) * float(l_old) + sum(float(t) for t in terms.split(" + "))
+        assert f"{total:.4f}" == l_new
+    O, l, Z = re.search(r"Õ\[1\] / l = ([\d.]+) / ([\d.]+) = ([\d.]+)", out).groups()
+    assert f"{float(O) / float(l):.4f}" == Z
