@@ -109,7 +109,8 @@ _KEYS_HELP = """\
 #       positional: none | sinusoidal | an n × d_model matrix;
 #       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;
 #       mask: none | causal | an n × n matrix of true/false (true = may attend);
-#       more: heads, W_O, source, score, w_a, qk_norm, qk_scale, focus, dimensions, notes (README.md);
+#       more: heads, W_O, source, score, w_a, qk_norm, qk_scale, focus, tiles, dimensions, notes
+#       (README.md);
 #       any matrix: rows, {file: x.npy} or {random: {seed: 0, rows: R, cols: C, scale: S}}.
 """
 
