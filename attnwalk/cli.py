@@ -142,6 +142,12 @@ def main(
 ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="A built-in name (see `attnwalk list`) or a path to a .yaml file.",
                                             autocompletion=complete.lesson)]
 ModeOpt = Annotated[Mode, typer.Option("--mode", "-m", help="How scores become weights.")]
+TilesOpt = Annotated[Optional[int], typer.Option(
+    "--tiles", min=1, metavar="B", help="Add the tiled (online) softmax: each query reads the keys B at a time "
+    "(m, alpha, l and the unnormalised output per block), as FlashAttention does; overrides the scenario's tiles:.")]
+AtOpt = Annotated[Optional[str], typer.Option(
+    "--at", metavar="NAME=N,...", help="Project the cost panel to other sizes, e.g. n=4096,d_model=4096,heads=32 "
+    "(names: n, m, d_model, heads, d_k, d_v).")]
 
 
 @app.command("export", short_help="Every stage's matrix as JSON, Markdown, LaTeX or CSV.")
@@ -160,6 +166,7 @@ def export_cmd(
                                            help="Decimals in markdown and latex handouts (json and csv keep every digit).")] = 4,
     output: Annotated[Optional[str], typer.Option(
         "--output", "-o", metavar="FILE", help="Write to FILE instead of printing (all or nothing: never a half-written file).")] = None,
+    tiles: TilesOpt = None,
 ) -> None:
     """Print every stage's matrix: JSON, or a handout in Markdown, LaTeX or CSV.
 
@@ -177,7 +184,9 @@ def export_cmd(
 
     lang = detect_lang(lang)
     target = None if output is None else output_path(output, "--output", f"walk.{format.value}")
-    walk = compute(load_scenario(scenario), mode.value)
+    from attnwalk.scenario.tiles import with_tiles
+
+    walk = compute(with_tiles(load_scenario(scenario), tiles), mode.value)
     check_export(walk, format.value)  # before a string of every number is built
     if format is ExportFormat.json:
         content = to_json(walk_data(walk)) + "\n"
@@ -246,7 +255,7 @@ def walk_cmd(
                                                   autocompletion=complete.lesson, show_default=False)] = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
-    resume: ResumeOpt = False, head: WalkHeadOpt = None,
+    resume: ResumeOpt = False, head: WalkHeadOpt = None, tiles: TilesOpt = None, at: AtOpt = None,
     predict: Annotated[bool, typer.Option("--predict", help="Before S, A and Z (and S + M with a mask), "
                                           "ask for a prediction, then show it beside the truth; piped answers: one line a stage.")] = False,
 ) -> None:
@@ -254,7 +263,7 @@ def walk_cmd(
 
     raise typer.Exit(walk_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
                                   precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
-                                  head=head, predict=predict))
+                                  head=head, predict=predict, tiles=tiles, at=at))
 
 
 # run and step are one command under two names: a lesson by name, or the learner's own file.
@@ -289,7 +298,7 @@ def compare_cmd(
                                            help="Multiply the scores by K before softmax (K > 0) to show saturation.")] = 1.0,
     format: Annotated[CompareFormat, typer.Option("--format", "-f", help="text for people, json for scripts.")] = CompareFormat.text,
     head: Annotated[int, typer.Option("--head", metavar="N", help="Which head to show in multi-head scenarios (1-based).")] = 1,
-    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, at: AtOpt = None,
 ) -> None:
     """One scenario: scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and
     gradient signal per row.  Two scenarios of the same shape (the same number of tokens, d_model,
@@ -316,6 +325,8 @@ def compare_cmd(
     if len(scenarios) == 2:
         from attnwalk.layer.pair import check_shapes, compare_pair, pair_data
 
+        if at is not None:
+            raise UsageError("--at projects one scenario's cost; with two scenarios leave it out")
         if len(set(modes)) > 1:
             raise UsageError(f"with two scenarios, give one --mode to compute both in (got {', '.join(modes)})")
         check_shapes(*scenarios)
@@ -327,6 +338,10 @@ def compare_cmd(
 
         result = compare(scenarios[0], modes, amplify, check_head(scenarios[0], head))
         data = comparison_data
+        if at is not None:  # checked before anything is printed
+            from attnwalk.layer.cost import projected_dims
+
+            at = projected_dims(scenarios[0], at)
     if format is CompareFormat.json:
         from attnwalk.export.data import to_json
 
@@ -335,7 +350,7 @@ def compare_cmd(
     from attnwalk.render.options import ViewOptions
 
     console = _console()
-    opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width)
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width, at=at)
     if len(scenarios) == 2:
         from attnwalk.render.pairview import pair_view
 
@@ -356,13 +371,14 @@ def explain_cmd(
                                        "for query × key stages (QK^T, S, S+M, A); a dimension 1 … d, or its name if the scenario names it, for the others.")],
     mode: ModeOpt = Mode.scaled,
     head: Annotated[int, typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (1-based).")] = 1,
-    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, tiles: TilesOpt = None,
 ) -> None:
     """Work out one cell step by step, without the walk.
 
     \b
-    Example:
-      attnwalk explain girl_bangs A 撩 刘海"""
+    Examples:
+      attnwalk explain girl_bangs A 撩 刘海
+      attnwalk explain causal_mask tiled T3 0 --tiles 2"""
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
@@ -371,8 +387,10 @@ def explain_cmd(
 
     from attnwalk.terminal.console import wants_ascii
 
+    from attnwalk.scenario.tiles import with_tiles
+
     lang = detect_lang(lang)
-    walk = compute(load_scenario(scenario), mode.value)
+    walk = compute(with_tiles(load_scenario(scenario), tiles), mode.value)
     console = _console()
     opts = ViewOptions(precision=precision, ascii=ascii or wants_ascii(console), lang=lang,
                        width=console.size.width)

@@ -31,7 +31,8 @@ def bash_candidates(line: str) -> list[str]:
 
 
 def test_the_built_in_lessons_are_files():
-    assert len(LESSONS) >= 12 and {"girl_bangs", "river_bank", "rope", "alibi", "grouped_query"} <= set(LESSONS)
+    assert len(LESSONS) >= 13 and {"girl_bangs", "river_bank", "rope", "alibi", "grouped_query",
+                                   "online_softmax"} <= set(LESSONS)
 
 
 def test_commands_complete():

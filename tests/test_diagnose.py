@@ -163,7 +163,7 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
     checked = set()
     for seed in (None, 0, 1, 2):
         for q in questions(walk, seed=seed):
-            if q.kind != "number" or q.mode:
+            if q.kind != "number" or q.mode or q.topic == "tiled":  # m and l: tests/test_tiled.py
                 continue
             key, head, row, col = q.cell
             h = scaled[head]

@@ -59,7 +59,7 @@ def test_names_and_notes_are_read_in_each_language() -> None:
      "lesson.yaml:11: dimensions.d_model.zh has 1 names, but d_model is 2"),
     ("dimensions:\n  d_q: [a, b]\n", "lesson.yaml:9: dimensions.d_q: unknown key"),
     ("notes:\n  Attention: x\n", "lesson.yaml:9: notes.Attention: 'Attention' is not a stage; choose "
-     "one of: tokens, E, P, X, Q, K, V, Q_rot, K_rot, QK^T, S, B, S+B, S+M, A, Z, concat, O"),
+     "one of: tokens, E, P, X, Q, K, V, Q_rot, K_rot, QK^T, S, B, S+B, S+M, A, Z, tiled, concat, O"),
     ("notes: [A]\n", "lesson.yaml:8: notes: expected a mapping of stage to note"),
 ])
 def test_a_wrong_name_or_note_says_where_and_what(extra: str, message: str) -> None:

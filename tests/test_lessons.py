@@ -25,7 +25,7 @@ from reference import attention
 # The small lessons, every number of which the oracle below recomputes; shapes (random, 8 heads)
 # is checked with the others for its title, notes and walk.
 BUILTINS = ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog",
-            "yellow_dog_length", "qk_norm", "additive_score", "cross_attention")
+            "yellow_dog_length", "qk_norm", "additive_score", "cross_attention", "online_softmax")
 LESSONS = (*BUILTINS, "shapes", "rope", "alibi", "grouped_query", "sliding_window")  # their own oracles: tests/test_rope_lesson.py, test_alibi.py, test_gqa.py, test_window.py
 STAGE_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
 

@@ -269,7 +269,8 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
 @pytest.mark.parametrize("lang", LANGS)
 def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
     tables = variant_tables(lang)
-    assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "B", "S+B", "A", "Z", "concat"}
+    assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "B", "S+B", "A", "Z", "concat",
+                                          "tiled"}
     shown = {stage_text(lang, stage, scenario(name), mode, field)
              for name in SCENARIOS for mode in ALL_MODES for stage in STAGES for field in FIELDS}
     for (key, name), fields in tables.items():

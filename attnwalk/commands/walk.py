@@ -184,7 +184,8 @@ def report_saved(path: str | Path, opts: ViewOptions) -> None:
 
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
-                 resume: bool = False, head: str | None = None, predict: bool = False) -> int:
+                 resume: bool = False, head: str | None = None, predict: bool = False,
+                 tiles: int | None = None, at: str | None = None) -> int:
     """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
     head a printed walk shows in full (or "all"), where the interactive walk starts."""
     from attnwalk.layer.walk import compute
@@ -195,7 +196,13 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None
-    scenario = load_scenario(scenario_arg(name, scenario_file))
+    from attnwalk.scenario.tiles import with_tiles
+
+    scenario = with_tiles(load_scenario(scenario_arg(name, scenario_file)), tiles)
+    if at is not None:  # the cost panel's projection, checked before any work
+        from attnwalk.layer.cost import projected_dims
+
+        opts = opts.with_(at=projected_dims(scenario, at))
     shown = head_option(scenario, head)
     walk = compute(scenario, mode)
     console = make_console()

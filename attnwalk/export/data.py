@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -53,7 +54,29 @@ def walk_data(walk: Walk) -> dict[str, Any]:
                           **{key: value.tolist() for key, value in walk.source.items()}}
     if walk.amplify != 1.0:
         data["amplify"] = walk.amplify
+    if "tiled" in walk.heads[0].mats:  # --tiles B: the online softmax's running state per block
+        if scn.heads == 1:
+            data["tiled"] = tiled_data(walk, 0)
+        else:
+            for h, entry in enumerate(stages["heads"]):
+                entry["tiled"] = tiled_data(walk, h)
     return data
+
+
+def tiled_data(walk: Walk, head: int) -> dict[str, Any]:
+    """{"block": B, "rows": [...]}: per query row, per block of keys, the state after it: m (null
+    while it is −∞, before the row's first visible key: JSON has no −∞), alpha (null where a
+    fully masked block was skipped), l, and O, the running unnormalised output Õ."""
+    from attnwalk.layer.tiledcells import head_steps
+
+    steps = head_steps(walk, head)
+    rows = []
+    for i in range(walk.scenario.n):
+        rows.append([{"start": s.start, "stop": s.stop, "skipped": not bool(s.visible[i]),
+                      "m": float(s.m[i]) if math.isfinite(s.m[i]) else None,
+                      "alpha": float(s.alpha[i]) if math.isfinite(s.alpha[i]) else None,
+                      "l": float(s.l[i]), "O": s.O[i].tolist()} for s in steps])
+    return {"block": walk.scenario.tiles, "rows": rows}
 
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that a terminal or an editor would obey

@@ -26,7 +26,7 @@ _TEXT = {
     "≈": r"$\approx$", "≠": r"$\neq$", "≡": r"$\equiv$", "∈": r"$\in$", "∑": r"$\sum$",
     "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$",
     "π": r"$\pi$", "σ": r"$\sigma$", "ᵢ": r"\textsubscript{i}", "ⱼ": r"\textsubscript{j}",
-    "ℝ": r"$\mathbb{R}$",
+    "ℝ": r"$\mathbb{R}$", "Õ": r"$\tilde{O}$", "Σ": r"$\Sigma$",
 }
 
 # Math mode: the same symbols as commands.
@@ -35,7 +35,7 @@ _MATH = {
     "…": r"\dots ", "ᵀ": r"^{\top}", "≥": r"\geq ", "≤": r"\leq ", "∂": r"\partial ",
     "θ": r"\theta ", "±": r"\pm ", "|": r"\mid ", "#": r"\#", "%": r"\%", "&": r"\&", "$": r"\$",
     "~": r"\sim ", "²": "^{2}", "₂": "_{2}", "≈": r"\approx ", "≠": r"\neq ", "√": r"\surd ",
-    "∈": r"\in ", "ℝ": r"\mathbb{R}",
+    "∈": r"\in ", "ℝ": r"\mathbb{R}", "Σ": r"\Sigma ", "α": r"\alpha ",
     # A formula's own braces (a set, {0, −∞}) and |{…}| (its size), held apart by math_text from
     # the braces LaTeX needs for groups.
     "\x01": r"\{", "\x02": r"\}", "\x03": r"\lvert ", "\x04": r"\rvert ",
@@ -89,7 +89,8 @@ def math_text(formula: str) -> str:
     s = re.sub("\\|(\x01[^|]*\x02)\\|", "\x03\\1\x04", s)  # |{k : …}|: \lvert … \rvert
     s = re.sub(r"√(\w+)", r"\\sqrt{\1}", s)
     s = re.sub("(\\w)\u0302", r"\\hat{\1}", s)  # QK-norm's q̂ (a combining circumflex)
-    s = _WORD.sub(_word, s)
+    s = s.replace("Õ", "\x05")  # the tiled form's unnormalised output: a symbol, not a word
+    s = _WORD.sub(_word, s).replace("\x05", "\\tilde{O}")
     s = re.sub(r"_(\\mathrm\{[^}]*\}|\d{2,})", r"_{\1}", s)
     s = _superscripts(s)
     s = re.sub(r"\^([−-]?(?:∞|\d+(?:\.\d+)?))", r"^{\1}", s)  # e^−∞, e^800: one group

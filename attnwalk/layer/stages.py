@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attnwalk.layer import alibi, cells
+from attnwalk.layer import alibi, cells, tiled
 from attnwalk.layer.modes import BASELINE, mode_named
 from attnwalk.layer.rope import SHIFT, rotate
 from attnwalk.layer.scores import raw_scores
@@ -35,6 +35,10 @@ Mats = Mapping[str, np.ndarray]  # the matrices computed so far (a head's own ov
 
 
 def _always(scn: Scenario) -> bool:
+    return True
+
+
+def _any_mode(mode: Mode) -> bool:
     return True
 
 
@@ -71,6 +75,7 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     weight_rows: str = "d_model"  # the named dimension of that matrix's rows (its columns: cols)
     exported: bool = True  # in `export --format json` (S+M is S with −∞: the JSON keeps S and mask)
     aliases: tuple[str, ...] = ()  # other spellings a learner may type, lower case
+    in_mode: Callable[[Mode], bool] = _any_mode  # is it defined in this mode? (tiled: not in hard)
 
     @property
     def square(self) -> bool:
@@ -128,6 +133,11 @@ def _bias(m: Mats, layer: Layer) -> np.ndarray:
 
 def _weights(m: Mats, layer: Layer) -> np.ndarray:
     return layer.mode.weights(layer.seen_scores(m), layer.scn.allowed)  # (n, m), rows sum to 1
+
+
+def _tiled(m: Mats, layer: Layer) -> np.ndarray:
+    scores = tiled.tiled_scores(layer.mode, layer.seen_scores(m), layer.scn.allowed)  # (n, m)
+    return tiled.output(scores, m["V"], layer.scn.tiles)  # (n, d_v), keys B at a time
 
 
 def _concat(m: Mats, layer: Layer) -> np.ndarray:
@@ -303,6 +313,19 @@ def _output_notes(scn: Scenario, mode: Mode) -> list[str]:
     return ["truth.no_parameters_w_o" if scn.W_O is not None else "truth.no_parameters"]
 
 
+def _tiled_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    return base if scn.tiles is None else f"{base},  B = {scn.tiles}"
+
+
+def _tiled_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return () if mode.reads_scores else (mode.name,)  # uniform: the recurrence runs on M alone
+
+
+def _tiled_notes(scn: Scenario, mode: Mode) -> list[str]:
+    notes = ["tiles.masked_blocks"] if scn.masked else []
+    return notes + (["tiles.one_block"] if scn.tiles is not None and scn.tiles >= scn.m else [])
+
+
 def _concat_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return f"concat = {blocks('Z', scn.heads)}" if scn.heads > 1 else base
 
@@ -327,7 +350,7 @@ def note_values(scn: Scenario, note: str) -> dict[str, object]:
         slopes = ", ".join(shown if len(shown) <= 8 else shown[:4] + ["…"] + shown[-2:])
     values = {"heads": scn.heads, "d_head": d_head, "width": scn.heads * scn.d_v, "n": scn.n,
               "m": scn.m, "window": scn.window or 0, "kv_heads": scn.groups,
-              "group": scn.heads // scn.groups, "slopes": slopes}
+              "group": scn.heads // scn.groups, "slopes": slopes, "B": scn.tiles}
     if scn.rope is not None:  # rope.*: the pairs, the slowest frequency, the demonstration's shift
         values.update(d_k=scn.d_k, pairs=scn.d_k // 2, last=scn.d_k // 2 - 1, base=f"{scn.rope.base:g}",
                       shift=SHIFT)
@@ -395,6 +418,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("Z", "Z", "Z = A · V", "n", "d_v", lambda m, layer: m["A"] @ m["V"], per_head=True,
           variants=_a_variants, notes=_output_notes, worked=cells.output,
           overflow="use smaller values", inputs=("W_V",) + _KEYS_X),  # (n, m) @ (m, d_v) -> (n, d_v)
+    Stage("tiled", "Z_tiled", "Z_tiled[i, :] = Õ_i / l_i", "n", "d_v", _tiled, per_head=True,
+          applies=lambda scn: scn.tiles is not None, in_mode=lambda mode: tiled.defined_in(mode),
+          formula_for=_tiled_formula, variants=_tiled_variants, notes=_tiled_notes,
+          worked=lambda c: _tiled_cell(c), exported=False, aliases=("tiles", "online", "flash")),
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", _concat, split=True,
           applies=lambda scn: scn.heads > 1, formula_for=_concat_formula, notes=_concat_notes,
           variants=_concat_variants,
@@ -403,6 +430,12 @@ STAGES: tuple[Stage, ...] = (
           applies=lambda scn: scn.W_O is not None, worked=cells.projected, overflow="use a smaller W_O",
           inputs=("W_O", "W_V") + _KEYS_X),
 )
+
+
+def _tiled_cell(c: cells.Cell) -> list:
+    from attnwalk.layer.tiledcells import tiled_cell  # it reads the walk, which imports this module
+
+    return tiled_cell(c)
 
 
 def stage_named(key: str, stages: tuple[Stage, ...] | None = None) -> Stage:

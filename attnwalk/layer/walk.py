@@ -116,7 +116,7 @@ def compute(scn: Scenario, mode: Mode | str = BASELINE, amplify: float = 1.0,
     mode = mode_named(mode)
     stages = definitions.STAGES if stages is None else stages
     try:
-        return _compute(scn, mode, amplify, tuple(s for s in stages if s.applies(scn)))
+        return _compute(scn, mode, amplify, tuple(s for s in stages if s.applies(scn) and s.in_mode(mode)))
     except ComputeError as exc:  # name the file, and the line of the input to make smaller
         where = scn.overflow_where(exc.stage) if exc.stage else scn.label
         raise ComputeError(f"{where}: {exc}", stage=exc.stage) from None

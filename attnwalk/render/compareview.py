@@ -30,9 +30,12 @@ PANEL_GAP = 2  # blank cells between panels side by side
 
 def compare_view(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     """The whole comparison: header, the focus row under every mode, the panels, the explanations."""
+    from attnwalk.render.costview import cost_panel
+
     panels = [mode_panel(cmp, r, opts) for r in cmp.results]
     return Group(header(cmp, opts), Text(), row_summary(cmp, opts), Text(),
-                 SideBySide(panels, gap=PANEL_GAP), Text(), explanations(cmp, opts))
+                 SideBySide(panels, gap=PANEL_GAP), Text(), explanations(cmp, opts), Text(),
+                 cost_panel(cmp.scenario, opts))
 
 
 def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:

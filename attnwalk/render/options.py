@@ -16,6 +16,7 @@ class ViewOptions(NamedTuple):
     max_rows: int = 16  # beyond this, show head and tail rows with a visible count of the rest
     max_cols: int = 12  # beyond this, show head and tail columns the same way
     bar_rows: int = 8  # A's bar lines: all queries up to this many, else the first and last few
+    at: object = None  # the cost panel's projection (layer.cost.Dims from --at), or None
 
     def with_(self, **changes) -> "ViewOptions":
         return self._replace(**changes)

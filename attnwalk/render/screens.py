@@ -46,6 +46,7 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
         parts.append(token_table(walk, opts))
     else:
         parts += matrix_view(walk, stage, head, opts)
+    parts += stage_panels(walk, stage, head, opts)
     source = source_view(walk, stage, opts)
     if source is not None:
         parts.append(source)
@@ -67,6 +68,20 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     for part in parts:  # one blank line between the sections of a screen
         spaced += [part, NewLine()]
     return Group(*spaced[:-1])
+
+
+def stage_panels(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[RenderableType]:
+    """What a stage shows besides its matrix: the cost of the direct form under S (the layer's,
+    once: on the first head's screen), the tiled stage's blocks and memory."""
+    if stage.key == "S" and head == 0:
+        from attnwalk.render.costview import cost_panel
+
+        return [cost_panel(walk.scenario, opts)]
+    if stage.key == "tiled":
+        from attnwalk.render.tiles import tiles_view
+
+        return tiles_view(walk, head, opts)
+    return []
 
 
 def walk_renderables(walk: Walk, opts: ViewOptions) -> Iterator[RenderableType]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attnwalk.scenario.fields import Fields, quoted
-from attnwalk.scenario.yamltree import Node
+from attnwalk.scenario.yamltree import Node, shown
 
 DIMENSIONS = ("d_model", "d_k", "d_v")
 
@@ -51,10 +51,10 @@ def stage_notes(f: Fields, node: Node, resolve: Callable[[str], str | None],
     out: dict[str, Localized] = {}
     for name, value in node.value.items():
         key = resolve(str(name))
-        if key is None:
-            raise f.error(f"notes.{name}", value, f"{quoted(str(name))} is not a stage; choose "
-                          f"one of: {choices}")
-        out[key] = f.localized(value, f"notes.{name}")
+        if key is None:  # the path shows the name as the other field paths do: a tab as \t
+            raise f.error(f"notes.{shown(str(name))}", value, f"{quoted(str(name))} is not a stage; "
+                          f"choose one of: {choices}")
+        out[key] = f.localized(value, f"notes.{shown(str(name))}")
     return out
 
 

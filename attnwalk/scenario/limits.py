@@ -71,9 +71,12 @@ def export_numbers(walk: Any) -> int:
     the mask (a count from the shapes; nothing is built)."""
     scn = walk.scenario
     total = sum(M.size for M in walk.mats.values())
-    total += sum(M.size for head in walk.heads for M in head.mats.values())
+    total += sum(M.size for head in walk.heads for key, M in head.mats.items() if key != "tiled")
     total += sum(M.size for M in walk.source.values())
     total += sum(W.size for W in (scn.W_Q, scn.W_K, scn.W_V, scn.W_O) if W is not None)
+    if getattr(scn, "tiles", None) and "tiled" in walk.heads[0].mats:  # m, α, l and Õ per block
+        blocks = -(-scn.m // scn.tiles)
+        total += scn.heads * scn.n * blocks * (scn.d_v + 3)
     return total + scn.allowed.size
 
 

@@ -23,7 +23,7 @@ from attnwalk.scenario.yamltree import Node, indexed, parse
 
 KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
         "W_Q", "W_K", "W_V", "W_O", "mask", "heads", "kv_heads", "bias", "source", "score", "w_a", "qk_norm",
-        "qk_scale", "focus", "dimensions", "notes", "rope")
+        "qk_scale", "focus", "dimensions", "notes", "rope", "tiles")
 SOURCE_KEYS = ("tokens", "ids", "embeddings", "positional")
 REQUIRED = ("tokens", "embeddings", "W_Q", "W_K", "W_V")
 POSITIONAL = ("none", "sinusoidal", "rope")
@@ -79,6 +79,7 @@ class Scenario:
     qk_norm: bool = False
     qk_scale: float = 1.0
     focus: int | None = None  # the query row whose cells the walk works through (0-based)
+    tiles: int | None = None  # B: add the tiled (online) softmax, keys B at a time (layer/tiled.py)
     dimensions: dict = field(default_factory=dict)  # "d_model" | "d_k" | "d_v" -> {lang: names}
     notes: dict = field(default_factory=dict)  # stage key -> what to notice there (text or {lang: text})
     rope: Rope | None = None  # positional: rope: its base and pairing (layer/rope.py)
@@ -279,6 +280,7 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         qk_scale = f.number(top["qk_scale"], "qk_scale")
 
     focus = _focus(f, top["focus"], main.tokens) if "focus" in top else None
+    tiles = f.integer(top["tiles"], "tiles", minimum=1) if "tiles" in top else None  # B keys a block
     dimensions = notes = {}
     if "dimensions" in top:
         widths = {"d_model": main.d_model, "d_k": W_Q.shape[1] // heads, "d_v": W_V.shape[1] // groups}
@@ -298,7 +300,7 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         title=title, description=description, path=path, builtin=builtin, label=file, heads=heads,
         kv_heads=kv_heads, bias=bias, window=window, window_causal=window_causal, W_O=W_O,
         source=source, score=score, w_a=w_a, qk_norm=qk_norm, qk_scale=qk_scale,
-        focus=focus, dimensions=dimensions, notes=notes, rope=rope, lines=_lines(root))
+        focus=focus, tiles=tiles, dimensions=dimensions, notes=notes, rope=rope, lines=_lines(root))
     for value in (W_Q, W_K, W_V, W_O, w_a, allowed, main.E, main.P_given):
         if value is not None:
             value.flags.writeable = False

@@ -112,7 +112,7 @@ _KEYS_HELP = """\
 #       positional: none | sinusoidal | rope | an n × d_model matrix;
 #       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;
 #       mask: none | causal | {causal: true, window: w} | an n × n matrix of true/false (true = may attend);
-#       more: heads, kv_heads, bias, W_O, source, score, w_a, qk_norm, qk_scale, rope, focus,
+#       more: heads, kv_heads, bias, W_O, source, score, w_a, qk_norm, qk_scale, rope, focus, tiles,
 #       dimensions, notes (README.md);
 #       any matrix: rows, {file: x.npy} or {random: {seed: 0, rows: R, cols: C, scale: S}}.
 """

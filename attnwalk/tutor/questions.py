@@ -89,6 +89,9 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
         out.append(concept("cross"))
     if scn.rope is not None:
         out.append(concept("rope"))
+    from attnwalk.tutor.tiledquiz import tiled_questions  # --tiles B: predict m and l after a block
+
+    out += tiled_questions(walk, tx, head, pick)
     out = [q for q in out if q is not None]
     _spread_answers(out, random.Random(f"attnwalk:{seed}"))
     if pick:
@@ -97,14 +100,15 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
     return out[:count] if count is not None else out
 
 
-_PIPELINE = {"QK^T": 0, "S": 1, "A": 2, "Z": 4}
+_PIPELINE = {"QK^T": 0, "S": 1, "A": 2, "Z": 4, "tiled": 5}
 
 
 def _in_stage_order(out: list[Question]) -> None:
     """The number questions, wherever the shuffle put them, asked in the layer's order: each
     states its inputs, and an input must not be a later question's answer (S gives QKᵀ[i, j])."""
     slots = [i for i, q in enumerate(out) if q.kind == NUMBER]
-    rank = lambda q: 3 if q.mode else _PIPELINE[q.cell[0]]  # noqa: E731  (the what-if reads A)
+    rank = lambda q: 3 if q.mode else _PIPELINE[q.cell[0] if q.cell else q.topic]  # noqa: E731
+    # (the what-if reads A; the tiled questions have no cell, and come after Z)
     for i, q in zip(slots, sorted((out[i] for i in slots), key=rank)):
         out[i] = q
 

@@ -1,0 +1,131 @@
+"""What the direct form of a layer costs: the size of every matrix and the multiply-adds of every
+stage, for this scenario's shapes or projected to others (--at n=4096,d_model=4096,heads=32).
+
+Each figure says how it grows with the sequence: "n²" for the query × key terms (n × m: the scores,
+the weights and the two products over them), "n" for those with one row per token, "" for the
+weights, whose size does not depend on the sequence at all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from attnwalk.errors import UsageError
+
+if TYPE_CHECKING:
+    from attnwalk.scenario.model import Scenario
+
+NAMES = ("n", "m", "d_model", "heads", "d_k", "d_v")  # what --at may set
+MAX_AT = 10**9  # a size beyond any model: refused as a typo rather than printed as 19 digits
+
+
+class Dims(NamedTuple):
+    n: int  # queries
+    m: int  # keys (= n in self-attention)
+    d_model: int
+    heads: int
+    d_k: int  # per head
+    d_v: int  # per head
+    cross: bool = False  # keys from another sequence: m is not n
+    w_o: bool = False  # the layer has W_O
+
+
+class Matrix(NamedTuple):
+    name: str  # "Q", "S (per head)"
+    rows: int
+    cols: int
+    copies: int  # heads for the per-head matrices, else 1
+    grows: str  # "n²", "n" or ""
+
+    @property
+    def numbers(self) -> int:
+        return self.copies * self.rows * self.cols
+
+
+class Work(NamedTuple):
+    stage: str  # the stage's key
+    formula: str  # the count in named dimensions: "h·n·m·d_k"
+    count: int
+    grows: str
+
+
+def dims_of(scn: Scenario) -> Dims:
+    return Dims(scn.n, scn.m, scn.d_model, scn.heads, scn.d_k, scn.d_v, scn.source is not None,
+                scn.W_O is not None)
+
+
+def matrices(d: Dims) -> list[Matrix]:
+    """Every matrix the direct form holds, and the weights, with how each grows."""
+    hk, hv = d.heads * d.d_k, d.heads * d.d_v
+    out = [Matrix("X", d.n, d.d_model, 1, "n")]
+    if d.cross:
+        out.append(Matrix("X_src", d.m, d.d_model, 1, "n"))
+    out += [Matrix("W_Q", d.d_model, hk, 1, ""), Matrix("W_K", d.d_model, hk, 1, ""),
+            Matrix("W_V", d.d_model, hv, 1, ""),
+            Matrix("Q", d.n, hk, 1, "n"), Matrix("K", d.m, hk, 1, "n"), Matrix("V", d.m, hv, 1, "n"),
+            Matrix("S", d.n, d.m, d.heads, "n²"), Matrix("A", d.n, d.m, d.heads, "n²"),
+            Matrix("Z", d.n, d.d_v, d.heads, "n")]
+    if d.w_o:
+        out += [Matrix("W_O", hv, d.d_model, 1, ""), Matrix("O", d.n, d.d_model, 1, "n")]
+    return out
+
+
+def work(d: Dims) -> list[Work]:
+    """The multiply-adds of each stage (S: one multiply by 1/√d_k per score; A: one exponential,
+    add and divide per score, counted once)."""
+    h = d.heads
+    out = [Work("Q", "n·d_model·h·d_k", d.n * d.d_model * h * d.d_k, "n"),
+           Work("K", "m·d_model·h·d_k", d.m * d.d_model * h * d.d_k, "n"),
+           Work("V", "m·d_model·h·d_v", d.m * d.d_model * h * d.d_v, "n"),
+           Work("QK^T", "h·n·m·d_k", h * d.n * d.m * d.d_k, "n²"),
+           Work("S", "h·n·m", h * d.n * d.m, "n²"),
+           Work("A", "h·n·m", h * d.n * d.m, "n²"),
+           Work("Z", "h·n·m·d_v", h * d.n * d.m * d.d_v, "n²")]
+    if d.w_o:
+        out.append(Work("O", "n·h·d_v·d_model", d.n * h * d.d_v * d.d_model, "n"))
+    return out
+
+
+def quadratic_share(d: Dims) -> float:
+    """The fraction of the layer's multiply-adds in the n² terms."""
+    items = work(d)
+    return sum(w.count for w in items if w.grows == "n²") / sum(w.count for w in items)
+
+
+def projected_dims(scn: Scenario, text: str) -> Dims:
+    """The sizes --at asks for, e.g. "n=4096,d_model=4096,heads=32": the scenario's own where a
+    name is not given; m follows n in self-attention; d_k and d_v follow d_model / heads when
+    either of those is given and they are not. A UsageError names what is wrong."""
+    given: dict[str, int] = {}
+    for part in text.split(","):
+        name, eq, value = (s.strip() for s in part.partition("="))
+        if not eq or not name:
+            raise UsageError(f"--at {text}: expected NAME=N pairs separated by commas, e.g. "
+                             "--at n=4096,d_model=4096,heads=32")
+        if name not in NAMES:
+            raise UsageError(f"--at: unknown name '{name}'; use {', '.join(NAMES)}")
+        if not value.isdecimal() or not 1 <= int(value) <= MAX_AT:
+            raise UsageError(f"--at {name}={value}: expected a whole number from 1 to {MAX_AT:,}")
+        if name in given:
+            raise UsageError(f"--at: {name} is given twice")
+        given[name] = int(value)
+    d = dims_of(scn)
+    if "m" in given and not d.cross:
+        raise UsageError("--at m: in self-attention the keys are the queries' own tokens, so m is "
+                         "n; give n")
+    n = given.get("n", d.n)
+    m = given.get("m", d.m if d.cross else n)
+    d_model, heads = given.get("d_model", d.d_model), given.get("heads", d.heads)
+    follow = "d_model" in given or "heads" in given
+    sizes = {}
+    for name in ("d_k", "d_v"):
+        if name in given:
+            sizes[name] = given[name]
+        elif follow:
+            if d_model % heads:
+                raise UsageError(f"--at: d_model {d_model} is not divisible by {heads} heads; "
+                                 f"give {name} too")
+            sizes[name] = d_model // heads
+        else:
+            sizes[name] = getattr(d, name)
+    return Dims(n, m, d_model, heads, sizes["d_k"], sizes["d_v"], d.cross, d.w_o)
