@@ -9,9 +9,10 @@ with the cache and without one. Each screen is one Rich renderable, so any stepp
 from __future__ import annotations
 
 import numpy as np
-from rich.columns import Columns
-from rich.console import Group, NewLine, RenderableType
+from rich.console import Console, ConsoleOptions, Group, NewLine, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.panel import Panel
+from rich.table import Table
 from rich.text import Text
 
 from attnwalk.layer.axes import dim_labels, token_labels
@@ -119,7 +120,10 @@ def _happened(dec: Decode, step: Step, opts: ViewOptions) -> str:
     token = tokens[step.t - 1]
     if step.t == 1:
         return style.say(opts, "decode.first", token=token)
-    reused = style.say(opts, "ui.list_sep").join(tokens[:step.t - 1])
+    earlier = list(tokens[:step.t - 1])
+    if len(earlier) > 6:  # a long prefix: its first and last tokens
+        earlier = earlier[:3] + [style.markers(opts).ellipsis] + earlier[-2:]
+    reused = style.say(opts, "ui.list_sep").join(earlier)
     return style.say(opts, "decode.reused", token=token, t=step.t, reused=reused,
                      count=step.reused, last=step.t - 1)
 
@@ -157,9 +161,33 @@ def _captioned(caption: str, table: RenderableType) -> RenderableType:
     return Group(Text(caption, style=style.NOTE), table)
 
 
+class _SideBySide:
+    """Small tables next to each other where the width allows, else one under the other with a
+    blank line between them."""
+
+    def __init__(self, *parts: RenderableType) -> None:
+        self.parts = parts
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = [Measurement.get(console, options, part).maximum for part in self.parts]
+        if sum(widths) + _GUTTER * (len(widths) - 1) <= options.max_width:
+            grid = Table.grid(padding=(0, _GUTTER, 0, 0))
+            for _ in self.parts:
+                grid.add_column(no_wrap=True)
+            grid.add_row(*self.parts)
+            yield grid
+            return
+        for i, part in enumerate(self.parts):
+            if i:
+                yield NewLine()
+            yield part
+
+
+_GUTTER = 4
+
+
 def _side_by_side(*parts: RenderableType) -> RenderableType:
-    """Small tables next to each other where the width allows, else one under the other."""
-    return Columns(parts, padding=(0, 4))
+    return _SideBySide(*parts)
 
 
 def _output_rows(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType:
