@@ -30,12 +30,12 @@ def bash_candidates(line: str) -> list[str]:
     return result.stdout.split()
 
 
-def test_the_built_in_lessons_are_ten_files():
-    assert len(LESSONS) == 10 and "girl_bangs" in LESSONS and "river_bank" in LESSONS
+def test_the_built_in_lessons_are_eleven_files():
+    assert len(LESSONS) == 11 and "girl_bangs" in LESSONS and "river_bank" in LESSONS
 
 
 def test_commands_complete():
-    assert set(bash_candidates("attnwalk ")) == {"export", "list", "init", "run", "step", "compare",
+    assert set(bash_candidates("attnwalk ")) == {"export", "list", "init", "run", "step", "decode", "compare",
                                                  "explain", "quiz", "progress", "reset"}
     assert bash_candidates("attnwalk ex") == ["export", "explain"]
 
@@ -126,7 +126,8 @@ def test_bash_completes_a_lesson_with_the_printed_script():
 
 # -- help texts -------------------------------------------------------------------------------
 
-COMMANDS = ("export", "list", "init", "run", "step", "compare", "explain", "quiz", "progress", "reset")
+COMMANDS = ("export", "list", "init", "run", "step", "decode", "compare", "explain", "quiz", "progress",
+            "reset")
 
 
 def test_the_command_list_is_whole_at_80_columns():

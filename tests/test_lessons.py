@@ -26,7 +26,7 @@ from reference import attention
 # is checked with the others for its title, notes and walk.
 BUILTINS = ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog",
             "yellow_dog_length", "qk_norm", "additive_score", "cross_attention")
-LESSONS = (*BUILTINS, "shapes")
+LESSONS = (*BUILTINS, "shapes", "kv_cache")  # kv_cache (two heads): its numbers in tests/test_decode.py
 STAGE_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
 
 # The lesson prints 4 decimals, so a printed value is within half a unit of the last place.
@@ -521,7 +521,7 @@ def test_lessons_with_meaningful_dimensions_name_them() -> None:
         assert names[name] == {"en": ["geography", "finance", "function word", "ambiguous"],
                                "zh": ["地理", "金融", "虚词", "多义"]}
     assert names["yellow_dog"]["en"] == ["animal", "person", "place", "weather", "pronoun"]
-    for name in ("girl_bangs", "causal_mask", "shapes"):
+    for name in ("girl_bangs", "causal_mask", "shapes", "kv_cache"):  # kv_cache: one-hot, a column per token
         assert names[name] is None
     for name in ("yellow_dog_length", "qk_norm", "additive_score", "cross_attention"):
         assert names[name] is not None

@@ -145,7 +145,7 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
     out.append(_side_by_side(_captioned("K_cache", heat_table(head.K_cache, rows, d_k, SIGNED, opts)),
                              _captioned("V_cache", heat_table(head.V_cache, rows, d_v, SIGNED, opts))))
     allowed = scn.allowed[t - 1:t, :t]
-    s_name = "s_t" if dec.mode.scales(scn.scorer) else "q_t · k_j"
+    s_name = "s_t" if dec.mode.scales(scn.scorer) else style.plain("q_t · k_j", opts)
     scores = heat_table(np.where(allowed, head.s[None, :], -np.inf), [s_name], keys, SIGNED, opts)
     weights = heat_table(head.a[None, :], ["a_t"], keys, WEIGHTS, opts, allowed=allowed, mark_row_max=True)
     out.append(_side_by_side(_captioned(style.say(opts, "decode.scores"), scores),
@@ -234,9 +234,9 @@ def _work_table(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType:
     table = FastTable(box=style.table_box(opts), show_edge=opts.ascii, header_style=style.HEADER,
                       title=Text(style.say(opts, "decode.work_title", t=t)), title_justify="left",
                       title_style=style.NOTE)
-    table.add_column("", no_wrap=True)
+    table.add_column("", overflow="fold")  # the labels give way on a narrow terminal, never a number
     table.add_column(Text(style.say(opts, "decode.with_cache")), justify="right", no_wrap=True)
-    table.add_column(Text(style.say(opts, "decode.without_cache", t=t)), justify="right", no_wrap=True)
+    table.add_column(Text(style.say(opts, "decode.without_cache")), justify="right", no_wrap=True)
     rows = [("decode.work_projections", 0), ("decode.work_scores", 1), ("decode.work_mixing", 2)]
     if scn.W_O is not None:
         rows.append(("decode.work_output", 3))
