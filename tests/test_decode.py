@@ -346,7 +346,7 @@ def test_decode_steps_in_a_terminal_with_the_walks_keys() -> None:
 
     from rich.console import Console
 
-    from attnwalk.commands.decode import DecodeStepper
+    from attnwalk.commands.decodestepper import DecodeStepper
     from attnwalk.render.options import ViewOptions
     from attnwalk.terminal.keys import ScriptedKeys
 
@@ -362,3 +362,21 @@ def test_decode_steps_in_a_terminal_with_the_walks_keys() -> None:
                      "Step 4 / 4"]
     assert "Mode: unscaled" in frames[5] and "unscaled" in frames[5]
     assert "That key is for the walk" in frames[6]
+
+
+def test_decode_steps_in_a_real_terminal() -> None:
+    pexpect = pytest.importorskip("pexpect")
+    from test_pty import TIMEOUT, finish, spawn
+
+    child = spawn("decode", "causal_mask", rows=40, cols=110)
+    child.expect("Step 1 / 4", timeout=TIMEOUT)
+    child.send("n")
+    child.expect("Step 2 / 4")
+    child.expect("T2 \\(new\\)")
+    child.send("g")
+    child.expect("Jump to step")
+    child.send("4\r")
+    child.expect("Step 4 / 4")
+    child.send("q")
+    assert finish(child) == 0
+    assert pexpect is not None
