@@ -380,3 +380,20 @@ def test_decode_steps_in_a_real_terminal() -> None:
     child.send("q")
     assert finish(child) == 0
     assert pexpect is not None
+
+
+def test_a_json_too_big_to_write_is_refused_before_it_is_built(tmp_path) -> None:
+    # 600 tokens: the steps' caches add up to 600 · 601 / 2 = 180,300 rows of 8 + 8 numbers
+    n = 600
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump({
+        "tokens": [f"w{i}" for i in range(n)], "mask": "causal",
+        "embeddings": {"random": {"seed": 1, "rows": n, "cols": 8}},
+        **{w: {"random": {"seed": s, "rows": 8, "cols": 8}} for s, w in enumerate(("W_Q", "W_K", "W_V"), 2)}}),
+        encoding="utf-8")
+    assert 180_300 * 16 > 2_097_152  # more than an export writes
+    result = runner.invoke(app, ["decode", "-s", str(path), "--format", "json"], env=ENV)
+    assert result.exit_code == 2 and result.stdout == ""
+    line = next(i for i, row in enumerate(path.read_text().splitlines(), 1) if row.startswith("tokens:"))
+    assert f"{path}:{line}: tokens: decode's JSON for 600 tokens holds about" in result.stderr
+    assert "decode fewer tokens" in result.stderr
