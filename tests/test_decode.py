@@ -397,3 +397,29 @@ def test_a_json_too_big_to_write_is_refused_before_it_is_built(tmp_path) -> None
     line = next(i for i, row in enumerate(path.read_text().splitlines(), 1) if row.startswith("tokens:"))
     assert f"{path}:{line}: tokens: decode's JSON for 600 tokens holds about" in result.stderr
     assert "decode fewer tokens" in result.stderr
+
+
+def test_a_model_layers_biases_are_added_to_each_tokens_projections() -> None:
+    # the hook for `attnwalk model` layers, whose Scenario carries b_Q, b_K, b_V and b_O: set here
+    # on a file's scenario, and checked against the layer written out in the test
+    rng = np.random.default_rng(9)
+    text = scenario_yaml(rng, 4, 3, 2, 2, 2, w_o=True)
+    scn = scenario_from_text(text, "biased.yaml")
+    b = {key: rng.normal(size=size) for key, size in (("b_Q", 4), ("b_K", 4), ("b_V", 4), ("b_O", 3))}
+    for key, value in b.items():
+        object.__setattr__(scn, key, value)
+    doc = yaml.safe_load(text)
+    X = np.array(doc["embeddings"])
+    Q, K, V = (X @ np.array(doc[w]) + b[f"b_{w[2]}"] for w in ("W_Q", "W_K", "W_V"))
+    dec = decode(scn)
+    for step in dec.steps:
+        i = step.t - 1
+        heads = []
+        for h in range(2):
+            q, k, v = Q[i, 2 * h:2 * h + 2], K[:i + 1, 2 * h:2 * h + 2], V[:i + 1, 2 * h:2 * h + 2]
+            s = k @ q / math.sqrt(2)
+            a = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+            heads.append(a @ v)
+            assert np.max(np.abs(step.heads[h].z - heads[-1])) <= 1e-12
+        o = np.concatenate(heads) @ np.array(doc["W_O"]) + b["b_O"]
+        assert np.max(np.abs(step.o - o)) <= 1e-12

@@ -12,8 +12,10 @@ walk); `Decode.difference` is the largest gap, for the screens to print.
 Work is counted as multiply-adds of the products (projections, q · k, a · V, W_O); the softmax's
 exponentials and QK-norm's normalising are left out of both columns alike.
 
-The hook for real models: `decode` reads a Scenario and `_project` makes one token's q, k, v.
-A model layer that rotates q and k by position (RoPE) rotates them there, at position t.
+The hook for real models: `decode` reads a Scenario and `_project` makes one token's q, k, v
+(with a model layer's biases, where its Scenario carries b_Q, b_K, b_V). X is the walk's, so a
+layer whose X is a LayerNorm of the stream decodes as it is: a LayerNorm reads one token's row. A
+model layer that rotates q and k by position (RoPE) rotates them in `_project`, at position t.
 """
 
 from __future__ import annotations
@@ -180,15 +182,30 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
                 z = a @ V  # (t,) @ (t, d_v) -> (d_v,)
                 heads.append(HeadStep(q, k, v, K, V, raw, s, a, z))
             concat = np.concatenate([head.z for head in heads])  # (h·d_v,)
-            o = concat @ scn.W_O if scn.W_O is not None else None  # (h·d_v,) @ (h·d_v, d_model)
+            o = _output(scn, concat)
             steps.append(Step(t, x, heads, concat, o, cached_work(scn, t), rerun_work(scn, t),
                               _difference(walk, i, heads, o)))
     return Decode(scn, mode, walk, steps)
 
 
 def _project(scn: Scenario, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One token's q, k, v, every head's side by side: (d_model,) @ (d_model, h·d) -> (h·d,)."""
-    return x @ scn.W_Q, x @ scn.W_K, x @ scn.W_V
+    """One token's q, k, v, every head's side by side: (d_model,) @ (d_model, h·d) -> (h·d,), plus
+    a real model's biases b_Q, b_K, b_V where its layer has them."""
+    out = []
+    for weight in ("W_Q", "W_K", "W_V"):
+        row = x @ getattr(scn, weight)
+        bias = getattr(scn, "b_" + weight[2:], None)  # a model layer's; a scenario file has none
+        out.append(row if bias is None else row + bias)
+    return out[0], out[1], out[2]
+
+
+def _output(scn: Scenario, concat: np.ndarray) -> np.ndarray | None:
+    """o_t = concat_t · W_O (+ b_O in a real model's layer): (h·d_v,) @ (h·d_v, d_model)."""
+    if scn.W_O is None:
+        return None
+    o = concat @ scn.W_O
+    bias = getattr(scn, "b_O", None)
+    return o if bias is None else o + bias
 
 
 def _difference(walk: Walk, i: int, heads: list[HeadStep], o: np.ndarray | None) -> float:
