@@ -43,6 +43,8 @@ def decode_screen(dec: Decode, index: int, opts: ViewOptions,
 
 def step_screen(dec: Decode, step: Step, opts: ViewOptions,
                 heads: list[int] | None = None) -> RenderableType:
+    """Step t: its header, (on step 1 the lesson), what it reused and computed, x_t, each head in
+    `heads`, the heads' outputs together, the check against the walk and the work."""
     scn = dec.scenario
     tokens = token_labels(scn.tokens)
     parts: list[RenderableType] = [_header(dec, step.t, opts)]
@@ -62,6 +64,11 @@ def step_screen(dec: Decode, step: Step, opts: ViewOptions,
     parts.append(_work_table(dec, step, opts))
     if step.t == 1:
         parts.append(explanation(dec, opts))
+    return _spaced(parts)
+
+
+def _spaced(parts: list[RenderableType]) -> Group:
+    """The sections of a screen, one blank line between them."""
     spaced: list[RenderableType] = []
     for part in parts:
         spaced += [part, NewLine()]
@@ -142,13 +149,13 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
         out.append(Text(style.say(opts, "ui.head", head=h + 1, heads=scn.heads), style=style.POSITION))
     out.append(_captioned(style.say(opts, "decode.query"),
                           heat_table(head.q[None, :], ["q_t"], d_k, SIGNED, opts)))
-    out.append(_side_by_side(_captioned("K_cache", heat_table(head.K_cache, rows, d_k, SIGNED, opts)),
+    out.append(SideBySide(_captioned("K_cache", heat_table(head.K_cache, rows, d_k, SIGNED, opts)),
                              _captioned("V_cache", heat_table(head.V_cache, rows, d_v, SIGNED, opts))))
     allowed = scn.allowed[t - 1:t, :t]
     s_name = "s_t" if dec.mode.scales(scn.scorer) else style.plain("q_t · k_j", opts)
     scores = heat_table(np.where(allowed, head.s[None, :], -np.inf), [s_name], keys, SIGNED, opts)
     weights = heat_table(head.a[None, :], ["a_t"], keys, WEIGHTS, opts, allowed=allowed, mark_row_max=True)
-    out.append(_side_by_side(_captioned(style.say(opts, "decode.scores"), scores),
+    out.append(SideBySide(_captioned(style.say(opts, "decode.scores"), scores),
                              _captioned(style.say(opts, "decode.weights"), weights)))
     Z = dec.walk.matrix("Z", h)[t - 1]
     out.append(_captioned(style.say(opts, "decode.output"), heat_table(
@@ -161,7 +168,7 @@ def _captioned(caption: str, table: RenderableType) -> RenderableType:
     return Group(Text(caption, style=style.NOTE), table)
 
 
-class _SideBySide:
+class SideBySide:
     """Small tables next to each other where the width allows, else one under the other with a
     blank line between them."""
 
@@ -184,10 +191,6 @@ class _SideBySide:
 
 
 _GUTTER = 4
-
-
-def _side_by_side(*parts: RenderableType) -> RenderableType:
-    return _SideBySide(*parts)
 
 
 def _output_rows(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType:
@@ -287,10 +290,7 @@ def summary_screen(dec: Decode, opts: ViewOptions) -> RenderableType:
                        numbers=_count(cache_numbers(scn, n)))
     parts: list[RenderableType] = [title, table, Prose(totals), _difference_line(dec.difference, opts, every=True),
                                    explanation(dec, opts)]
-    spaced: list[RenderableType] = []
-    for part in parts:
-        spaced += [part, NewLine()]
-    return Group(*spaced[:-1])
+    return _spaced(parts)
 
 
 def explanation(dec: Decode, opts: ViewOptions) -> RenderableType:
