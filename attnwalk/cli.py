@@ -276,7 +276,9 @@ class CompareFormat(str, Enum):
 def decode_cmd(
     name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
                                                   autocompletion=complete.lesson, show_default=False)] = None,
-    scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
+    scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", metavar="FILE", help="Decode this scenario file (YAML).")] = None,
+    mode: ModeOpt = Mode.scaled,
+    no_pause: Annotated[bool, typer.Option("--no-pause", help="Print every step at once without waiting for keys.")] = False,
     format: Annotated[CompareFormat, typer.Option(
         "--format", "-f", help="text for people; json for scripts: {\"steps\": [{\"t\", \"K_cache\", \"V_cache\", "
         "\"a\", \"z\", ...}]}, t from 1 (with several heads, each head's in the step's \"heads\").")] = CompareFormat.text,
