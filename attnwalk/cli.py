@@ -281,6 +281,42 @@ class CompareFormat(str, Enum):
     json = "json"
 
 
+@app.command("decode", short_help="Generate the output one token at a time, with a KV cache.")
+@handles_errors
+def decode_cmd(
+    name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
+                                                  autocompletion=complete.lesson, show_default=False)] = None,
+    scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", metavar="FILE", help="Decode this scenario file (YAML).")] = None,
+    mode: ModeOpt = Mode.scaled,
+    no_pause: Annotated[bool, typer.Option("--no-pause", help="Print every step at once without waiting for keys.")] = False,
+    format: Annotated[CompareFormat, typer.Option(
+        "--format", "-f", help="text for people; json for scripts: {\"steps\": [{\"t\", \"K_cache\", \"V_cache\", "
+        "\"a\", \"z\", ...}]}, t from 1 (with several heads, each head's in the step's \"heads\").")] = CompareFormat.text,
+    head: Annotated[Optional[str], typer.Option(
+        "--head", metavar="N|all", help="With several heads: show only head N's cache on each step (default: all).")] = None,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+) -> None:
+    """Decode as a generator does: at step t only token t's q, k and v are computed, k and v are
+    appended to the KV cache, q_t attends to the cache and z_t comes out; each step shows the cache,
+    what was reused, the multiply-adds with and without the cache, and that z_t equals row t of the
+    whole causal layer. Needs a causal mask. Keys: n next, b back, j/k scroll, g jump, m mode, q quit.
+
+    \b
+    Examples:
+      attnwalk decode causal_mask
+      attnwalk decode kv_cache --no-pause
+      attnwalk decode -s my.yaml --format json"""
+    if format is CompareFormat.json:
+        from attnwalk.commands.decode import decode_json
+
+        sys.stdout.write(_fit_stdout(decode_json(name=name, scenario_file=scenario, mode=mode.value), json=True))
+        return
+    from attnwalk.commands.decode import decode_command
+
+    raise typer.Exit(decode_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
+                                    precision=precision, ascii=ascii, lang=lang, head=head))
+
+
 @app.command("compare", short_help="One scenario's modes side by side, or two scenarios.")
 @handles_errors
 def compare_cmd(

@@ -31,12 +31,12 @@ def bash_candidates(line: str) -> list[str]:
 
 
 def test_the_built_in_lessons_are_files():
-    assert len(LESSONS) >= 13 and {"girl_bangs", "river_bank", "rope", "alibi", "grouped_query",
-                                   "online_softmax"} <= set(LESSONS)
+    assert len(LESSONS) >= 14 and {"girl_bangs", "river_bank", "rope", "alibi", "grouped_query",
+                                   "online_softmax", "kv_cache"} <= set(LESSONS)
 
 
 def test_commands_complete():
-    assert set(bash_candidates("attnwalk ")) == {"export", "list", "init", "run", "step", "compare",
+    assert set(bash_candidates("attnwalk ")) == {"export", "list", "init", "run", "step", "decode", "compare",
                                                  "explain", "quiz", "progress", "reset"}
     assert bash_candidates("attnwalk ex") == ["export", "explain"]
 
@@ -127,7 +127,8 @@ def test_bash_completes_a_lesson_with_the_printed_script():
 
 # -- help texts -------------------------------------------------------------------------------
 
-COMMANDS = ("export", "list", "init", "run", "step", "compare", "explain", "quiz", "progress", "reset")
+COMMANDS = ("export", "list", "init", "run", "step", "decode", "compare", "explain", "quiz", "progress",
+            "reset")
 
 
 def test_the_command_list_is_whole_at_80_columns():

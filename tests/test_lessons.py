@@ -26,7 +26,9 @@ from reference import attention
 # is checked with the others for its title, notes and walk.
 BUILTINS = ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog",
             "yellow_dog_length", "qk_norm", "additive_score", "cross_attention", "online_softmax")
-LESSONS = (*BUILTINS, "shapes", "rope", "alibi", "grouped_query", "sliding_window")  # their own oracles: tests/test_rope_lesson.py, test_alibi.py, test_gqa.py, test_window.py
+# their own oracles: tests/test_rope_lesson.py, test_alibi.py, test_gqa.py, test_window.py; kv_cache
+# (two heads) in tests/test_decode.py
+LESSONS = (*BUILTINS, "shapes", "rope", "alibi", "grouped_query", "sliding_window", "kv_cache")
 STAGE_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
 
 # The lesson prints 4 decimals, so a printed value is within half a unit of the last place.
@@ -522,7 +524,7 @@ def test_lessons_with_meaningful_dimensions_name_them() -> None:
         assert names[name] == {"en": ["geography", "finance", "function word", "ambiguous"],
                                "zh": ["地理", "金融", "虚词", "多义"]}
     assert names["yellow_dog"]["en"] == ["animal", "person", "place", "weather", "pronoun"]
-    for name in ("girl_bangs", "causal_mask", "shapes"):
+    for name in ("girl_bangs", "causal_mask", "shapes", "kv_cache"):  # kv_cache: one-hot, a column per token
         assert names[name] is None
     for name in ("yellow_dog_length", "qk_norm", "additive_score", "cross_attention"):
         assert names[name] is not None

@@ -24,19 +24,19 @@ def translated(node, opts: ViewOptions) -> None:
 
 
 class HelpScreen(ModalScreen[bool]):
-    """Every key of the walk; any key closes it, q closes it and quits."""
+    """Every key of the walk (or of decode's pager); any key closes it, q closes it and quits."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > Static { width: auto; max-width: 100%; height: auto; max-height: 100%; }
     """
 
-    def __init__(self, opts: ViewOptions) -> None:
+    def __init__(self, opts: ViewOptions, body_key: str = "app.help") -> None:
         super().__init__()
-        self.opts = opts
+        self.opts, self.body_key = opts, body_key
 
     def compose(self) -> ComposeResult:
-        body = Text(style.say(self.opts, "app.help").strip("\n"))
+        body = Text(style.say(self.opts, self.body_key).strip("\n"))
         yield Static(Panel(body, title=style.say(self.opts, "ui.help_title"),
                            subtitle=style.say(self.opts, "ui.help_close"), expand=False,
                            box=style.panel_box(self.opts), border_style=style.PANEL_BORDER))

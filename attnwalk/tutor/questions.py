@@ -26,6 +26,7 @@ from attnwalk.layer.stages import stage_named
 from attnwalk.layer.walk import Walk, compute
 from attnwalk.text import Text, text
 from attnwalk.tutor import mistakes
+from attnwalk.tutor.cachequiz import cache_questions
 from attnwalk.tutor.quiz import CHOICE, NUMBER, SHAPE, TOKEN, LETTERS, Question, number_text, tolerance
 
 # Concept topics: the text table quiz.<topic> holds question, answer, wrong_a, wrong_b, why_a,
@@ -92,6 +93,7 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
     from attnwalk.tutor.tiledquiz import tiled_questions  # --tiles B: predict m and l after a block
 
     out += tiled_questions(walk, tx, head, pick)
+    out += cache_questions(walk, tx, pick)  # a causal mask: what a KV cache reuses, what it saves
     out = [q for q in out if q is not None]
     _spread_answers(out, random.Random(f"attnwalk:{seed}"))
     if pick:

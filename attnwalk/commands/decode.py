@@ -1,0 +1,87 @@
+"""The body of `attnwalk decode`: generate the layer's output one token at a time with a KV cache.
+
+A terminal steps through the screens (render/decodeview.py) in a Textual pager (app/pages.py);
+piped, or with --no-pause, every screen prints once, as `run` prints its stages; --format json
+prints every step for scripts (export/decodedata.py). The screens are plain Rich renderables made
+from a Decode (layer/kvcache.py), so the pager shows them as the piped output prints them.
+
+Model walks: a model layer that yields a Scenario (with its causal mask) decodes through
+`decode_of(scenario, mode)`, the one place a Decode is made for this command.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from attnwalk.errors import ScenarioError
+from attnwalk.layer.kvcache import Decode, decode
+from attnwalk.render.decodeview import decode_screen, screen_count
+from attnwalk.render.options import ViewOptions
+
+
+def decode_of(scenario, mode: str) -> Decode:
+    """Every step of decoding `scenario` (a ScenarioError when it has no causal mask)."""
+    return decode(scenario, mode)
+
+
+def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
+                   precision: int, ascii: bool, lang: str | None, head: str | None = None) -> int:
+    """`attnwalk decode`: step through every step in a terminal, else print them all; returns the
+    exit code."""
+    from attnwalk.commands.walk import ScreenRule, head_option, scenario_arg
+    from attnwalk.scenario.model import load_scenario
+    from attnwalk.terminal.console import interactive, make_console, wants_ascii
+    from attnwalk.text import detect_lang, text
+
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
+    scenario = load_scenario(scenario_arg(name, scenario_file))
+    heads = _heads(scenario, head, head_option)
+    dec = decode_of(scenario, mode)
+    console = make_console()
+    opts = opts.with_(width=console.size.width, ascii=ascii or wants_ascii(console))
+    if not no_pause and interactive():
+        from attnwalk.app.pages import PagesApp  # only in a terminal: the piped path never loads Textual
+        from attnwalk.commands.decodepages import DecodePages
+        from attnwalk.text import text
+
+        app = PagesApp(DecodePages(dec, opts, heads), opts)
+        app.run()
+        if app.ended:
+            print(text(opts.lang).t("decode.end"))
+        return app.return_code or 0
+    if not no_pause and sys.stdout.isatty():  # output is a terminal, but keys cannot be read
+        print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
+    for index in range(screen_count(dec)):
+        if index:
+            console.print(ScreenRule(opts.ascii))
+        console.print(decode_screen(dec, index, opts, heads))
+    return 0
+
+
+def _heads(scenario, head: str | None, head_option) -> list[int] | None:
+    """--head N: only that head's cache on each screen; all (or none given): every head's."""
+    if head is None or head.strip().lower() == "all":
+        return None
+    return [head_option(scenario, head)]
+
+
+def decode_json(*, name: str | None, scenario_file: Path | None, mode: str) -> str:
+    """`decode --format json`: every step as JSON text (export/decodedata.py), refused before
+    anything is built when it would be larger than an export may be."""
+    from attnwalk.commands.walk import scenario_arg
+    from attnwalk.export.data import to_json
+    from attnwalk.export.decodedata import decode_data, decode_numbers
+    from attnwalk.scenario.limits import JSON_BYTES_PER_NUMBER, MAX_EXPORT, amount
+
+    from attnwalk.scenario.model import load_scenario
+
+    scenario = load_scenario(scenario_arg(name, scenario_file))
+    numbers = decode_numbers(scenario)
+    if numbers > MAX_EXPORT:  # before anything is built: each step repeats the cache so far
+        size = numbers * JSON_BYTES_PER_NUMBER // (1024 * 1024)
+        raise ScenarioError(f"decode's JSON for {scenario.n} tokens holds about {amount(numbers)} numbers "
+                            f"(about {amount(size)} MB; each step lists the whole cache so far), more than "
+                            f"the {amount(MAX_EXPORT)} an export writes; decode fewer tokens",
+                            file=scenario.label, field="tokens", line=scenario.lines.get("tokens"))
+    return to_json(decode_data(decode_of(scenario, mode))) + "\n"

@@ -1,0 +1,80 @@
+"""`attnwalk decode --format json`: every step of decoding with a KV cache, at full float64 precision.
+
+    {"name", "tokens", "mode", "shape", "steps": [{"t", "token", "x", "q", "k", "v",
+      "K_cache", "V_cache", "s", "a", "z", "work", "difference"}, ...], "difference"}
+
+`t` counts from 1 and is the number of rows the cache holds after the step (K_cache is t × d_k).
+With one head every entry is that head's. With several, a step keeps the full-width rows and
+caches, every head's columns side by side as `export` writes Q, K, V (`q`, `k`, `v` of h·d_k and
+h·d_v numbers, `K_cache` t × h·d_k, `V_cache` t × h·d_v, `z` = concat, h·d_v) and `heads` lists
+each head's own {"q", "k", "v", "K_cache", "V_cache", "s", "a", "z"}; `s` and `a` exist only per
+head. With W_O a step adds `o` (d_model). `s` is the score row (/ √d_k where the mode divides),
+null where the mask hides a cached key (JSON has no −∞); `work` is {"cached", "rerun"}, each
+{"projections", "scores", "mixing", "output", "total"} multiply-adds; `difference` is the largest
+|z_t − Z[t]| against the whole causal layer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from attnwalk.layer.kvcache import Decode, HeadStep, Step, Work
+
+if TYPE_CHECKING:
+    from attnwalk.scenario.model import Scenario
+
+
+def decode_data(dec: Decode) -> dict[str, Any]:
+    scn = dec.scenario
+    return {
+        "name": scn.name,
+        "tokens": list(scn.tokens),
+        "mode": dec.mode.name,
+        "shape": {"n": scn.n, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v, "heads": scn.heads},
+        "steps": [_step(dec, step) for step in dec.steps],
+        "difference": dec.difference,
+    }
+
+
+def decode_numbers(scn: Scenario) -> int:
+    """How many numbers decode_data writes for `scn`, counted from its shapes (nothing is built):
+    step t holds t rows of each cache and t scores and weights, so they add up to n(n + 1)/2
+    rows; with several heads the rows and caches appear twice (full width, and per head)."""
+    h, n = scn.heads, scn.n
+    copies = 2 if h > 1 else 1
+    rows = n * (n + 1) // 2  # Σ t over the steps
+    per_head = copies * (rows * h * (scn.d_k + scn.d_v + 2) + n * h * (2 * scn.d_k + 2 * scn.d_v))
+    return per_head + n * (scn.d_model * (2 if scn.W_O is not None else 1) + 10)
+
+
+def _step(dec: Decode, step: Step) -> dict[str, Any]:
+    scn = dec.scenario
+    allowed = scn.allowed[step.t - 1, :step.t]
+    out: dict[str, Any] = {"t": step.t, "token": scn.tokens[step.t - 1], "x": step.x.tolist()}
+    if scn.heads == 1:
+        out.update(_head(step.heads[0], allowed))
+    else:
+        for key in ("q", "k", "v"):
+            out[key] = np.concatenate([getattr(head, key) for head in step.heads]).tolist()
+        for key in ("K_cache", "V_cache"):  # (t, h·d): the heads' blocks side by side, as export's K
+            out[key] = np.concatenate([getattr(head, key) for head in step.heads], axis=1).tolist()
+        out["z"] = step.concat.tolist()
+        out["heads"] = [_head(head, allowed) for head in step.heads]
+    if step.o is not None:
+        out["o"] = step.o.tolist()
+    out["work"] = {"cached": _work(step.cached), "rerun": _work(step.rerun)}
+    out["difference"] = step.difference
+    return out
+
+
+def _head(head: HeadStep, allowed: np.ndarray) -> dict[str, Any]:
+    return {"q": head.q.tolist(), "k": head.k.tolist(), "v": head.v.tolist(),
+            "K_cache": head.K_cache.tolist(), "V_cache": head.V_cache.tolist(),
+            "s": [float(s) if ok else None for s, ok in zip(head.s, allowed)],
+            "a": head.a.tolist(), "z": head.z.tolist()}
+
+
+def _work(work: Work) -> dict[str, int]:
+    return {**work._asdict(), "total": work.total}
