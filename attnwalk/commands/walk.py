@@ -199,9 +199,11 @@ def report_saved(path: str | Path, opts: ViewOptions) -> None:
 
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
-                 resume: bool = False, head: str | None = None, predict: bool = False) -> int:
+                 resume: bool = False, head: str | None = None, predict: bool = False,
+                 scenario: Scenario | None = None) -> int:
     """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
-    head a printed walk shows in full (or "all"), where the stepper starts."""
+    head a printed walk shows in full (or "all"), where the stepper starts. `scenario`, when
+    given, is walked instead of one named (`attnwalk model` builds its own)."""
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
     from attnwalk.scenario.model import load_scenario
@@ -210,7 +212,8 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None
-    scenario = load_scenario(scenario_arg(name, scenario_file))
+    if scenario is None:
+        scenario = load_scenario(scenario_arg(name, scenario_file))
     shown = head_option(scenario, head)
     walk = compute(scenario, mode)
     console = make_console()

@@ -92,6 +92,9 @@ def position(c: Cell) -> list:
     positional = c.scn.main.positional
     if positional == "none":  # a mask is laid over positions: with one, order matters even so
         return [c.say(f"truth.no_positional_{c.scn.mask_kind}" if c.scn.masked else "ui.no_positional")]
+    if positional == "explicit" and c.scn.model is not None:  # a model's learned position table
+        return [c.say("model.position_cell", pos=c.row),
+                f"P[{c.rows[c.row]}] = W_pos[{c.row}] = {c.vec(c.walk.mats['P'][c.row])}"]
     if positional == "explicit":
         return [c.say("ui.given_positions")]
     pos, j, d = c.row, c.col, c.scn.d_model
@@ -130,7 +133,24 @@ def projection(c: Cell) -> list:
         lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,
                            col=c.col % width, width=width, matrix=stage.weight,
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
-    return lines + c.dot(f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {c.col}]", x, w, c.value)
+    return lines + _biased(c, f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {c.col}]", x, w,
+                           c.scn.bias(stage.weight))
+
+
+def _biased(c: Cell, lhs: str, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> list:
+    """x · w, and where the layer has a bias, + b[col]: the sum from the digits printed."""
+    b = 0.0 if bias is None else float(bias[c.col])
+    lines = c.dot(lhs, x, w, c.value - b)
+    if bias is not None:
+        dot = c.product(c.dot_value(x, w))
+        end = c.printed(float(dot) + c.printed(b))
+        c.lands(end)
+        lines.append(f"{dot} + b_{c.stage.weight[2:]}[{c.col}] = {dot} + {c.operand(b)} = {c.num(end)}")
+    if c.scn.model is not None:  # a model's rows are too wide to print whole: say what is shown
+        from attnwalk.layer.modelcells import dims_shown
+
+        lines += dims_shown(c, len(x))
+    return lines
 
 
 def scores(c: Cell) -> list:
@@ -311,4 +331,4 @@ def projected(c: Cell) -> list:
     w = c.scn.W_O[:, c.col]
     tok = c.rows[c.row]
     return [f"concat[{tok}] = {c.vec(concat)}", f"W_O[:, {c.col}] = {c.vec(w)}",
-            *c.dot(f"concat[{tok}] {c.mk.dot} W_O[:, {c.col}]", concat, w, c.value)]
+            *_biased(c, f"concat[{tok}] {c.mk.dot} W_O[:, {c.col}]", concat, w, c.scn.bias("W_O"))]

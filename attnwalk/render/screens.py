@@ -190,6 +190,10 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
     blocks = head_blocks(walk, stage, opts)
     if blocks is not None:
         out.append(blocks)
+    if stage.key == "glance":  # a real model's heads: each one's map and where it looks most
+        from attnwalk.render.headmaps import heads_glance
+
+        out.append(heads_glance(walk, opts))
     if stage.kind == WEIGHTS:
         out.append(attention_bars(M, rows, token_labels(scn.key_tokens), opts))
     return out

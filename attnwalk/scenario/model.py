@@ -74,6 +74,17 @@ class Scenario:
     dimensions: dict = field(default_factory=dict)  # "d_model" | "d_k" | "d_v" -> {lang: names}
     notes: dict = field(default_factory=dict)  # stage key -> what to notice there (text or {lang: text})
     lines: dict = field(default_factory=dict)  # field ("tokens", "source.tokens") -> its line in the file
+    # A real model's layer (`attnwalk model`; never from a file): the projections' biases and
+    # the models.data.ModelLayer the extra stages read (embeddings, LayerNorms, residual)
+    b_Q: np.ndarray | None = None  # (h·d_k,)
+    b_K: np.ndarray | None = None  # (h·d_k,)
+    b_V: np.ndarray | None = None  # (h·d_v,)
+    b_O: np.ndarray | None = None  # (d_model,)
+    model: object | None = None  # models.data.ModelLayer
+
+    def bias(self, weight: str) -> np.ndarray | None:
+        """The bias added after `weight` ("W_Q" -> b_Q), or None."""
+        return getattr(self, "b_" + weight[2:], None)
 
     @property
     def tokens(self) -> tuple[str, ...]:
