@@ -7,6 +7,8 @@ A model's rows are d_model = 384 (or 768) wide, so a vector is printed with its 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,6 +17,14 @@ from attnwalk.layer import realmodel
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
+
+
+def _plain(recipe: Callable[[Cell], list]) -> Callable[[Cell], list]:
+    """A recipe whose lines of math (μ, σ, γ, β, Σ, √, ²) are spelled in ASCII under --ascii."""
+    @functools.wraps(recipe)
+    def worked(c: Cell) -> list:
+        return [c.plain(line) if isinstance(line, str) else line for line in recipe(c)]
+    return worked
 
 
 def dims_shown(c: Cell, count: int) -> list:
@@ -33,6 +43,7 @@ def dims_shown(c: Cell, count: int) -> list:
     return [c.prose(c.say("model.dims_shown", count=count, shown=parts))]
 
 
+@_plain
 def segment(c: Cell) -> list:
     tok = c.rows[c.row]
     row = c.walk.mats["E_seg"][c.row]
@@ -40,6 +51,7 @@ def segment(c: Cell) -> list:
             *dims_shown(c, len(row))]
 
 
+@_plain
 def embedding_sum(c: Cell) -> list:
     tok, r, j = c.rows[c.row], c.row, c.col
     keys = ["E", "P"] + (["E_seg"] if "E_seg" in c.walk.mats else [])
@@ -56,6 +68,7 @@ def embedding_sum(c: Cell) -> list:
             f"{element} = {terms} = {c.num(added)}"]
 
 
+@_plain
 def earlier(c: Cell) -> list:
     layer = c.scn.model.layer
     return [c.prose(c.say("model.earlier_cell", layers=layer, layer=layer + 1)),
@@ -83,6 +96,7 @@ def _sigma_lines(c: Cell, name: str, x: np.ndarray, mu: float, sigma: float, eps
             c.plain(f"σ = {t}(var + ε) = {t}({c.num(var)} + {eps:g}) = {c.num(root)}")]
 
 
+@_plain
 def norm_stats(c: Cell) -> list:
     key = realmodel.norm_input(c.scn)
     x = c.walk.mats[key][c.row]  # (d_model,)
@@ -114,6 +128,7 @@ def _normalized_cell(c: Cell, name: str, x: float, mu: float, sigma: float,
                      f"{c.num(stretched)} + {c.operand(b)}", c.num(end))]
 
 
+@_plain
 def layer_norm(c: Cell) -> list:
     key = realmodel.norm_input(c.scn)
     tok = c.rows[c.row]
@@ -125,6 +140,7 @@ def layer_norm(c: Cell) -> list:
                               f"+ β[{c.col}]", x, mu, sigma, realmodel.norm_before(c.scn))]
 
 
+@_plain
 def residual(c: Cell) -> list:
     key = realmodel.residual_input(c.scn)
     tok, j = c.rows[c.row], c.col
@@ -136,6 +152,7 @@ def residual(c: Cell) -> list:
             f"= {c.num(added)}"]
 
 
+@_plain
 def after_norm(c: Cell) -> list:
     params = realmodel.norm_after(c.scn)
     R = c.walk.mats["R"][c.row]  # (d_model,)
@@ -147,6 +164,7 @@ def after_norm(c: Cell) -> list:
             *_normalized_cell(c, f"Y[{tok}, {c.col}]", R[c.col], mu, sigma, params, "₂")]
 
 
+@_plain
 def glance(c: Cell) -> list:
     """A head's entropy in one query row: H = −Σ a log₂ a over the keys it gives weight to."""
     from attnwalk.layer.walk import Layer
