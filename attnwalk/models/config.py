@@ -95,12 +95,13 @@ class _Fields:
 
 def _bert(f: _Fields, model_type: str) -> Config:
     d_model, n_heads = f.count("hidden_size"), f.count("num_attention_heads")
+    d_head = f.heads(d_model, n_heads)
     f.choice("position_embedding_type", "absolute", {"absolute"})
     if f.raw.get("is_decoder") or f.raw.get("add_cross_attention"):
         raise f.fail("is_decoder: attnwalk computes BERT as an encoder (no causal mask, no cross-attention)")
     return Config(family="bert", model_type=model_type, n_layers=f.count("num_hidden_layers"),
                   n_heads=n_heads, n_kv_heads=n_heads, d_model=d_model,
-                  d_head=f.heads(d_model, n_heads), d_ff=f.count("intermediate_size"),
+                  d_head=d_head, d_ff=f.count("intermediate_size"),
                   vocab_size=f.count("vocab_size"), max_positions=f.count("max_position_embeddings"),
                   type_vocab_size=f.count("type_vocab_size", 2), eps=f.number("layer_norm_eps", 1e-12),
                   activation=f.choice("hidden_act", "gelu", ACTIVATIONS - {"silu", "swish"}),
@@ -109,6 +110,7 @@ def _bert(f: _Fields, model_type: str) -> Config:
 
 def _gpt2(f: _Fields, model_type: str) -> Config:
     d_model, n_heads = f.count("n_embd"), f.count("n_head")
+    d_head = f.heads(d_model, n_heads)
     for flag in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"):
         if f.raw.get(flag):
             raise f.fail(f"{flag}: this GPT-2 variant is not one attnwalk computes")
@@ -116,7 +118,7 @@ def _gpt2(f: _Fields, model_type: str) -> Config:
         raise f.fail("scale_attn_weights: false (scores not divided by √d_head) is not computed")
     return Config(family="gpt2", model_type=model_type, n_layers=f.count("n_layer"),
                   n_heads=n_heads, n_kv_heads=n_heads, d_model=d_model,
-                  d_head=f.heads(d_model, n_heads), d_ff=f.count("n_inner", 4 * d_model),
+                  d_head=d_head, d_ff=f.count("n_inner", 4 * d_model),
                   vocab_size=f.count("vocab_size"), max_positions=f.count("n_positions"),
                   type_vocab_size=0, eps=f.number("layer_norm_epsilon", 1e-5),
                   activation=f.choice("activation_function", "gelu_new", ACTIVATIONS - {"silu", "swish"}),

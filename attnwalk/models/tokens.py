@@ -26,7 +26,8 @@ def tokenize(tokenizer, text: str, vocab_size: int, max_positions: int, model: s
     """The sentence's pieces, ids and words; a one-line ModelError when the model cannot read it."""
     encoding = tokenizer.encode(text)
     ids = tuple(encoding.ids)
-    if not any(not s for s in encoding.special_tokens_mask):
+    # GPT-2's byte-level tokenizer gives blanks tokens of their own; there is still nothing to walk
+    if not text.strip() or all(encoding.special_tokens_mask):
         raise ModelError("the sentence has no tokens: give some words to walk")
     if len(ids) > max_positions:
         raise ModelError(f"the sentence is {len(ids)} tokens, but {model} reads at most "
