@@ -254,6 +254,10 @@ def test_only_the_tensors_a_layer_needs_are_read(monkeypatch) -> None:
     tokens = model.tokenize("the river bank")
     model.layer(tokens, 0)
     assert read and not any(name.startswith("encoder.layer.1.") for name in read)
+    # nor layer 1's own feed-forward, which its walk does not show
+    assert "encoder.layer.0.attention.self.query.weight" in read
+    assert not any(name.startswith(("encoder.layer.0.intermediate.", "encoder.layer.0.output."))
+                   for name in read)
     # of the embedding table, only the sentence's rows (one read per token)
     assert read.count("embeddings.word_embeddings.weight") == len(tokens.ids)
 

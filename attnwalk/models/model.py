@@ -48,14 +48,17 @@ class Model:
                         self.files.name)
 
     def layer(self, tokens: Tokenization, layer: int) -> ModelLayer:
-        """Layer `layer` (0-based) on these tokens: what its walk needs."""
-        return self.trace(tokens, layer).layer
+        """Layer `layer` (0-based) on these tokens: what its walk needs. The layers before it run
+        in full; its own feed-forward is neither read nor run."""
+        self._check(layer)
+        embedded, state = self._start(tokens)
+        for l in range(layer):
+            state = self.family.finish(l, attend(self._layer(tokens, embedded, l, state)))
+        return self._layer(tokens, embedded, layer, state)
 
     def trace(self, tokens: Tokenization, layer: int) -> LayerTrace:
         """Layer `layer` (0-based) computed whole, the earlier ones run to reach its input."""
-        if not 0 <= layer < self.config.n_layers:
-            raise ModelError(f"layer {layer + 1}: {self.files.name} has {self.config.n_layers} "
-                             f"layers (1 to {self.config.n_layers})")
+        self._check(layer)
         for trace in self.traces(tokens):
             if trace.layer.layer == layer:
                 return trace
@@ -64,15 +67,27 @@ class Model:
     def traces(self, tokens: Tokenization) -> Iterator[LayerTrace]:
         """Every layer in order, each computed from the one before (lazily: stop when you like,
         and the later layers' tensors are never read)."""
-        E_tok, E_pos, E_seg, E_sum = self.family.embed(list(tokens.ids))
-        rope = self.family.rope(len(tokens.ids)) if hasattr(self.family, "rope") else None
-        state = self.family.start(E_sum)
+        embedded, state = self._start(tokens)
         for l in range(self.config.n_layers):
-            ml = ModelLayer(info=self.info, layer=l, tokens=tokens, E_tok=E_tok, E_pos=E_pos,
-                            E_seg=E_seg, E_sum=E_sum, rope=rope, **self.family.layer(l, state))
+            ml = self._layer(tokens, embedded, l, state)
             attention = attend(ml)
             state = self.family.finish(l, attention)
             yield LayerTrace(ml, attention, state.y if hasattr(state, "y") else state)
+
+    def _check(self, layer: int) -> None:
+        if not 0 <= layer < self.config.n_layers:
+            raise ModelError(f"layer {layer + 1}: {self.files.name} has {self.config.n_layers} "
+                             f"layers (1 to {self.config.n_layers})")
+
+    def _start(self, tokens: Tokenization) -> tuple[dict, object]:
+        E_tok, E_pos, E_seg, E_sum = self.family.embed(list(tokens.ids))
+        rope = self.family.rope(len(tokens.ids)) if hasattr(self.family, "rope") else None
+        embedded = {"E_tok": E_tok, "E_pos": E_pos, "E_seg": E_seg, "E_sum": E_sum, "rope": rope}
+        return embedded, self.family.start(E_sum)
+
+    def _layer(self, tokens: Tokenization, embedded: dict, l: int, state) -> ModelLayer:
+        return ModelLayer(info=self.info, layer=l, tokens=tokens, **embedded,
+                          **self.family.layer(l, state))
 
 
 def open_model(spec: str | None = None) -> Model:
