@@ -336,3 +336,54 @@ def test_half_precision_weights_are_widened_exactly(tmp_path: Path, dtype: str) 
     assert np.array_equal(ml.W_V, expected["encoder.layer.1.attention.self.value.weight"].T.astype(np.float64))
     assert np.array_equal(ml.E_tok[1], expected["embeddings.word_embeddings.weight"][tokens.ids[1]].astype(np.float64))
     assert not np.array_equal(ml.W_V, tensors["encoder.layer.1.attention.self.value.weight"].T)
+
+
+# --- the Llama layout's config ------------------------------------------------------------------
+
+def test_both_rope_config_styles_are_read(tmp_path: Path) -> None:
+    from attnwalk.models.config import read_config
+
+    llama = read_config(FIXTURES / "tiny-llama" / "config.json")  # rope_theta + rope_scaling
+    assert llama.rope["theta"] == 10000.0 and llama.rope["scaling"]["factor"] == 8.0
+    assert (llama.n_heads, llama.n_kv_heads, llama.d_head) == (4, 2, 8) and not llama.qkv_bias
+    qwen = read_config(FIXTURES / "tiny-qwen2" / "config.json")  # rope_parameters
+    assert qwen.rope == {"theta": 1000.0, "scaling": None} and qwen.qkv_bias and not qwen.out_bias
+    folder = copy_model(tmp_path, "tiny-llama")
+    config = json.loads((folder / "config.json").read_text())
+    config["rope_parameters"] = dict(config.pop("rope_scaling"), rope_theta=config.pop("rope_theta"))
+    (folder / "config.json").write_text(json.dumps(config))
+    assert read_config(folder / "config.json").rope == llama.rope
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "rope scaling 'yarn' is not one attnwalk computes"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "low_freq_factor: expected a number"),
+    ({"num_key_value_heads": 3}, "num_key_value_heads: 3 does not divide num_attention_heads 4"),
+    ({"rope_theta": "big"}, "rope_theta: expected a number above 1"),
+    ({"mlp_bias": True}, "mlp_bias"),
+])
+def test_a_llama_config_attnwalk_cannot_compute_is_named(tmp_path: Path, change: dict, expected: str) -> None:
+    folder = copy_model(tmp_path, "tiny-llama")
+    edit_config(folder, **change)
+    assert expected in error_of(lambda: open_model(str(folder)))
+
+
+def test_mistral_reads_as_llama_and_a_sentence_past_its_window_is_refused(tmp_path: Path) -> None:
+    folder = copy_model(tmp_path, "tiny-llama")
+    edit_config(folder, model_type="mistral", sliding_window=4)
+    model = open_model(str(folder))
+    assert model.info.family == "llama" and model.info.model_type == "mistral"
+    model.layer(model.tokenize("the river"), 1)  # 4 tokens or fewer: the window changes nothing
+    message = error_of(lambda: model.layer(model.tokenize("I sat by the river bank"), 0))
+    assert "sliding window of 4" in message
+
+
+def test_llama_layers_carry_their_rotation_and_share_k_v_between_heads() -> None:
+    model = open_model(str(FIXTURES / "tiny-llama"))
+    ml = model.layer(model.tokenize("I sat by the river bank"), 0)
+    assert ml.E_pos is None and ml.E_seg is None and ml.norm_in.kind == "rmsnorm" and ml.norm_in.beta is None
+    assert ml.W_Q.shape == (16, 32) and ml.W_K.shape == (16, 16) and ml.b_Q is None
+    assert ml.rope.scaling == "llama3" and ml.rope.positions.tolist() == list(range(len(ml.tokens.ids)))
+    theta = 10000.0 ** (-np.arange(4) / 4)  # θ_i = base^(−2i/d_head), d_head 8
+    # the fastest pair keeps its frequency, the two slowest are divided by the factor 8
+    assert ml.rope.freqs[0] == theta[0] and np.allclose(ml.rope.freqs[2:], theta[2:] / 8, rtol=1e-15)

@@ -22,6 +22,8 @@ TOLERANCE = 1e-9
 SENTENCES = {  # as in make_model_reference.SENTENCES (the .npz files do not store the text)
     "tiny-bert": ["I sat by the river bank", "She put my savings in the bank by the river; the cat sees 银行!"],
     "tiny-gpt2": ["I sat by the river bank", "The dog sees a boat on the water, 河边"],
+    "tiny-llama": ["I sat by the river bank", "She put my money in the savings bank by the river; 河边"],
+    "tiny-qwen2": ["I sat by the river bank", "The cat sees the dog by the water."],
     "minilm": ["I sat by the river bank", "I put my money in the savings bank by the river."],
 }
 
@@ -51,6 +53,30 @@ def test_tiny_models_match_transformers_in_every_layer(name: str, s: int) -> Non
         l = trace.layer.layer
         for key, value in ours(trace).items():
             close(value, ref[f"s{s}/L{l}/{key}"], f"{name} sentence {s} layer {l} {key}")
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen2"])
+@pytest.mark.parametrize("s", [0, 1])
+def test_tiny_llama_layout_models_match_transformers(name: str, s: int) -> None:
+    # transformers computes the rotary angles in float32 even in a float64 model (see the
+    # reference script), so what follows the rotation agrees to float32 precision: within 1e-5 of
+    # each matrix's largest value. What precedes it (X, Q, K, V of the first layer: the embedding,
+    # the RMSNorm with its epsilon, the projections and Qwen2's biases) agrees to 1e-9.
+    ref = np.load(REFERENCE / f"{name}.npz")
+    model = open_model(str(FIXTURES / name))
+    tokens = model.tokenize(SENTENCES[name][s])
+    assert list(tokens.ids) == ref[f"s{s}/ids"].tolist() and tokens.special[0]
+    for trace in model.traces(tokens):
+        l, att = trace.layer.layer, trace.attention
+        mine = ours(trace) | {"Q_rot": att.Q_rot, "K_rot": att.K_rot}
+        for key, value in mine.items():
+            theirs = ref[f"s{s}/L{l}/{key}"]
+            if l == 0 and key in ("X", "Q", "K", "V"):
+                close(value, theirs, f"{name} sentence {s} layer {l} {key}")
+            else:
+                assert value.shape == theirs.shape
+                np.testing.assert_allclose(value, theirs, rtol=0, atol=1e-5 * max(1.0, np.abs(theirs).max()),
+                                           err_msg=f"{name} sentence {s} layer {l} {key}")
 
 
 def test_the_tiny_bert_walks_past_its_tokenizers_padding_and_truncation() -> None:

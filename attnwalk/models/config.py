@@ -169,5 +169,7 @@ def _rope(f: _Fields) -> dict:
         missing = [k for k in need if not isinstance(scaling.get(k), (int, float))]
         if missing:
             raise f.fail(f"rope scaling llama3: {missing[0]}: expected a number")
+        if not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
+            raise f.fail("rope scaling llama3: high_freq_factor must be above low_freq_factor")
         return {"theta": float(theta), "scaling": {k: float(scaling[k]) for k in need}}
     return {"theta": float(theta), "scaling": None}

@@ -8,7 +8,16 @@ beside this script. attnwalk's own code is not imported: these are the independe
 What is recorded per sentence: the token ids transformers' tokenizer gives, and for each recorded
 layer the matrix the layer's query projection multiplies (X), Q, K and V (after their biases), the
 attention weights A of every head, Z (the heads concatenated, before W_O), the attention block's
-output (BERT: after its LayerNorm; GPT-2: residual + c_proj) and the layer's output.
+output (BERT: after its LayerNorm; GPT-2, Llama: residual + the projected heads) and the layer's
+output; for the Llama layout also Q and K after the rotary positions (Q_rot, K_rot), taken from
+transformers' own apply_rotary_pos_emb.
+
+Precision: the model runs in float64 (`.double()`), but transformers' Llama-layout code casts to
+float32 in two places: RMSNorm (`hidden_states.to(torch.float32)`, a downcast in a float64 model)
+and the rotary angles (θ_i computed in float32, `position · θ_i` in float32). The script runs the
+RMSNorm with the same formula without the cast (see `float64_rms_norm`), so X, Q, K and V of the
+first layer are float64-exact; the rotary angles stay as transformers computes them, so whatever
+follows them agrees with attnwalk's float64 to about 1e-6 (the tests allow the issue's 1e-5).
 tests/test_models_reference.py compares attnwalk with them; tests/test_models_live.py calls
 `reference` directly when torch and transformers are importable.
 """
@@ -25,6 +34,8 @@ FIXTURES = HERE.parent / "fixtures" / "models"
 SENTENCES = {
     "tiny-bert": ["I sat by the river bank", "She put my savings in the bank by the river; the cat sees 银行!"],
     "tiny-gpt2": ["I sat by the river bank", "The dog sees a boat on the water, 河边"],
+    "tiny-llama": ["I sat by the river bank", "She put my money in the savings bank by the river; 河边"],
+    "tiny-qwen2": ["I sat by the river bank", "The cat sees the dog by the water."],
     "minilm": ["I sat by the river bank", "I put my money in the savings bank by the river."],
 }
 MINILM_LAYERS, MINILM_HEADS = (0, 5), (0, 7)  # 0-based; the CLI's --layer 1, 6 and --head 1, 8
@@ -54,7 +65,9 @@ def reference(model_dir: Path, sentence: str, layers: tuple[int, ...] | None = N
             found[key] = (value[0] if isinstance(value, tuple) else value)[0].detach().numpy().copy()
         return hook
 
-    hooks = []
+    hooks, restores = [], []
+    if config.model_type in ("llama", "qwen2", "mistral"):
+        restores = [record_rotations(config.model_type, found, layers), float64_rms_norm(config.model_type)]
     for l in layers:
         if config.model_type == "bert":
             block = model.encoder.layer[l]
@@ -70,16 +83,65 @@ def reference(model_dir: Path, sentence: str, layers: tuple[int, ...] | None = N
             hooks.append(block.attn.c_attn.register_forward_hook(keep(f"L{l}/QKV")))
             hooks.append(block.attn.c_proj.register_forward_pre_hook(keep(f"L{l}/Z")))
             hooks.append(block.ln_2.register_forward_pre_hook(keep(f"L{l}/after")))
+        else:
+            block = model.layers[l]
+            hooks.append(block.input_layernorm.register_forward_hook(keep(f"L{l}/X")))
+            for name in ("q", "k", "v"):
+                proj = getattr(block.self_attn, f"{name}_proj")
+                hooks.append(proj.register_forward_hook(keep(f"L{l}/{name.upper()}")))
+            hooks.append(block.self_attn.o_proj.register_forward_pre_hook(keep(f"L{l}/Z")))
+            hooks.append(block.post_attention_layernorm.register_forward_pre_hook(keep(f"L{l}/after")))
         hooks.append(block.register_forward_hook(keep(f"L{l}/out")))
     with torch.no_grad():
         result = model(input_ids=torch.tensor([ids]), output_attentions=True)
     for hook in hooks:
         hook.remove()
+    for restore in restores:
+        restore()
     for l in layers:
         found[f"L{l}/A"] = result.attentions[l][0].numpy().copy()
         if f"L{l}/QKV" in found:  # GPT-2's fused projection: Q's columns, then K's, then V's
             found[f"L{l}/Q"], found[f"L{l}/K"], found[f"L{l}/V"] = np.split(found.pop(f"L{l}/QKV"), 3, axis=-1)
     return {key: np.asarray(value, dtype=np.float64) for key, value in found.items()}
+
+
+def record_rotations(model_type: str, found: dict, layers: tuple[int, ...]):
+    """Wrap the model's apply_rotary_pos_emb so each layer's rotated Q and K are kept (as
+    (n, heads·d_head), the heads side by side); returns the function that unwraps it."""
+    import importlib
+
+    module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    original, calls = module.apply_rotary_pos_emb, iter(range(10 ** 6))
+
+    def recording(q, k, cos, sin, *args, **kwargs):
+        q_rot, k_rot = original(q, k, cos, sin, *args, **kwargs)
+        l = next(calls)  # layers run in order, once each
+        if l in layers:
+            for key, value in (("Q_rot", q_rot), ("K_rot", k_rot)):  # (1, heads, n, d_head)
+                found[f"L{l}/{key}"] = value[0].transpose(0, 1).reshape(value.shape[2], -1).numpy().copy()
+        return q_rot, k_rot
+
+    module.apply_rotary_pos_emb = recording
+    return lambda: setattr(module, "apply_rotary_pos_emb", original)
+
+
+def float64_rms_norm(model_type: str):
+    """transformers' RMSNorm, x · rsqrt(mean(x²) + eps) · γ, in the model's own dtype (its code
+    casts to float32 first, for half-precision models). Returns the function that undoes this."""
+    import importlib
+
+    import torch
+
+    module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    norm = getattr(module, {"llama": "LlamaRMSNorm", "qwen2": "Qwen2RMSNorm", "mistral": "MistralRMSNorm"}[model_type])
+    original = norm.forward
+
+    def forward(self, hidden_states):
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
+
+    norm.forward = forward
+    return lambda: setattr(norm, "forward", original)
 
 
 def some_columns(values: dict, heads: tuple[int, ...], d_head: int) -> dict:
@@ -97,7 +159,7 @@ def some_columns(values: dict, heads: tuple[int, ...], d_head: int) -> dict:
 def main() -> None:
     import transformers
 
-    for name in ("tiny-bert", "tiny-gpt2"):
+    for name in ("tiny-bert", "tiny-gpt2", "tiny-llama", "tiny-qwen2"):
         out = {}
         for s, sentence in enumerate(SENTENCES[name]):
             out.update({f"s{s}/{k}": v for k, v in reference(FIXTURES / name, sentence).items()})
