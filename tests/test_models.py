@@ -387,3 +387,12 @@ def test_llama_layers_carry_their_rotation_and_share_k_v_between_heads() -> None
     theta = 10000.0 ** (-np.arange(4) / 4)  # θ_i = base^(−2i/d_head), d_head 8
     # the fastest pair keeps its frequency, the two slowest are divided by the factor 8
     assert ml.rope.freqs[0] == theta[0] and np.allclose(ml.rope.freqs[2:], theta[2:] / 8, rtol=1e-15)
+
+
+def test_model_layer_is_the_model_commands_one_call() -> None:
+    from attnwalk.models.load import model_layer
+
+    ml = model_layer("I sat by the river bank", str(FIXTURES / "tiny-gpt2"), 1)
+    assert ml.layer == 1 and ml.info.name == "tiny-gpt2" and ml.tokens.words[-1] == "bank"
+    assert "--layer 3: tiny-gpt2 has 2 layers (1 to 2)" in error_of(
+        lambda: model_layer("the river", str(FIXTURES / "tiny-gpt2"), 2))

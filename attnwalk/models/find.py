@@ -72,7 +72,9 @@ def _cached_snapshot(hub: Path, name: str) -> Path | None:
     ref = repo / "refs" / "main"
     if ref.is_file():
         revision = ref.read_text(encoding="utf-8").strip()
-        if revision and (snapshots / revision).is_dir():
+        # a commit hash; anything with a path in it would lead out of the cache
+        if revision and "/" not in revision and "\\" not in revision and revision not in (".", "..") \
+                and (snapshots / revision).is_dir():
             return snapshots / revision
     found = [p for p in snapshots.iterdir() if p.is_dir()]
     return found[0] if len(found) == 1 else None
