@@ -20,7 +20,10 @@ FORBIDDEN = {
     "export": {"terminal", "tutor", "commands", "cli", "typer"},
     "terminal": {"tutor", "export", "commands", "cli", "typer"},
     "tutor": {"terminal", "export", "commands", "cli", "typer"},
-    "commands": {"cli"},  # the command bodies and completion callbacks sit under the CLI (typer)
+    "commands": {"cli"},
+    # real checkpoints: numpy, the layer's ops, safetensors and tokenizers (lazily); never torch
+    "models": {"scenario", "text", "render", "terminal", "tutor", "export", "commands", "cli", "rich",
+               "yaml", "typer", "torch", "transformers", "huggingface_hub", "sentence_transformers"},  # the command bodies and completion callbacks sit under the CLI (typer)
 }
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnwalk.errors import UsageError
+from attnwalk.layer.rope import rotate
 
 
 class ModelError(UsageError):
@@ -59,6 +60,25 @@ class Norm:
 
 
 @dataclass(frozen=True)
+class Rope:
+    """Rotary positions as a Llama-family model applies them: each head's queries and keys turned
+    pair by pair (dimension i with i + d_head/2, "half"), pair i by position · θ_i. θ_i is
+    rope_theta^(−2i/d_head), rescaled where the config says so (Llama 3.1's "llama3")."""
+
+    theta: float                      # rope_theta, the base
+    freqs: np.ndarray                 # (d_head/2,) θ_i as the model uses them, after any scaling
+    positions: np.ndarray             # (n,) 0, 1, …, n − 1
+    scaling: str | None               # None | "llama3"
+    pairing: str = "half"
+
+    def rotate(self, M: np.ndarray, heads: int) -> np.ndarray:
+        """(n, heads·d_head) with every head's block rotated by its rows' positions."""
+        d = M.shape[1] // heads
+        return np.concatenate([rotate(M[:, h * d:(h + 1) * d], self.positions, self.theta,
+                                      self.pairing, self.freqs) for h in range(heads)], axis=1)
+
+
+@dataclass(frozen=True)
 class ModelLayer:
     """Everything one attention layer's walk needs, float64. `layer` is 0-based (the CLI numbers
     layers and heads from 1). Weight matrices are in × out whatever the file's layout, so
@@ -86,4 +106,4 @@ class ModelLayer:
     causal: bool
     residual: np.ndarray              # (n, d_model) what the attention output is added to
     norm_after: tuple[np.ndarray, np.ndarray, float] | None  # BERT's post-attention LN (γ, β, eps)
-    rope: object | None = None        # later, for the Llama family
+    rope: Rope | None = None          # the Llama family's rotary positions (Q_rot, K_rot)
