@@ -24,10 +24,16 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
     token embeddings as E, the learned positions as an explicit P, the in × out weights and their
     biases, GPT-2's causal mask; the focus on the last word piece (not [SEP] or [CLS])."""
     info, tokens = layer.info, layer.tokens
+    if layer.rope is not None or layer.norm_in is None or layer.norm_in.kind != "layernorm" \
+            or info.n_kv_heads != info.n_heads or layer.E_pos is None:
+        from attnwalk.models.data import ModelError
+
+        raise ModelError(f"{info.name}: attnwalk model walks BERT- and GPT-2-family layers; the "
+                         f"walk of a {info.model_type} layer (RMSNorm, rotary positions, grouped "
+                         "key/value heads) is not written yet")
     n = len(tokens.pieces)
-    positional = "none" if layer.E_pos is None else "explicit"
     main = Sequence(tokens=tuple(tokens.pieces), E=np.asarray(layer.E_tok, dtype=np.float64),
-                    positional=positional, P_given=layer.E_pos, ids=tuple(int(i) for i in tokens.ids))
+                    positional="explicit", P_given=layer.E_pos, ids=tuple(int(i) for i in tokens.ids))
     allowed = np.tril(np.ones((n, n), dtype=bool)) if layer.causal else np.ones((n, n), dtype=bool)
     # the focus: the first piece of the last word ("bank" of "river bank"), else the last token
     last_word = max((w for w in tokens.word_of if w is not None), default=None)
