@@ -292,3 +292,14 @@ def test_model_data_is_the_walks_own_numbers() -> None:
     data = model_data(walk, 0)
     np.testing.assert_array_equal(data["stages"]["A"], walk.heads[0].mats["A"])
     assert data["model"]["family"] == "gpt2" and "LN_after" not in data["weights"]
+
+
+def test_the_quiz_writes_the_projections_with_their_biases() -> None:
+    from attnwalk.scenario.model import load_scenario
+    from attnwalk.tutor.questions import questions
+
+    asked = {q.topic: q for q in questions(compute(scenario_from_model(random_layer("bert"))), "en")}
+    assert asked["params"].shown.endswith(") W_Q and b_Q are learned in training; Q = X · W_Q + b_Q is computed for each input"
+    assert "K = X · W_K + b_K" in asked["qkv"].hint
+    lesson = {q.topic: q for q in questions(compute(load_scenario("girl_bangs")), "en")}
+    assert lesson["params"].shown.endswith(") W_Q is learned in training; Q = X · W_Q is computed for each input"
