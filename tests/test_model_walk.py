@@ -299,7 +299,7 @@ def test_the_quiz_writes_the_projections_with_their_biases() -> None:
     from attnwalk.tutor.questions import questions
 
     asked = {q.topic: q for q in questions(compute(scenario_from_model(random_layer("bert"))), "en")}
-    assert asked["params"].shown.endswith(") W_Q and b_Q are learned in training; Q = X · W_Q + b_Q is computed for each input"
+    assert asked["params"].shown.endswith(") W_Q and b_Q are learned in training; Q = X · W_Q + b_Q is computed for each input")
     assert "K = X · W_K + b_K" in asked["qkv"].hint
     lesson = {q.topic: q for q in questions(compute(load_scenario("girl_bangs")), "en")}
-    assert lesson["params"].shown.endswith(") W_Q is learned in training; Q = X · W_Q is computed for each input"
+    assert lesson["params"].shown.endswith(") W_Q is learned in training; Q = X · W_Q is computed for each input")
