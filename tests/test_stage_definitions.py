@@ -49,8 +49,7 @@ def model_scenarios() -> list:
 
 
 # The stages only a real model's layer has: checked the same way in tests/test_model_walk.py
-BUILTIN_STAGES = tuple(s for s in STAGES if s.key not in ("E_seg", "E_sum", "H", "LN_stats", "glance",
-                                                           "R", "Y"))
+BUILTIN_STAGES = tuple(s for s in STAGES if s.key not in definitions.MODEL_ONLY)
 
 
 def first_builtin_with(stage: Stage) -> str:

@@ -359,6 +359,10 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
+# The stages only a real model's layer has (`attnwalk model`): a scenario file's notes cannot name them
+MODEL_ONLY = frozenset({"E_seg", "E_sum", "H", "LN_stats", "glance", "R", "Y"})
+
+
 def stage_named(key: str, stages: tuple[Stage, ...] | None = None) -> Stage:
     """The stage whose key is `key` (KeyError when there is none)."""
     for stage in STAGES if stages is None else stages:

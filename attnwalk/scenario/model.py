@@ -266,10 +266,12 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         widths = {"d_model": main.d_model, "d_k": W_Q.shape[1] // heads, "d_v": W_V.shape[1] // heads}
         dimensions = lesson.dimension_names(f, top["dimensions"], widths)
     if "notes" in top:
-        from attnwalk.layer.stages import STAGES, stage_by_name  # the stages are the layer's to define
+        from attnwalk.layer.stages import MODEL_ONLY, STAGES, stage_by_name  # the layer's to define
 
-        notes = lesson.stage_notes(f, top["notes"], lambda name: getattr(stage_by_name(name), "key", None),
-                                   ", ".join(s.key for s in STAGES))
+        stages = tuple(s for s in STAGES if s.key not in MODEL_ONLY)  # a real layer's: not in a file
+        notes = lesson.stage_notes(f, top["notes"],
+                                   lambda name: getattr(stage_by_name(name, stages), "key", None),
+                                   ", ".join(s.key for s in stages))
     m = source.n if source else main.n
     mask_kind, allowed = _mask(f, top, main, m, source is not None)
 
