@@ -396,3 +396,14 @@ def test_model_layer_is_the_model_commands_one_call() -> None:
     assert ml.layer == 1 and ml.info.name == "tiny-gpt2" and ml.tokens.words[-1] == "bank"
     assert "--layer 3: tiny-gpt2 has 2 layers (1 to 2)" in error_of(
         lambda: model_layer("the river", str(FIXTURES / "tiny-gpt2"), 2))
+
+
+def test_roberta_counts_positions_from_the_padding_id() -> None:
+    from attnwalk.models.bert import positions
+
+    assert positions([5, 6, 7], None) == [0, 1, 2]
+    assert positions([0, 5, 6, 2], 1) == [2, 3, 4, 5]
+    assert positions([0, 5, 1, 6], 1) == [2, 3, 1, 4]  # a padding token keeps row padding_idx (fairseq)
+    model = open_model(str(FIXTURES / "tiny-roberta"))  # 34 rows: 32 positions after the two reserved
+    assert model.info.family == "bert" and model.weights.prefix == "roberta."
+    assert "reads at most 32 positions" in error_of(lambda: model.tokenize("the river " * 20))

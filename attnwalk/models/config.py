@@ -11,7 +11,8 @@ from pathlib import Path
 from attnwalk.models.data import ModelError
 
 # model_type -> family; a family is one layout of tensor names and one order of operations
-FAMILIES = {"bert": "bert", "gpt2": "gpt2", "llama": "llama", "qwen2": "llama", "mistral": "llama"}
+# (RoBERTa and XLM-R are BERT's layout with positions counted from pad_token_id + 1)
+FAMILIES = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "gpt2": "gpt2", "llama": "llama", "qwen2": "llama", "mistral": "llama"}
 ACTIVATIONS = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish"}
 
 
@@ -35,6 +36,7 @@ class Config:
     qkv_bias: bool
     out_bias: bool
     rope: dict | None = None          # Llama family: {"theta": ..., "scaling": {...} | None}
+    padding_idx: int | None = None    # RoBERTa: positions start at padding_idx + 1 (fairseq's rule)
     sliding_window: int | None = None
 
 
@@ -68,6 +70,12 @@ class _Fields:
             value = default
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ModelError(f"{self.path}: {key}: expected a positive whole number, got {value!r}")
+        return value
+
+    def index(self, key: str) -> int:
+        value = self.raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ModelError(f"{self.path}: {key}: expected a whole number ≥ 0, got {value!r}")
         return value
 
     def number(self, key: str, default: float | None = None) -> float:
@@ -105,7 +113,8 @@ def _bert(f: _Fields, model_type: str) -> Config:
                   vocab_size=f.count("vocab_size"), max_positions=f.count("max_position_embeddings"),
                   type_vocab_size=f.count("type_vocab_size", 2), eps=f.number("layer_norm_eps", 1e-12),
                   activation=f.choice("hidden_act", "gelu", ACTIVATIONS - {"silu", "swish"}),
-                  qkv_bias=True, out_bias=True)
+                  qkv_bias=True, out_bias=True,
+                  padding_idx=f.index("pad_token_id") if model_type != "bert" else None)
 
 
 def _gpt2(f: _Fields, model_type: str) -> Config:

@@ -44,8 +44,9 @@ class Model:
                               file_bytes=self.weights.file_bytes)
 
     def tokenize(self, text: str) -> Tokenization:
-        return tokenize(self.tokenizer, text, self.config.vocab_size, self.config.max_positions,
-                        self.files.name)
+        # RoBERTa's positions start at padding_idx + 1, so its table holds that many fewer tokens
+        usable = self.config.max_positions - (0 if self.config.padding_idx is None else self.config.padding_idx + 1)
+        return tokenize(self.tokenizer, text, self.config.vocab_size, usable, self.files.name)
 
     def layer(self, tokens: Tokenization, layer: int) -> ModelLayer:
         """Layer `layer` (0-based) on these tokens: what its walk needs. The layers before it run
