@@ -407,3 +407,23 @@ def test_roberta_counts_positions_from_the_padding_id() -> None:
     model = open_model(str(FIXTURES / "tiny-roberta"))  # 34 rows: 32 positions after the two reserved
     assert model.info.family == "bert" and model.weights.prefix == "roberta."
     assert "reads at most 32 positions" in error_of(lambda: model.tokenize("the river " * 20))
+
+
+def test_sharded_weights_are_read_through_their_index(tmp_path: Path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    folder = copy_model(tmp_path, "tiny-gpt2")
+    tensors = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    for shard, keys in shards.items():
+        save_file({k: tensors[k] for k in keys}, str(folder / shard), metadata={"format": "pt"})
+    index = {"metadata": {}, "weight_map": {k: shard for shard, keys in shards.items() for k in keys}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    sharded, whole = open_model(str(folder)), open_model(str(FIXTURES / "tiny-gpt2"))
+    a, b = (m.trace(m.tokenize("the river bank"), 1) for m in (sharded, whole))
+    assert np.array_equal(a.out, b.out) and sharded.info.n_params == whole.info.n_params
+    index["weight_map"]["transformer.wte.weight"] = "../elsewhere.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    assert "../elsewhere.safetensors" in error_of(lambda: open_model(str(folder)))
