@@ -13,7 +13,6 @@ from attnwalk.models.data import Norm
 from attnwalk.models.weights import Weights
 
 ANCHOR = "embeddings.word_embeddings.weight"
-CLASS = "Bert"
 
 
 class Bert:
