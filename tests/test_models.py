@@ -427,3 +427,15 @@ def test_sharded_weights_are_read_through_their_index(tmp_path: Path) -> None:
     index["weight_map"]["transformer.wte.weight"] = "../elsewhere.safetensors"
     (folder / "model.safetensors.index.json").write_text(json.dumps(index))
     assert "../elsewhere.safetensors" in error_of(lambda: open_model(str(folder)))
+
+
+def test_a_weight_holding_nan_is_refused(tmp_path: Path) -> None:
+    folder = copy_model(tmp_path)
+
+    def spoil(t):
+        t["encoder.layer.0.attention.self.key.weight"][3, 5] = np.nan
+        return t
+    rewrite_tensors(folder, spoil)
+    model = open_model(str(folder))
+    message = error_of(lambda: model.layer(model.tokenize("the river"), 0))
+    assert "encoder.layer.0.attention.self.key.weight holds NaN" in message
