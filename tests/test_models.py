@@ -439,3 +439,27 @@ def test_a_weight_holding_nan_is_refused(tmp_path: Path) -> None:
     model = open_model(str(folder))
     message = error_of(lambda: model.layer(model.tokenize("the river"), 0))
     assert "encoder.layer.0.attention.self.key.weight holds NaN" in message
+
+
+def test_a_tokenizer_with_ids_past_the_embedding_table_is_not_this_models(tmp_path: Path) -> None:
+    folder = copy_model(tmp_path)
+    edit_config(folder, vocab_size=12)  # the tokenizer gives ids up to 88
+    model = open_model(str(folder))
+    assert "the tokenizer is not this model's" in error_of(lambda: model.tokenize("the river bank"))
+
+
+@pytest.mark.parametrize("name", ["tiny-bert", "tiny-gpt2", "tiny-llama"])
+def test_the_norm_before_x_carries_the_statistics_the_walk_shows(name: str) -> None:
+    model = open_model(str(FIXTURES / name))
+    for layer in (0, 1):
+        norm = model.layer(model.tokenize("I sat by the river bank"), layer).norm_in
+        x = norm.x
+        if norm.kind == "layernorm":
+            assert np.allclose(norm.mean, x.mean(axis=1), rtol=0, atol=1e-12)
+            assert np.allclose(norm.std, np.sqrt(x.var(axis=1) + norm.eps), rtol=1e-12)
+            expected = (x - norm.mean[:, None]) / norm.std[:, None] * norm.gamma + norm.beta
+        else:
+            assert norm.mean is None and norm.beta is None
+            assert np.allclose(norm.std, np.sqrt((x ** 2).mean(axis=1) + norm.eps), rtol=1e-12)
+            expected = x / norm.std[:, None] * norm.gamma
+        assert np.allclose(norm.y, expected, rtol=0, atol=1e-12)
