@@ -361,6 +361,7 @@ def test_both_rope_config_styles_are_read(tmp_path: Path) -> None:
     ({"num_key_value_heads": 3}, "num_key_value_heads: 3 does not divide num_attention_heads 4"),
     ({"rope_theta": "big"}, "rope_theta: expected a number above 1"),
     ({"mlp_bias": True}, "mlp_bias"),
+    ({"partial_rotary_factor": 0.5}, "partial_rotary_factor 0.5"),
 ])
 def test_a_llama_config_attnwalk_cannot_compute_is_named(tmp_path: Path, change: dict, expected: str) -> None:
     folder = copy_model(tmp_path, "tiny-llama")

@@ -146,6 +146,10 @@ def _llama(f: _Fields, model_type: str) -> Config:
         window = None
     if f.raw.get("mlp_bias"):
         raise f.fail("mlp_bias: biases in the feed-forward are not computed")
+    partial = (f.raw.get("rope_parameters") or {}).get("partial_rotary_factor",
+                                                         f.raw.get("partial_rotary_factor", 1.0))
+    if partial not in (1, 1.0, None):
+        raise f.fail(f"partial_rotary_factor {partial!r}: rotating only part of each head is not computed")
     return Config(family="llama", model_type=model_type, n_layers=f.count("num_hidden_layers"),
                   n_heads=n_heads, n_kv_heads=n_kv, d_model=d_model, d_head=d_head,
                   d_ff=f.count("intermediate_size"), vocab_size=f.count("vocab_size"),
