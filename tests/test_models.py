@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from attnwalk.errors import UsageError
 from attnwalk.models import find
@@ -362,6 +364,7 @@ def test_both_rope_config_styles_are_read(tmp_path: Path) -> None:
     ({"rope_theta": "big"}, "rope_theta: expected a number above 1"),
     ({"mlp_bias": True}, "mlp_bias"),
     ({"partial_rotary_factor": 0.5}, "partial_rotary_factor 0.5"),
+    ({"rope_parameters": [1, 2]}, "rope_parameters: expected an object"),
 ])
 def test_a_llama_config_attnwalk_cannot_compute_is_named(tmp_path: Path, change: dict, expected: str) -> None:
     folder = copy_model(tmp_path, "tiny-llama")
@@ -464,3 +467,26 @@ def test_the_norm_before_x_carries_the_statistics_the_walk_shows(name: str) -> N
             assert np.allclose(norm.std, np.sqrt((x ** 2).mean(axis=1) + norm.eps), rtol=1e-12)
             expected = x / norm.std[:, None] * norm.gamma
         assert np.allclose(norm.y, expected, rtol=0, atol=1e-12)
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-3, 70) | st.floats(allow_nan=False)
+                           | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=5)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(["tiny-bert", "tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-roberta"]),
+       data=st.data())
+def test_any_config_value_is_read_or_refused_in_one_line(tmp_path_factory, name: str, data) -> None:
+    folder = tmp_path_factory.mktemp("m") / name
+    shutil.copytree(FIXTURES / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    key = data.draw(st.sampled_from(sorted(config) + ["rope_parameters", "num_key_value_heads", "head_dim"]))
+    config[key] = data.draw(json_values)
+    (folder / "config.json").write_text(json.dumps(config))
+    try:
+        model = open_model(str(folder))
+        model.layer(model.tokenize("I sat by the river bank"), model.info.n_layers - 1)
+    except ModelError as err:
+        assert "\n" not in str(err) and str(folder) in str(err) or "tokenizer" in str(err) \
+            or "sentence" in str(err) or "tensor" in str(err)

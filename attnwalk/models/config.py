@@ -87,7 +87,7 @@ class _Fields:
 
     def choice(self, key: str, default: str, allowed: set[str]) -> str:
         value = self.raw.get(key, default)
-        if value not in allowed:
+        if not isinstance(value, str) or value not in allowed:
             raise ModelError(f"{self.path}: {key}: {value!r} is not one attnwalk computes "
                              f"(expected one of {', '.join(sorted(allowed))})")
         return value
@@ -146,8 +146,9 @@ def _llama(f: _Fields, model_type: str) -> Config:
         window = None
     if f.raw.get("mlp_bias"):
         raise f.fail("mlp_bias: biases in the feed-forward are not computed")
-    partial = (f.raw.get("rope_parameters") or {}).get("partial_rotary_factor",
-                                                         f.raw.get("partial_rotary_factor", 1.0))
+    params = f.raw.get("rope_parameters")
+    partial = (params if isinstance(params, dict) else {}).get(
+        "partial_rotary_factor", f.raw.get("partial_rotary_factor", 1.0))
     if partial not in (1, 1.0, None):
         raise f.fail(f"partial_rotary_factor {partial!r}: rotating only part of each head is not computed")
     return Config(family="llama", model_type=model_type, n_layers=f.count("num_hidden_layers"),
@@ -164,6 +165,8 @@ def _rope(f: _Fields) -> dict:
     """RoPE's base and scaling, from either config style: rope_theta + rope_scaling (older) or
     rope_parameters {rope_type, rope_theta, ...} (transformers 5)."""
     params = f.raw.get("rope_parameters")
+    if params is not None and not isinstance(params, dict):
+        raise f.fail(f"rope_parameters: expected an object, got {params!r}")
     if isinstance(params, dict):
         theta, scaling = params.get("rope_theta", f.raw.get("rope_theta", 10000.0)), params
     else:
