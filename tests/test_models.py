@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from attnwalk.errors import UsageError
 from attnwalk.models import find
@@ -361,6 +363,8 @@ def test_both_rope_config_styles_are_read(tmp_path: Path) -> None:
     ({"num_key_value_heads": 3}, "num_key_value_heads: 3 does not divide num_attention_heads 4"),
     ({"rope_theta": "big"}, "rope_theta: expected a number above 1"),
     ({"mlp_bias": True}, "mlp_bias"),
+    ({"partial_rotary_factor": 0.5}, "partial_rotary_factor 0.5"),
+    ({"rope_parameters": [1, 2]}, "rope_parameters: expected an object"),
 ])
 def test_a_llama_config_attnwalk_cannot_compute_is_named(tmp_path: Path, change: dict, expected: str) -> None:
     folder = copy_model(tmp_path, "tiny-llama")
@@ -396,3 +400,93 @@ def test_model_layer_is_the_model_commands_one_call() -> None:
     assert ml.layer == 1 and ml.info.name == "tiny-gpt2" and ml.tokens.words[-1] == "bank"
     assert "--layer 3: tiny-gpt2 has 2 layers (1 to 2)" in error_of(
         lambda: model_layer("the river", str(FIXTURES / "tiny-gpt2"), 2))
+
+
+def test_roberta_counts_positions_from_the_padding_id() -> None:
+    from attnwalk.models.bert import positions
+
+    assert positions([5, 6, 7], None) == [0, 1, 2]
+    assert positions([0, 5, 6, 2], 1) == [2, 3, 4, 5]
+    assert positions([0, 5, 1, 6], 1) == [2, 3, 1, 4]  # a padding token keeps row padding_idx (fairseq)
+    model = open_model(str(FIXTURES / "tiny-roberta"))  # 34 rows: 32 positions after the two reserved
+    assert model.info.family == "bert" and model.weights.prefix == "roberta."
+    assert "reads at most 32 positions" in error_of(lambda: model.tokenize("the river " * 20))
+
+
+def test_sharded_weights_are_read_through_their_index(tmp_path: Path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    folder = copy_model(tmp_path, "tiny-gpt2")
+    tensors = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    for shard, keys in shards.items():
+        save_file({k: tensors[k] for k in keys}, str(folder / shard), metadata={"format": "pt"})
+    index = {"metadata": {}, "weight_map": {k: shard for shard, keys in shards.items() for k in keys}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    sharded, whole = open_model(str(folder)), open_model(str(FIXTURES / "tiny-gpt2"))
+    a, b = (m.trace(m.tokenize("the river bank"), 1) for m in (sharded, whole))
+    assert np.array_equal(a.out, b.out) and sharded.info.n_params == whole.info.n_params
+    index["weight_map"]["transformer.wte.weight"] = "../elsewhere.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    assert "../elsewhere.safetensors" in error_of(lambda: open_model(str(folder)))
+
+
+def test_a_weight_holding_nan_is_refused(tmp_path: Path) -> None:
+    folder = copy_model(tmp_path)
+
+    def spoil(t):
+        t["encoder.layer.0.attention.self.key.weight"][3, 5] = np.nan
+        return t
+    rewrite_tensors(folder, spoil)
+    model = open_model(str(folder))
+    message = error_of(lambda: model.layer(model.tokenize("the river"), 0))
+    assert "encoder.layer.0.attention.self.key.weight holds NaN" in message
+
+
+def test_a_tokenizer_with_ids_past_the_embedding_table_is_not_this_models(tmp_path: Path) -> None:
+    folder = copy_model(tmp_path)
+    edit_config(folder, vocab_size=12)  # the tokenizer gives ids up to 88
+    model = open_model(str(folder))
+    assert "the tokenizer is not this model's" in error_of(lambda: model.tokenize("the river bank"))
+
+
+@pytest.mark.parametrize("name", ["tiny-bert", "tiny-gpt2", "tiny-llama"])
+def test_the_norm_before_x_carries_the_statistics_the_walk_shows(name: str) -> None:
+    model = open_model(str(FIXTURES / name))
+    for layer in (0, 1):
+        norm = model.layer(model.tokenize("I sat by the river bank"), layer).norm_in
+        x = norm.x
+        if norm.kind == "layernorm":
+            assert np.allclose(norm.mean, x.mean(axis=1), rtol=0, atol=1e-12)
+            assert np.allclose(norm.std, np.sqrt(x.var(axis=1) + norm.eps), rtol=1e-12)
+            expected = (x - norm.mean[:, None]) / norm.std[:, None] * norm.gamma + norm.beta
+        else:
+            assert norm.mean is None and norm.beta is None
+            assert np.allclose(norm.std, np.sqrt((x ** 2).mean(axis=1) + norm.eps), rtol=1e-12)
+            expected = x / norm.std[:, None] * norm.gamma
+        assert np.allclose(norm.y, expected, rtol=0, atol=1e-12)
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-3, 70) | st.floats(allow_nan=False)
+                           | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=5)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(["tiny-bert", "tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-roberta"]),
+       data=st.data())
+def test_any_config_value_is_read_or_refused_in_one_line(tmp_path_factory, name: str, data) -> None:
+    folder = tmp_path_factory.mktemp("m") / name
+    shutil.copytree(FIXTURES / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    key = data.draw(st.sampled_from(sorted(config) + ["rope_parameters", "num_key_value_heads", "head_dim"]))
+    config[key] = data.draw(json_values)
+    (folder / "config.json").write_text(json.dumps(config))
+    try:
+        model = open_model(str(folder))
+        model.layer(model.tokenize("I sat by the river bank"), model.info.n_layers - 1)
+    except ModelError as err:
+        assert "\n" not in str(err) and str(folder) in str(err) or "tokenizer" in str(err) \
+            or "sentence" in str(err) or "tensor" in str(err)

@@ -21,6 +21,7 @@ REFERENCE = HERE / "reference"
 TOLERANCE = 1e-9
 SENTENCES = {  # as in make_model_reference.SENTENCES (the .npz files do not store the text)
     "tiny-bert": ["I sat by the river bank", "She put my savings in the bank by the river; the cat sees 银行!"],
+    "tiny-roberta": ["I sat by the river bank", "The savings bank; the river bank, 河边"],
     "tiny-gpt2": ["I sat by the river bank", "The dog sees a boat on the water, 河边"],
     "tiny-llama": ["I sat by the river bank", "She put my money in the savings bank by the river; 河边"],
     "tiny-qwen2": ["I sat by the river bank", "The cat sees the dog by the water."],
@@ -40,7 +41,7 @@ def close(mine: np.ndarray, theirs: np.ndarray, what: str) -> None:
     np.testing.assert_allclose(mine, theirs, rtol=0, atol=TOLERANCE, err_msg=what)
 
 
-@pytest.mark.parametrize("name", ["tiny-bert", "tiny-gpt2"])
+@pytest.mark.parametrize("name", ["tiny-bert", "tiny-roberta", "tiny-gpt2"])
 @pytest.mark.parametrize("s", [0, 1])
 def test_tiny_models_match_transformers_in_every_layer(name: str, s: int) -> None:
     ref = np.load(REFERENCE / f"{name}.npz")

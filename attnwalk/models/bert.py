@@ -1,4 +1,5 @@
-"""The BERT family: token + position + segment embeddings, LayerNorm; each layer attention with
+"""The BERT family (and RoBERTa, XLM-R: the same layout, positions counted from the padding id
++ 1): token + position + segment embeddings, LayerNorm; each layer attention with
 biased Q, K, V, W_O with bias, the residual and a LayerNorm, then the feed-forward (GELU), its
 residual and a LayerNorm. Linear weights are stored out × in and are transposed here."""
 
@@ -12,7 +13,6 @@ from attnwalk.models.data import Norm
 from attnwalk.models.weights import Weights
 
 ANCHOR = "embeddings.word_embeddings.weight"
-CLASS = "Bert"
 
 
 class Bert:
@@ -25,7 +25,7 @@ class Bert:
         cfg, w, n = self.cfg, self.w, len(ids)
         E_tok = w.rows(ANCHOR, (cfg.vocab_size, cfg.d_model), "vocab_size × hidden_size", ids)
         E_pos = w.rows("embeddings.position_embeddings.weight", (cfg.max_positions, cfg.d_model),
-                       "max_position_embeddings × hidden_size", list(range(n)))
+                       "max_position_embeddings × hidden_size", positions(ids, cfg.padding_idx))
         # One sentence: every token is in segment 0 (transformers' default token_type_ids).
         seg = w.rows("embeddings.token_type_embeddings.weight", (cfg.type_vocab_size, cfg.d_model),
                      "type_vocab_size × hidden_size", [0])
@@ -69,3 +69,12 @@ class Bert:
 
     def _norm(self, name: str, x: np.ndarray) -> Norm:
         return layer_norm(x, *self._norm_params(name))
+
+
+def positions(ids: list[int], padding_idx: int | None) -> list[int]:
+    """Each token's row of the position table: 0, 1, … for BERT; for RoBERTa fairseq's rule, the
+    count of non-padding tokens so far plus padding_idx (so padding_idx + 1, + 2, …)."""
+    if padding_idx is None:
+        return list(range(len(ids)))
+    real = np.asarray(ids) != padding_idx
+    return (np.where(real, np.cumsum(real) + padding_idx, padding_idx)).tolist()

@@ -11,7 +11,8 @@ from pathlib import Path
 from attnwalk.models.data import ModelError
 
 # model_type -> family; a family is one layout of tensor names and one order of operations
-FAMILIES = {"bert": "bert", "gpt2": "gpt2", "llama": "llama", "qwen2": "llama", "mistral": "llama"}
+# (RoBERTa and XLM-R are BERT's layout with positions counted from pad_token_id + 1)
+FAMILIES = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "gpt2": "gpt2", "llama": "llama", "qwen2": "llama", "mistral": "llama"}
 ACTIVATIONS = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish"}
 
 
@@ -35,6 +36,7 @@ class Config:
     qkv_bias: bool
     out_bias: bool
     rope: dict | None = None          # Llama family: {"theta": ..., "scaling": {...} | None}
+    padding_idx: int | None = None    # RoBERTa: positions start at padding_idx + 1 (fairseq's rule)
     sliding_window: int | None = None
 
 
@@ -70,6 +72,12 @@ class _Fields:
             raise ModelError(f"{self.path}: {key}: expected a positive whole number, got {value!r}")
         return value
 
+    def index(self, key: str) -> int:
+        value = self.raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ModelError(f"{self.path}: {key}: expected a whole number ≥ 0, got {value!r}")
+        return value
+
     def number(self, key: str, default: float | None = None) -> float:
         value = self.raw.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
@@ -79,7 +87,7 @@ class _Fields:
 
     def choice(self, key: str, default: str, allowed: set[str]) -> str:
         value = self.raw.get(key, default)
-        if value not in allowed:
+        if not isinstance(value, str) or value not in allowed:
             raise ModelError(f"{self.path}: {key}: {value!r} is not one attnwalk computes "
                              f"(expected one of {', '.join(sorted(allowed))})")
         return value
@@ -105,7 +113,8 @@ def _bert(f: _Fields, model_type: str) -> Config:
                   vocab_size=f.count("vocab_size"), max_positions=f.count("max_position_embeddings"),
                   type_vocab_size=f.count("type_vocab_size", 2), eps=f.number("layer_norm_eps", 1e-12),
                   activation=f.choice("hidden_act", "gelu", ACTIVATIONS - {"silu", "swish"}),
-                  qkv_bias=True, out_bias=True)
+                  qkv_bias=True, out_bias=True,
+                  padding_idx=f.index("pad_token_id") if model_type != "bert" else None)
 
 
 def _gpt2(f: _Fields, model_type: str) -> Config:
@@ -137,6 +146,11 @@ def _llama(f: _Fields, model_type: str) -> Config:
         window = None
     if f.raw.get("mlp_bias"):
         raise f.fail("mlp_bias: biases in the feed-forward are not computed")
+    params = f.raw.get("rope_parameters")
+    partial = (params if isinstance(params, dict) else {}).get(
+        "partial_rotary_factor", f.raw.get("partial_rotary_factor", 1.0))
+    if partial not in (1, 1.0, None):
+        raise f.fail(f"partial_rotary_factor {partial!r}: rotating only part of each head is not computed")
     return Config(family="llama", model_type=model_type, n_layers=f.count("num_hidden_layers"),
                   n_heads=n_heads, n_kv_heads=n_kv, d_model=d_model, d_head=d_head,
                   d_ff=f.count("intermediate_size"), vocab_size=f.count("vocab_size"),
@@ -151,6 +165,8 @@ def _rope(f: _Fields) -> dict:
     """RoPE's base and scaling, from either config style: rope_theta + rope_scaling (older) or
     rope_parameters {rope_type, rope_theta, ...} (transformers 5)."""
     params = f.raw.get("rope_parameters")
+    if params is not None and not isinstance(params, dict):
+        raise f.fail(f"rope_parameters: expected an object, got {params!r}")
     if isinstance(params, dict):
         theta, scaling = params.get("rope_theta", f.raw.get("rope_theta", 10000.0)), params
     else:

@@ -12,7 +12,6 @@ from attnwalk.models.data import Norm
 from attnwalk.models.weights import Weights
 
 ANCHOR = "wte.weight"
-CLASS = "Gpt2"
 
 
 class Gpt2:

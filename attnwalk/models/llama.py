@@ -17,7 +17,6 @@ from attnwalk.models.data import ModelError, Norm, Rope
 from attnwalk.models.weights import Weights
 
 ANCHOR = "embed_tokens.weight"
-CLASS = "Llama"
 
 
 class Llama:

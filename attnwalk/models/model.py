@@ -8,12 +8,18 @@ from typing import Iterator
 
 import numpy as np
 
+from attnwalk.models import bert, gpt2, llama
 from attnwalk.models.blocks import Attention, attend
 from attnwalk.models.config import Config, read_config
 from attnwalk.models.data import ModelError, ModelInfo, ModelLayer, Tokenization
 from attnwalk.models.find import ModelFiles, find_model
 from attnwalk.models.tokens import load_tokenizer, tokenize
 from attnwalk.models.weights import Weights
+
+
+# family -> (a tensor every checkpoint of it has, to find the task-head prefix; its computation)
+FAMILIES = {"bert": (bert.ANCHOR, bert.Bert), "gpt2": (gpt2.ANCHOR, gpt2.Gpt2),
+            "llama": (llama.ANCHOR, llama.Llama)}
 
 
 @dataclass(frozen=True)
@@ -32,9 +38,9 @@ class Model:
     def __init__(self, files: ModelFiles) -> None:
         self.files = files
         self.config: Config = read_config(files.config)
-        family = _family(self.config.family)
-        self.weights = Weights(files.weights, family.ANCHOR)
-        self.family = getattr(family, family.CLASS)(self.weights, self.config)
+        anchor, family = FAMILIES[self.config.family]
+        self.weights = Weights(files.weights, anchor)
+        self.family = family(self.weights, self.config)
         self.tokenizer = load_tokenizer(files.tokenizer)
         cfg = self.config
         self.info = ModelInfo(name=files.name, source=files.source, family=cfg.family,
@@ -44,8 +50,9 @@ class Model:
                               file_bytes=self.weights.file_bytes)
 
     def tokenize(self, text: str) -> Tokenization:
-        return tokenize(self.tokenizer, text, self.config.vocab_size, self.config.max_positions,
-                        self.files.name)
+        # RoBERTa's positions start at padding_idx + 1, so its table holds that many fewer tokens
+        usable = self.config.max_positions - (0 if self.config.padding_idx is None else self.config.padding_idx + 1)
+        return tokenize(self.tokenizer, text, self.config.vocab_size, usable, self.files.name)
 
     def layer(self, tokens: Tokenization, layer: int) -> ModelLayer:
         """Layer `layer` (0-based) on these tokens: what its walk needs. The layers before it run
@@ -108,10 +115,3 @@ def head_index(info: ModelInfo, head: int) -> int:
         raise ModelError(f"--head {head}: {info.name} has {info.n_heads} heads per layer "
                          f"(1 to {info.n_heads})")
     return head - 1
-
-
-def _family(name: str):
-    import importlib
-
-    module = importlib.import_module(f"attnwalk.models.{name}")
-    return module

@@ -87,8 +87,8 @@ class Weights:
         piece = self._slice(name)
         if piece.get_dtype() in ("BF16", "F8_E4M3", "F8_E5M2"):
             return self._read_bf16(name, row) if piece.get_dtype() == "BF16" else _refuse(name, piece)
-        value = piece[row:row + 1] if row is not None else piece[:]
-        return np.asarray(value, dtype=np.float64)
+        value = np.asarray(piece[row:row + 1] if row is not None else piece[:], dtype=np.float64)
+        return _finite(value, self.prefix + name)
 
     def _read_bf16(self, name: str, row: int | None) -> np.ndarray:
         # numpy has no bfloat16, so safetensors' numpy backend cannot hand it over; the format is
@@ -104,7 +104,15 @@ class Weights:
                 start, end, shape = start + row * width, start + (row + 1) * width, [1, *shape[1:]]
             file.seek(8 + size + start)
             half = np.frombuffer(file.read(end - start), dtype="<u2")
-        return (half.astype(np.uint32) << 16).view(np.float32).astype(np.float64).reshape(shape)
+        wide = (half.astype(np.uint32) << 16).view(np.float32).astype(np.float64).reshape(shape)
+        return _finite(wide, self.prefix + name)
+
+
+def _finite(value: np.ndarray, name: str) -> np.ndarray:
+    # a damaged or badly converted checkpoint: say so, rather than walk a layer of NaN
+    if not np.isfinite(value).all():
+        raise ModelError(f"tensor {name} holds NaN or infinite values: the checkpoint is damaged")
+    return value
 
 
 def _refuse(name: str, piece) -> np.ndarray:

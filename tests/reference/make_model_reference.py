@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "models"
 SENTENCES = {
     "tiny-bert": ["I sat by the river bank", "She put my savings in the bank by the river; the cat sees 银行!"],
+    "tiny-roberta": ["I sat by the river bank", "The savings bank; the river bank, 河边"],
     "tiny-gpt2": ["I sat by the river bank", "The dog sees a boat on the water, 河边"],
     "tiny-llama": ["I sat by the river bank", "She put my money in the savings bank by the river; 河边"],
     "tiny-qwen2": ["I sat by the river bank", "The cat sees the dog by the water."],
@@ -69,7 +70,7 @@ def reference(model_dir: Path, sentence: str, layers: tuple[int, ...] | None = N
     if config.model_type in ("llama", "qwen2", "mistral"):
         restores = [record_rotations(config.model_type, found, layers), float64_rms_norm(config.model_type)]
     for l in layers:
-        if config.model_type == "bert":
+        if config.model_type in ("bert", "roberta"):
             block = model.encoder.layer[l]
             att = block.attention
             for name in ("query", "key", "value"):
@@ -159,7 +160,7 @@ def some_columns(values: dict, heads: tuple[int, ...], d_head: int) -> dict:
 def main() -> None:
     import transformers
 
-    for name in ("tiny-bert", "tiny-gpt2", "tiny-llama", "tiny-qwen2"):
+    for name in ("tiny-bert", "tiny-roberta", "tiny-gpt2", "tiny-llama", "tiny-qwen2"):
         out = {}
         for s, sentence in enumerate(SENTENCES[name]):
             out.update({f"s{s}/{k}": v for k, v in reference(FIXTURES / name, sentence).items()})
