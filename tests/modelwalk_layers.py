@@ -22,7 +22,8 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -
 
 
 def random_layer(family: str = "bert", *, layer: int = 0, d_model: int = 16, heads: int = 4,
-                 seed: int = 0) -> ModelLayer:
+                 seed: int = 0, model_type: str | None = None) -> ModelLayer:
+    """`family` bert or gpt2; `model_type` roberta for BERT's layout with RoBERTa's positions."""
     rng = np.random.default_rng(seed)
     bert = family == "bert"
     pieces = BERT_PIECES if bert else GPT2_PIECES
@@ -46,7 +47,7 @@ def random_layer(family: str = "bert", *, layer: int = 0, d_model: int = 16, hea
     norm_in = layer_norm(H, gamma, beta, eps)
     w = lambda *shape: rng.normal(0, 0.3, shape)  # noqa: E731
     info = ModelInfo(name="tiny-bert" if bert else "tiny-gpt2", source="/tmp/tiny", family=family,
-                     model_type="bert" if bert else "gpt2", n_layers=3, n_heads=heads, n_kv_heads=heads,
+                     model_type=model_type or family, n_layers=3, n_heads=heads, n_kv_heads=heads,
                      d_model=d_model, d_head=d_model // heads, vocab_size=500, n_params=12345,
                      file_bytes=49380)
     norm_after = (rng.normal(1, 0.1, d_model), rng.normal(0, 0.1, d_model), eps) if bert else None

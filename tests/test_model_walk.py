@@ -303,3 +303,21 @@ def test_the_quiz_writes_the_projections_with_their_biases() -> None:
     assert "K = X · W_K + b_K" in asked["qkv"].hint
     lesson = {q.topic: q for q in questions(compute(load_scenario("girl_bangs")), "en")}
     assert lesson["params"].shown.endswith(") W_Q is learned in training; Q = X · W_Q is computed for each input")
+
+
+def test_roberta_positions_and_token_type_are_said_as_it_numbers_them(tiny) -> None:
+    walk = compute(scenario_from_model(random_layer("bert", model_type="roberta")))
+    opts = ViewOptions(width=200)
+    from rich.console import Console
+
+    console = Console(width=200, file=io.StringIO(), color_system=None)
+    console.print(explain_view(walk, "P", "2", "0", 1, opts))
+    shown = console.file.getvalue()
+    assert "W_pos[1]" not in shown and "start just after the padding id's" in shown
+    assert walk.stage("P").formula_in(walk.scenario) == "P = W_pos[pos_ids]"
+    assert stage_text("en", walk.stage("E_seg"), walk.scenario) == "Token-type embedding"
+    assert stage_text("en", walk.stage("P"), walk.scenario, field="what").startswith(
+        "P holds one learned vector per position, rows of")
+    bert = compute(scenario_from_model(random_layer("bert")))
+    assert bert.stage("P").formula_in(bert.scenario) == "P = W_pos[0 … n−1]"
+    assert stage_text("en", bert.stage("E_seg"), bert.scenario) == "Segment embeddings"

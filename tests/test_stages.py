@@ -217,7 +217,8 @@ def model_scenarios() -> list:
     from modelwalk_layers import random_layer
 
     return [scenario_from_model(random_layer(family, layer=layer))
-            for family in ("bert", "gpt2") for layer in (0, 2)]
+            for family in ("bert", "gpt2") for layer in (0, 2)] + [
+        scenario_from_model(random_layer("bert", model_type="roberta"))]  # positions from pad + 1
 
 
 FORMULAS = sorted(every_formula())
@@ -275,7 +276,7 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
 def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
     tables = variant_tables(lang)
     assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "A", "Z",
-                                          "Q", "K", "V", "O", "E_sum", "H", "R"}  # (+ real models')
+                                          "Q", "K", "V", "O", "E_seg", "E_sum", "H", "R"}  # (+ real models')
     every = [scenario(name) for name in SCENARIOS] + model_scenarios()
     shown = {stage_text(lang, stage, scn, mode, field)
              for scn in every for mode in ALL_MODES for stage in STAGES for field in FIELDS}

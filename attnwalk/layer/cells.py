@@ -93,6 +93,9 @@ def position(c: Cell) -> list:
     if positional == "none":  # a mask is laid over positions: with one, order matters even so
         return [c.say(f"truth.no_positional_{c.scn.mask_kind}" if c.scn.masked else "ui.no_positional")]
     if positional == "explicit" and c.scn.model is not None:  # a model's learned position table
+        if c.scn.model.info.model_type != c.scn.model.info.family:  # RoBERTa: from the padding id + 1
+            return [c.say("model.position_cell_offset", pos=c.row),
+                    f"P[{c.rows[c.row]}] = {c.vec(c.walk.mats['P'][c.row])}"]
         return [c.say("model.position_cell", pos=c.row),
                 f"P[{c.rows[c.row]}] = W_pos[{c.row}] = {c.vec(c.walk.mats['P'][c.row])}"]
     if positional == "explicit":

@@ -47,7 +47,8 @@ def dims_shown(c: Cell, count: int) -> list:
 def segment(c: Cell) -> list:
     tok = c.rows[c.row]
     row = c.walk.mats["E_seg"][c.row]
-    return [c.prose(c.say("model.segment_cell")), f"E_seg[{tok}] = W_seg[0] = {c.vec(row)}",
+    key = "model.segment_cell_one_type" if realmodel.fairseq_positions(c.scn) else "model.segment_cell"
+    return [c.prose(c.say(key)), f"E_seg[{tok}] = W_seg[0] = {c.vec(row)}",
             *dims_shown(c, len(row))]
 
 

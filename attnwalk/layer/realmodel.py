@@ -33,6 +33,16 @@ def has_segments(scn: Scenario) -> bool:
     return is_model(scn) and scn.model.E_seg is not None
 
 
+def fairseq_positions(scn: Scenario) -> bool:
+    """RoBERTa and XLM-R (BERT's layout, another model_type): positions numbered from the padding
+    id + 1, and a token-type table of one row, BERT's segments without a segment B."""
+    return is_model(scn) and scn.model.info.family == "bert" and scn.model.info.model_type != "bert"
+
+
+def segment_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return ("one_type",) if fairseq_positions(scn) else ()
+
+
 def later_layer(scn: Scenario) -> bool:
     """A layer after the first: its input H was made by the layers before it."""
     return is_model(scn) and scn.model.layer > 0

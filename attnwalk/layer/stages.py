@@ -139,8 +139,8 @@ def _input(m: Mats, layer: Layer) -> np.ndarray:
 def _p_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if scn.main.positional == "none":
         return "P = 0"
-    if scn.main.positional == "explicit" and realmodel.is_model(scn):
-        return "P = W_pos[0 … n−1]"  # the model's learned position table, one row per position
+    if scn.main.positional == "explicit" and realmodel.is_model(scn):  # its learned position table
+        return "P = W_pos[pos_ids]" if realmodel.fairseq_positions(scn) else "P = W_pos[0 … n−1]"
     if scn.main.positional == "explicit":
         return "P ∈ ℝ^(n × d_model)"  # the scenario gives the rows
     return base
@@ -155,7 +155,8 @@ def _order_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     mask = "" if not scn.masked else "causal" if scn.mask_kind == "causal" else "masked"
     positional = scn.main.positional  # none | sinusoidal | explicit
     if realmodel.is_model(scn):  # learned positions; X is a LayerNorm, in its family's words
-        return ((mask,) if mask else ()) + ("learned",)
+        offset = ("offset",) if realmodel.fairseq_positions(scn) else ()  # RoBERTa's numbering
+        return ((mask,) if mask else ()) + offset + ("learned",)
     if positional == "none":
         return (f"none_{mask}", "none") if mask else ("none",)
     return ((mask,) if mask else ()) + (("explicit",) if positional == "explicit" else ())
@@ -302,7 +303,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("P", "P", _SINUSOIDAL, "n", "d_model", _positions, formula_for=_p_formula,
           variants=_order_variants, worked=cells.position),
     Stage("E_seg", "E_seg", "E_seg = W_seg[0]", "n", "d_model", realmodel.segments,
-          applies=realmodel.has_segments, worked=modelcells.segment),
+          applies=realmodel.has_segments, variants=realmodel.segment_variants, worked=modelcells.segment),
     Stage("E_sum", "E_sum", "E_sum = E + P", "n", "d_model", realmodel.embedding_sum,
           applies=realmodel.is_model, formula_for=realmodel.sum_formula,
           variants=realmodel.family_variants, worked=modelcells.embedding_sum),
