@@ -41,7 +41,7 @@ def close(mine, theirs, what: str, tolerance: float = TOLERANCE) -> None:
 
 @pytest.mark.parametrize("name", ["tiny-bert", "tiny-roberta", "tiny-gpt2"])
 @pytest.mark.parametrize("layer", [1, 2])
-@pytest.mark.parametrize("head", [1, 3])
+@pytest.mark.parametrize("head", [1, 2])
 def test_the_export_matches_transformers(name: str, layer: int, head: int) -> None:
     ref = np.load(REFERENCE / f"{name}.npz")
     data = export(str(FIXTURES / name), layer, head)
