@@ -200,7 +200,7 @@ def test_the_walk_in_chinese_and_in_ascii(tiny) -> None:
 def test_gpt2_walks_its_mask_and_the_stream_before_ln_1(tiny) -> None:
     out = invoke("--no-pause", "--model", "gpt2", "--layer", "2").stdout
     assert "GPT-2 family" in out and "Input to attention: ln_1" in out
-    assert "H = block_1(E_sum)" in out and "R = H + O" in out
+    assert "H = R_1 + MLP(ln_2(R_1))" in out and "R = H + O" in out
     assert "Masked scores" in out and "LayerNorm after attention" not in out
 
 

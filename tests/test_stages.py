@@ -199,7 +199,7 @@ def test_handouts_and_explain_read_the_variant(lang) -> None:
 
 # Function names and identifiers a formula may use; anything else of two letters or more is a word.
 MATH_NAMES = {"softmax", "exp", "onehot", "argmax", "tanh", "RMS", "sin", "cos", "pos", "concat",
-              "QK", "EmbeddingTable", "ids", "mean", "var", "LN", "entropy", "log"}  # (a real model's LayerNorm)
+              "QK", "EmbeddingTable", "ids", "mean", "var", "LN", "entropy", "log", "FFN", "MLP"}  # (a real model's LayerNorm)
 
 
 def every_formula() -> set[str]:

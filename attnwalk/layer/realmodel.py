@@ -207,9 +207,10 @@ def sum_formula(base: str, scn: Scenario, mode: Mode) -> str:
 def earlier_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if not later_layer(scn):
         return base
-    layer = scn.model.layer  # the earlier layers are 1 … layer, counted from 1
-    inner = "block_1(E_sum)" if layer == 1 else f"block_{layer}(… block_1(E_sum) …)"
-    return f"H = {inner}"
+    before = scn.model.layer  # the layer before this one, counted from 1
+    if post_norm(scn):  # BERT: that layer's Y and its feed-forward output, before its last LayerNorm
+        return f"H = Y_{before} + FFN(Y_{before})"
+    return f"H = R_{before} + MLP(ln_2(R_{before}))"  # GPT-2: its residual sum, then its MLP's output
 
 
 def stats_formula(base: str, scn: Scenario, mode: Mode) -> str:

@@ -307,7 +307,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("E_sum", "E_sum", "E_sum = E + P", "n", "d_model", realmodel.embedding_sum,
           applies=realmodel.is_model, formula_for=realmodel.sum_formula,
           variants=realmodel.family_variants, worked=modelcells.embedding_sum),
-    Stage("H", "H", "H = block_L(… block_1(E_sum) …)", "n", "d_model", realmodel.earlier,
+    Stage("H", "H", "H = R_L + MLP(ln_2(R_L))", "n", "d_model", realmodel.earlier,
           applies=realmodel.later_layer, formula_for=realmodel.earlier_formula,
           variants=realmodel.family_variants, worked=modelcells.earlier),
     Stage("LN_stats", "μ, σ", "μ = mean(x), σ = √(var(x) + ε)", "n", "stats", realmodel.norm_stats,
