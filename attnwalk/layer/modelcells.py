@@ -83,7 +83,8 @@ def _mean_lines(c: Cell, name: str, x: np.ndarray, mu: float) -> list:
     total = float(sum(c.printed(v) for v in x))  # every entry as printed, the hidden ones too
     mean = c.printed(c.printed(total) / d)
     c.lands(mean, on=mu)
-    parts = c.terms({i: c.num(x[i]) if i == 0 else c.operand(x[i]) for i in range(d)}, d)
+    shown = [i for i in c.elided(d) if isinstance(i, int)]  # only these are printed
+    parts = c.terms({i: c.num(x[i]) if i == 0 else c.operand(x[i]) for i in shown}, d)
     return [f"Σ {name} = {parts} = {c.num(total)}", f"μ = {c.num(total)} / {d} = {c.num(mean)}"]
 
 
@@ -177,7 +178,8 @@ def glance(c: Cell) -> list:
     terms = np.array([-c.printed(a[j]) * np.log2(c.printed(a[j])) for j in kept])
     total = c.printed(float(terms.sum()))
     c.lands(total)
-    shown = c.terms({i: f"{c.num(a[j])}·log₂{c.num(a[j])}" for i, j in enumerate(kept)}, len(kept))
+    printed = [i for i in c.elided(len(kept)) if isinstance(i, int)]
+    shown = c.terms({i: f"{c.num(a[kept[i]])}·log₂{c.num(a[kept[i]])}" for i in printed}, len(kept))
     return [c.prose(c.say("model.glance_cell", head=c.col + 1, token=tok)),
             f"A_{c.col + 1}[{tok}] = {c.vec(a)}",
             c.plain(f"entropy = {c.mk.minus}({shown}) = {c.num(total)} ") + c.say("model.bits")]
