@@ -140,6 +140,14 @@ def test_looks_most_at_names_the_commonest_top_key(tops, special, want) -> None:
     assert (focus.kind, focus.key, focus.count, focus.of) == (*want, 5)
 
 
+def test_a_row_whose_top_weight_is_shared_has_no_one_key() -> None:
+    A = np.full((5, 5), 0.2)  # uniform: every key ties
+    A[0] = [0.4, 0.4, 0.1, 0.05, 0.05]
+    focus = realmodel.looks_most_at(A, PLAIN)
+    assert (focus.kind, focus.key, focus.count) == ("tie", None, 5)
+    assert looks_label(focus, ("a",) * 5, ViewOptions()) == "no one key, the top weight shared (5 of 5 queries)"
+
+
 def test_looks_labels_read_in_both_languages() -> None:
     labels = ("[CLS]", "the", "river", "bank", "[SEP]")
     focus = realmodel.Focus("previous", None, 4, 5)

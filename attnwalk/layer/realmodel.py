@@ -148,6 +148,7 @@ def glance(m: Mats, layer: Layer) -> np.ndarray:
 
 # What a query's top key is, relative to the query: the labels the all-heads screen names.
 SPECIAL, ITSELF, PREVIOUS, NEXT, FIRST, TOKEN = "special", "itself", "previous", "next", "first", "token"
+TIE = "tie"  # no one key: the row's top weight is shared (uniform mode gives every row one)
 
 
 class Focus(NamedTuple):
@@ -177,13 +178,17 @@ def top_kind(i: int, j: int, special: tuple[bool, ...]) -> tuple[str, int | None
 
 
 def looks_most_at(A: np.ndarray, special: tuple[bool, ...]) -> Focus:
-    """The commonest kind of top key over the query rows of A (n, n); a tie goes to the kind
-    named first in top_kind's order, then to the earlier key."""
+    """The commonest kind of top key over the query rows of A (n, n), a row whose top weight
+    several keys share counting as TIE; a tie between kinds goes to the kind named first in
+    top_kind's order, then to the earlier key."""
+    from attnwalk.layer.ops import row_maxima
+
+    tops = row_maxima(A)  # (n, n) True at each row's largest weight, at each of tied ones
     counts: dict[tuple[str, int | None], int] = {}
     for i, row in enumerate(A):
-        kind = top_kind(i, int(np.argmax(row)), special)
+        kind = top_kind(i, int(np.argmax(row)), special) if tops[i].sum() == 1 else (TIE, None)
         counts[kind] = counts.get(kind, 0) + 1
-    order = (SPECIAL, ITSELF, PREVIOUS, NEXT, FIRST, TOKEN)
+    order = (SPECIAL, ITSELF, PREVIOUS, NEXT, FIRST, TOKEN, TIE)
     (kind, key), count = max(counts.items(),
                              key=lambda item: (item[1], -order.index(item[0][0]), -(item[0][1] or 0)))
     return Focus(kind, key, count, len(A))
