@@ -289,6 +289,8 @@ def test_quiz_asks_about_the_layer(tiny) -> None:
     (("--layer", "4"), "--layer 4: tiny has 3 layers"),
     (("--head", "5"), "--head 5: tiny-bert L1 has 4 heads, numbered 1 to 4"),
     (("--format", "json", "--compare"), "give at most one of --format, --compare and --quiz"),
+    (("-o", "x.json"), "--output writes an export: add --format"),
+    (("--count", "2"), "--count sets how many questions --quiz asks: add --quiz"),
 ])
 def test_a_bad_option_is_one_line_and_exit_2(tiny, args, message) -> None:
     result = invoke(*args, code=2)

@@ -101,6 +101,10 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     prints an export (content, is_json) as stdout's encoding can hold it."""
     if sum((format is not None, compare, quiz)) > 1:
         raise UsageError("give at most one of --format, --compare and --quiz")
+    if output is not None and format is None:
+        raise UsageError("--output writes an export: add --format json, markdown, latex or csv")
+    if count is not None and not quiz:
+        raise UsageError("--count sets how many questions --quiz asks: add --quiz")
     if not sentence.strip():
         raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
     if layer < 1:
