@@ -216,6 +216,8 @@ def test_head_picks_the_head_printed_in_full(tiny) -> None:
     out = invoke("--no-pause", "--head", "3").stdout
     assert "Raw scores   head 3 / 4" in out and "Raw scores   head 1 / 4" not in out
     assert "All 4 heads at a glance" in out  # the summary after the head shown in full
+    assert "Worked cell: Q[bank, 8]" in out and "head 3 / 4, column 0 of its 4" in out  # its block
+    assert "Worked cell: heads[bank, 3]" in out  # its entropy
 
 
 def test_json_export_keeps_the_contract_for_the_chosen_head(tiny) -> None:

@@ -107,7 +107,8 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
         first = None if one_head else explained_at(steps, i)  # later heads point back to head 1
         if predictor is not None:
             predictor.before(stage.key, h)
-        show(stage_screen(walk, stage, h, opts, index=i + 1, count=len(steps),
+        screen_head = h if stage.per_head or not one_head else head  # Q, K, V: its columns worked
+        show(stage_screen(walk, stage, screen_head, opts, index=i + 1, count=len(steps),
                           explained_at=first if first is not None and first > start else None))
         if predictor is not None:
             predictor.after(stage.key, h)
