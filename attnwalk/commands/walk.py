@@ -108,7 +108,8 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
         first = None if one_head else explained_at(steps, i)  # later heads point back to head 1
         if predictor is not None:
             predictor.before(stage.key, h)
-        show(stage_screen(walk, stage, h, opts, index=i + 1, count=len(steps),
+        screen_head = h if stage.per_head or not one_head else head  # Q, K, V: its columns worked
+        show(stage_screen(walk, stage, screen_head, opts, index=i + 1, count=len(steps),
                           explained_at=first if first is not None and first > start else None))
         if predictor is not None:
             predictor.after(stage.key, h)
@@ -185,9 +186,11 @@ def report_saved(path: str | Path, opts: ViewOptions) -> None:
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
                  resume: bool = False, head: str | None = None, predict: bool = False,
-                 tiles: int | None = None, at: str | None = None) -> int:
+                 tiles: int | None = None, at: str | None = None,
+                 scenario: Scenario | None = None) -> int:
     """Run or step through one scenario; returns the exit code. `head` is --head as typed: the
-    head a printed walk shows in full (or "all"), where the interactive walk starts."""
+    head a printed walk shows in full (or "all"), where the interactive walk starts. `scenario`,
+    when given, is walked instead of one named (`attnwalk model` builds its own)."""
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
     from attnwalk.scenario.model import load_scenario
@@ -198,7 +201,9 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     fmt = save_format(save) if save is not None else None
     from attnwalk.scenario.tiles import with_tiles
 
-    scenario = with_tiles(load_scenario(scenario_arg(name, scenario_file)), tiles)
+    if scenario is None:
+        scenario = load_scenario(scenario_arg(name, scenario_file))
+    scenario = with_tiles(scenario, tiles)
     if at is not None:  # the cost panel's projection, checked before any work
         from attnwalk.layer.cost import projected_dims
 

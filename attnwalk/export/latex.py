@@ -35,7 +35,9 @@ _MATH = {
     "…": r"\dots ", "ᵀ": r"^{\top}", "≥": r"\geq ", "≤": r"\leq ", "∂": r"\partial ",
     "θ": r"\theta ", "±": r"\pm ", "|": r"\mid ", "#": r"\#", "%": r"\%", "&": r"\&", "$": r"\$",
     "~": r"\sim ", "²": "^{2}", "₂": "_{2}", "≈": r"\approx ", "≠": r"\neq ", "√": r"\surd ",
-    "∈": r"\in ", "ℝ": r"\mathbb{R}", "Σ": r"\Sigma ", "α": r"\alpha ",
+    "∈": r"\in ", "ℝ": r"\mathbb{R}", "α": r"\alpha ",
+    "μ": r"\mu ", "σ": r"\sigma ", "ε": r"\varepsilon ", "γ": r"\gamma ", "β": r"\beta ",
+    "Σ": r"\sum ",  # the tiled softmax's sums, a real model's LayerNorm and the all-heads entropy
     # A formula's own braces (a set, {0, −∞}) and |{…}| (its size), held apart by math_text from
     # the braces LaTeX needs for groups.
     "\x01": r"\{", "\x02": r"\}", "\x03": r"\lvert ", "\x04": r"\rvert ",

@@ -60,13 +60,17 @@ def axes(walk: Walk, stage: Stage, head: int = 0,
 
 def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
     """The cell a screen works out: the focus row (else the last query), and for query × key
-    stages the key that row attends to most."""
+    stages the key that row attends to most; in a matrix of one block per head (Q, K, V, concat)
+    the first column of head `head`'s block, in a matrix of one column per head, that column."""
     scn = walk.scenario
     stage = walk.stage(key)
     row = scn.focus if scn.focus is not None else scn.n - 1
     row = min(row, (scn.m if stage.rows == "m" else scn.n) - 1)
-    col = int(np.argmax(walk.matrix("A", head)[row])) if stage.square else 0
-    return row, col
+    if stage.square:
+        return row, int(np.argmax(walk.matrix("A", head)[row]))
+    if head and stage.split and not stage.per_head:
+        return row, head * (walk.matrix(key).shape[1] // scn.heads)
+    return row, head if stage.cols == "h" else 0
 
 
 class PickError(UsageError):

@@ -96,6 +96,12 @@ def position(c: Cell) -> list:
         if c.scn.bias == "alibi":  # order reaches the scores through the distance penalty
             return [c.say("alibi.no_positional")]
         return [c.say(f"truth.no_positional_{kind}" if c.scn.masked else "ui.no_positional")]
+    if positional == "explicit" and c.scn.model is not None:  # a model's learned position table
+        if c.scn.model.info.model_type != c.scn.model.info.family:  # RoBERTa: from the padding id + 1
+            return [c.say("model.position_cell_offset", pos=c.row),
+                    f"P[{c.rows[c.row]}] = {c.vec(c.walk.mats['P'][c.row])}"]
+        return [c.say("model.position_cell", pos=c.row),
+                f"P[{c.rows[c.row]}] = W_pos[{c.row}] = {c.vec(c.walk.mats['P'][c.row])}"]
     if positional == "explicit":
         return [c.say("ui.given_positions")]
     if positional == "rope":  # nothing is added to X: the positions turn q and k (Q_rot, K_rot)
@@ -148,7 +154,24 @@ def projection(c: Cell) -> list:
         lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,
                            col=c.col % width + 1, width=width, matrix=stage.weight,
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
-    return lines + c.dot(f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {col}]", x, w, c.value)
+    return lines + _biased(c, f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {col}]", x, w,
+                           c.scn.bias_after(stage.weight))
+
+
+def _biased(c: Cell, lhs: str, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> list:
+    """x · w, and where the layer has a bias, + b[col]: the sum from the digits printed."""
+    b = 0.0 if bias is None else float(bias[c.col])
+    lines = c.dot(lhs, x, w, c.value - b)
+    if bias is not None:
+        dot = c.product(c.dot_value(x, w))
+        end = c.printed(float(dot) + c.printed(b))
+        c.lands(end)
+        lines.append(f"{dot} + b_{c.stage.weight[2:]}[{c.cols[c.col]}] = {dot} + {c.operand(b)} = {c.num(end)}")
+    if c.scn.model is not None:  # a model's rows are too wide to print whole: say what is shown
+        from attnwalk.layer.modelcells import dims_shown
+
+        lines += dims_shown(c, len(x))
+    return lines
 
 
 def rotation(c: Cell) -> list:
@@ -397,4 +420,4 @@ def projected(c: Cell) -> list:
     w = c.scn.W_O[:, c.col]
     tok, col = c.rows[c.row], c.cols[c.col]
     return [f"concat[{tok}] = {c.vec(concat)}", f"W_O[:, {col}] = {c.vec(w)}",
-            *c.dot(f"concat[{tok}] {c.mk.dot} W_O[:, {col}]", concat, w, c.value)]
+            *_biased(c, f"concat[{tok}] {c.mk.dot} W_O[:, {col}]", concat, w, c.scn.bias_after("W_O"))]

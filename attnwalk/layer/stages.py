@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attnwalk.layer import alibi, cells, tiled
+from attnwalk.layer import alibi, cells, modelcells, realmodel, tiled
 from attnwalk.layer.modes import BASELINE, mode_named
 from attnwalk.layer.rope import SHIFT, rotate
 from attnwalk.layer.scores import raw_scores
@@ -105,7 +105,9 @@ def _positions(m: Mats, layer: Layer) -> np.ndarray:
 def _projection(weight: str) -> Callable[[Mats, Layer], np.ndarray]:
     def compute(m: Mats, layer: Layer) -> np.ndarray:
         X = m["X"] if weight == "W_Q" else layer.kv_input(m)  # cross-attention: K, V read the source
-        return X @ getattr(layer.scn, weight)  # (n or m, d_model) @ (d_model, h·d) -> (n or m, h·d)
+        out = X @ getattr(layer.scn, weight)  # (n or m, d_model) @ (d_model, h·d) -> (n or m, h·d)
+        bias = layer.scn.bias_after(weight)  # a real model's b_Q, b_K, b_V: (h·d,), added to every row
+        return out if bias is None else out + bias
     return compute
 
 
@@ -146,7 +148,15 @@ def _concat(m: Mats, layer: Layer) -> np.ndarray:
 
 def _projected(m: Mats, layer: Layer) -> np.ndarray:
     concat = m["concat"] if "concat" in m else layer.heads[0]["Z"]  # (n, h·d_v)
-    return concat @ layer.scn.W_O  # (n, h·d_v) @ (h·d_v, d_model) -> (n, d_model)
+    out = concat @ layer.scn.W_O  # (n, h·d_v) @ (h·d_v, d_model) -> (n, d_model)
+    return out if layer.scn.b_O is None else out + layer.scn.b_O
+
+
+def _input(m: Mats, layer: Layer) -> np.ndarray:
+    """X: E + P, or in a real model the LayerNorm before attention (realmodel.py)."""
+    if realmodel.is_model(layer.scn):
+        return realmodel.layer_input(m, layer)
+    return m["E"] + m["P"]  # (n, d_model)
 
 
 # -- formulas, text variants and notes that depend on the scenario and the mode --------------------
@@ -155,6 +165,8 @@ def _projected(m: Mats, layer: Layer) -> np.ndarray:
 def _p_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if scn.main.positional in ("none", "rope"):  # RoPE adds nothing to X: it turns q and k later
         return "P = 0"
+    if scn.main.positional == "explicit" and realmodel.is_model(scn):  # its learned position table
+        return "P = W_pos[pos_ids]" if realmodel.fairseq_positions(scn) else "P = W_pos[0 … n−1]"
     if scn.main.positional == "explicit":
         return "P ∈ ℝ^(n × d_model)"  # the scenario gives the rows
     return base
@@ -172,6 +184,9 @@ def _order_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
         plain = (f"{positional}_{mask}", positional) if mask else (positional,)
         alibi_order = scn.bias == "alibi" and positional == "none"  # ALiBi carries order
         return ("none_alibi", *plain) if alibi_order else plain
+    if realmodel.is_model(scn):  # learned positions; X is a LayerNorm, in its family's words
+        offset = ("offset",) if realmodel.fairseq_positions(scn) else ()  # RoBERTa's numbering
+        return ((mask,) if mask else ()) + offset + ("learned",)
     return ((mask,) if mask else ()) + (("explicit",) if positional == "explicit" else ())
 
 
@@ -187,8 +202,18 @@ def _embedding_notes(scn: Scenario, mode: Mode) -> list[str]:
 def _projection_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if scn.source is not None and not base.startswith("Q"):
         base = base.replace("= X ·", "= X_src ·")  # keys and values come from the source
+    if scn.bias_after(base.split(" · ")[-1]) is not None:  # "Q = X · W_Q" + " + b_Q"
+        base += " + b_" + base[0]
     count = scn.heads if base.startswith("Q") else scn.groups  # K and V: one block per K/V head
     return base + (f" = {blocks(base[0], count)}" if count > 1 else "")
+
+
+def _learned_bias_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return ("biased",) if realmodel.is_model(scn) and scn.b_Q is not None else ()
+
+
+def _o_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    return base + " + b_O" if scn.b_O is not None else base
 
 
 def _projection_notes(scn: Scenario, mode: Mode) -> list[str]:
@@ -310,6 +335,8 @@ def _output_notes(scn: Scenario, mode: Mode) -> list[str]:
     # From QKᵀ to Z nothing is learned in any mode; additive scores (w_a) and QK-norm's scale are
     if scn.score != "dot" or scn.qk_norm:
         return []
+    if realmodel.is_model(scn):  # biases, LayerNorms and tables are learned too
+        return ["model.no_parameters"]
     return ["truth.no_parameters_w_o" if scn.W_O is not None else "truth.no_parameters"]
 
 
@@ -365,6 +392,14 @@ def blocks(symbol: str, heads: int) -> str:
     return "[" + " | ".join(shown) + "]"
 
 
+def _x_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return realmodel.family_variants(scn, mode) if realmodel.is_model(scn) else _order_variants(scn, mode)
+
+
+def _x_cell(c: cells.Cell) -> list:
+    return modelcells.layer_norm(c) if realmodel.is_model(c.scn) else cells.input_sum(c)
+
+
 _SINUSOIDAL = "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)"
 _ROT = "{x}_rot[pos, (i, i + d_k/2)] = R(pos · θ_i) · {x}[pos, (i, i + d_k/2)],  θ_i = 10000^(−2i/d_k)"
 _BIG = "use smaller embeddings or weights"
@@ -377,24 +412,39 @@ STAGES: tuple[Stage, ...] = (
           variants=_id_variants, notes=_embedding_notes, worked=cells.embedding),
     Stage("P", "P", _SINUSOIDAL, "n", "d_model", _positions, formula_for=_p_formula,
           variants=_order_variants, worked=cells.position),
-    Stage("X", "X", "X = E + P", "n", "d_model", lambda m, layer: m["E"] + m["P"],
-          variants=_order_variants, worked=cells.input_sum, overflow="use smaller embeddings or positions",
+    Stage("E_seg", "E_seg", "E_seg = W_seg[0]", "n", "d_model", realmodel.segments,
+          applies=realmodel.has_segments, variants=realmodel.segment_variants, worked=modelcells.segment),
+    Stage("E_sum", "E_sum", "E_sum = E + P", "n", "d_model", realmodel.embedding_sum,
+          applies=realmodel.is_model, formula_for=realmodel.sum_formula,
+          variants=realmodel.family_variants, worked=modelcells.embedding_sum),
+    Stage("H", "H", "H = R_L + MLP(ln_2(R_L))", "n", "d_model", realmodel.earlier,
+          applies=realmodel.later_layer, formula_for=realmodel.earlier_formula,
+          variants=realmodel.family_variants, worked=modelcells.earlier),
+    Stage("LN_stats", "μ, σ", "μ = mean(x), σ = √(var(x) + ε)", "n", "stats", realmodel.norm_stats,
+          applies=realmodel.is_model, formula_for=realmodel.stats_formula, worked=modelcells.norm_stats,
+          aliases=("stats", "mu", "sigma", "μσ", "mean")),
+    Stage("X", "X", "X = E + P", "n", "d_model", _input, formula_for=realmodel.input_formula,
+          variants=_x_variants, worked=_x_cell, overflow="use smaller embeddings or positions",
           inputs=_X),
     Stage("Q", "Q", "Q = X · W_Q", "n", "d_k", _projection("W_Q"), split=True, weight="W_Q",
-          formula_for=_projection_formula, notes=_q_notes, worked=cells.projection, overflow=_BIG,
+          formula_for=_projection_formula, variants=_learned_bias_variants, notes=_q_notes,
+          worked=cells.projection, overflow=_BIG,
           inputs=_X + ("W_Q",)),
     Stage("K", "K", "K = X · W_K", "m", "d_k", _projection("W_K"), split=True, shared=True, weight="W_K",
-          formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
-          overflow=_BIG, inputs=("W_K",) + _KEYS_X),
+          formula_for=_projection_formula, variants=_learned_bias_variants, notes=_projection_notes,
+          worked=cells.projection, overflow=_BIG, inputs=("W_K",) + _KEYS_X),
     Stage("V", "V", "V = X · W_V", "m", "d_v", _projection("W_V"), split=True, shared=True, weight="W_V",
-          formula_for=_projection_formula, notes=_projection_notes, worked=cells.projection,
-          overflow=_BIG, inputs=("W_V",) + _KEYS_X),
+          formula_for=_projection_formula, variants=_learned_bias_variants, notes=_projection_notes,
+          worked=cells.projection, overflow=_BIG, inputs=("W_V",) + _KEYS_X),
     Stage("Q_rot", "Q_rot", _ROT.format(x="Q"), "n", "d_k", _rotated("Q"), per_head=True, applies=_roped,
           formula_for=_rot_formula, notes=_rot_notes, worked=cells.rotation,
           overflow="use smaller queries", inputs=_X + ("W_Q",), aliases=("qrot", "rotated_q")),
     Stage("K_rot", "K_rot", _ROT.format(x="K"), "m", "d_k", _rotated("K"), per_head=True, applies=_roped,
           formula_for=_rot_formula, notes=_rot_notes, worked=cells.rotation,
           overflow="use smaller keys", inputs=("W_K",) + _KEYS_X, aliases=("krot", "rotated_k")),
+    Stage("glance", "heads", "entropy(A_h[i, :]) = −Σ_j A_h[i, j] log₂ A_h[i, j]", "n", "h",
+          realmodel.glance, applies=realmodel.is_model, worked=modelcells.glance,
+          aliases=("heads", "all", "allheads", "all_heads")),
     Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", _raw, per_head=True,
           formula_for=_raw_formula, variants=_raw_variants, notes=_raw_notes, worked=cells.scores,
           overflow="use smaller queries and keys", inputs=_X + ("W_Q", "W_K") + _KEYS_X,
@@ -427,8 +477,13 @@ STAGES: tuple[Stage, ...] = (
           variants=_concat_variants,
           worked=cells.concat),
     Stage("O", "O", "O = concat · W_O", "n", "d_model", _projected, weight="W_O", weight_rows="d_v",
-          applies=lambda scn: scn.W_O is not None, worked=cells.projected, overflow="use a smaller W_O",
-          inputs=("W_O", "W_V") + _KEYS_X),
+          applies=lambda scn: scn.W_O is not None, formula_for=_o_formula, variants=_learned_bias_variants,
+          worked=cells.projected, overflow="use a smaller W_O", inputs=("W_O", "W_V") + _KEYS_X),
+    Stage("R", "R", "R = X + O", "n", "d_model", realmodel.residual, applies=realmodel.is_model,
+          formula_for=realmodel.residual_formula, variants=realmodel.family_variants,
+          worked=modelcells.residual, aliases=("residual",)),
+    Stage("Y", "Y", "Y = LN(R)", "n", "d_model", realmodel.after_norm, applies=realmodel.post_norm,
+          formula_for=realmodel.after_formula, worked=modelcells.after_norm, aliases=("ln2", "output")),
 )
 
 
@@ -436,6 +491,10 @@ def _tiled_cell(c: cells.Cell) -> list:
     from attnwalk.layer.tiledcells import tiled_cell  # it reads the walk, which imports this module
 
     return tiled_cell(c)
+
+
+# The stages only a real model's layer has (`attnwalk model`): a scenario file's notes cannot name them
+MODEL_ONLY = frozenset({"E_seg", "E_sum", "H", "LN_stats", "glance", "R", "Y"})
 
 
 def stage_named(key: str, stages: tuple[Stage, ...] | None = None) -> Stage:

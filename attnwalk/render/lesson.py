@@ -20,6 +20,10 @@ def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
     """The lesson as the walk opens: its title, its description and the names of E's columns;
     None for a scenario that gives none of them."""
     scn = walk.scenario
+    if scn.model is not None:  # a real model's layer: the model and the tokenization instead
+        from attnwalk.render.modelintro import model_opening
+
+        return model_opening(walk, opts)
     title = style.plain(pick(scn.title, opts.lang), opts)
     description = style.plain(pick(scn.description, opts.lang), opts)
     names = scn.dimension_names("d_model", opts.lang)

@@ -186,6 +186,8 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
     scn = walk.scenario
     M = walk.matrix(stage.key, head)
     rows, cols = axes(walk, stage, head, opts.lang)
+    if opts.ascii and not stage.square:  # dimension names such as a LayerNorm's μ, σ
+        cols = tuple(style.plain(label, opts) for label in cols)
     allowed = scn.allowed if stage.kind in (MASKED, WEIGHTS) and scn.masked else None
     out: list[RenderableType] = [heat_table(M, rows, cols, stage.kind, opts, allowed=allowed,
                                             mark_row_max=stage.kind == WEIGHTS)]
@@ -206,6 +208,10 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
     blocks = head_blocks(walk, stage, opts)
     if blocks is not None:
         out.append(blocks)
+    if stage.key == "glance":  # a real model's heads: each one's map and where it looks most
+        from attnwalk.render.headmaps import heads_glance
+
+        out.append(heads_glance(walk, opts))
     if stage.kind == WEIGHTS:
         out.append(attention_bars(M, rows, token_labels(scn.key_tokens), opts))
     return out

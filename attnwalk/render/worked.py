@@ -61,10 +61,13 @@ class _Cell:
         self.scn = self.walk.scenario
         self.mk = style.markers(self.opts)
         self.rows, self.cols = axes(self.walk, self.stage, self.head, opts.lang)
+        if opts.ascii and not stage.square:  # dimension names such as a LayerNorm's μ, σ
+            self.cols = tuple(style.plain(label, opts) for label in self.cols)
         self.value = float(self.walk.matrix(self.stage.key, self.head)[self.row, self.col])
         self.missed: tuple[float, float] | None = None  # (a chain's end, where it should land)
         self.cramped = False  # set when the arithmetic needs more decimals to agree with itself
         self.hat = "^" if opts.ascii else "\u0302"  # QK-norm's q̂
+        self._products: dict[tuple[bytes, bytes], list[Decimal]] = {}  # products(), by its factors
 
     def sym(self, stage_key: str | None = None) -> str:
         """The stage's symbol, bracketed when it is a sum: "(S + M)[撩, 刘海]"."""
@@ -166,8 +169,11 @@ class _Cell:
     def products(self, a: np.ndarray, b: np.ndarray) -> list[Decimal]:
         """Each a[i] × b[i] of the factors as printed, rounded as printed. In decimal arithmetic, so
         that a tie such as 3.5839 × (-0.5) = -1.79195 rounds one way every time (half to even)."""
-        return [self._rounded(Decimal(self.num(x)) * Decimal(self.num(y)), self.wide)
-                for x, y in zip(a, b)]
+        key = (np.asarray(a).tobytes(), np.asarray(b).tobytes())
+        if key not in self._products:  # dot() asks twice; a 384-wide row costs ~5 ms a time
+            self._products[key] = [self._rounded(Decimal(self.num(x)) * Decimal(self.num(y)), self.wide)
+                                   for x, y in zip(a, b)]
+        return self._products[key]
 
     def dot_value(self, a: np.ndarray, b: np.ndarray) -> float:
         """a · b as dot() prints it: the exact sum of the printed products (hidden ones included)."""

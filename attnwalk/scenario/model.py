@@ -84,6 +84,17 @@ class Scenario:
     notes: dict = field(default_factory=dict)  # stage key -> what to notice there (text or {lang: text})
     rope: Rope | None = None  # positional: rope: its base and pairing (layer/rope.py)
     lines: dict = field(default_factory=dict)  # field ("tokens", "source.tokens") -> its line in the file
+    # A real model's layer (`attnwalk model`; never from a file): the projections' biases and
+    # the models.data.ModelLayer the extra stages read (embeddings, LayerNorms, residual)
+    b_Q: np.ndarray | None = None  # (h·d_k,)
+    b_K: np.ndarray | None = None  # (h·d_k,)
+    b_V: np.ndarray | None = None  # (h·d_v,)
+    b_O: np.ndarray | None = None  # (d_model,)
+    model: object | None = None  # models.data.ModelLayer
+
+    def bias_after(self, weight: str) -> np.ndarray | None:
+        """The bias added after `weight` ("W_Q" -> b_Q), or None."""
+        return getattr(self, "b_" + weight[2:], None)
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -286,10 +297,12 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
         widths = {"d_model": main.d_model, "d_k": W_Q.shape[1] // heads, "d_v": W_V.shape[1] // groups}
         dimensions = lesson.dimension_names(f, top["dimensions"], widths)
     if "notes" in top:
-        from attnwalk.layer.stages import STAGES, stage_by_name  # the stages are the layer's to define
+        from attnwalk.layer.stages import MODEL_ONLY, STAGES, stage_by_name  # the layer's to define
 
-        notes = lesson.stage_notes(f, top["notes"], lambda name: getattr(stage_by_name(name), "key", None),
-                                   ", ".join(s.key for s in STAGES))
+        stages = tuple(s for s in STAGES if s.key not in MODEL_ONLY)  # a real layer's: not in a file
+        notes = lesson.stage_notes(f, top["notes"],
+                                   lambda name: getattr(stage_by_name(name, stages), "key", None),
+                                   ", ".join(s.key for s in stages))
     m = source.n if source else main.n
     mask_kind, allowed, window, window_causal = _mask(f, top, main, m, source is not None)
     bias = _bias(f, top, source is not None)

@@ -319,14 +319,17 @@ def _concepts(walk: Walk, tx: Text, head: int, row: int, pick: random.Random | N
             return None
         values = {"row_token": rows[cell[0]], "col_token": cols[cell[1]], "heads": scn.heads,
                   "kv_heads": scn.groups, "group": scn.heads // scn.groups, "window": scn.window or 0}
-        return _concept(tx, topic, values)
+        return _concept(tx, topic, values, "biased" if scn.b_Q is not None else "")
 
     return concept
 
 
-def _concept(tx: Text, topic: str, values: dict) -> Question:
-    """Options in the text's order (answer, wrong_a, wrong_b); `_spread_answers` places them."""
-    field = lambda name: tx.t(f"quiz.{topic}.{name}", **values)  # noqa: E731
+def _concept(tx: Text, topic: str, values: dict, variant: str = "") -> Question:
+    """Options in the text's order (answer, wrong_a, wrong_b); `_spread_answers` places them. A
+    variant's own fields ([quiz.params.biased]: a real layer adds biases) come first."""
+    def field(name: str) -> str:
+        key = f"quiz.{topic}.{variant}.{name}"
+        return tx.t(key if variant and tx.has(key) else f"quiz.{topic}.{name}", **values)
     return Question(topic, CHOICE, field("question"), field("hint"), 0, field("answer"),
                     CONCEPTS[topic], choices=(field("answer"), field("wrong_a"), field("wrong_b")),
                     why=("", field("why_a"), field("why_b")), qid=f"concept:{topic}")

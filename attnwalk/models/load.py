@@ -1,0 +1,15 @@
+"""The one call the model command makes: a sentence, a model (a directory, a cached hub name or
+None for the default) and a 0-based layer in; the ModelLayer its walk needs out. Every failure is a
+one-line ModelError (exit 2) that numbers layers from 1, as --layer does."""
+
+from __future__ import annotations
+
+from attnwalk.models.data import ModelLayer
+from attnwalk.models.model import layer_index, open_model
+
+
+def model_layer(sentence: str, model: str | None, layer: int) -> ModelLayer:
+    """Layer `layer` (0-based) of `model` on `sentence`, the layers before it run in full."""
+    opened = open_model(model)
+    index = layer_index(opened.info, layer + 1)  # checked before the sentence is computed
+    return opened.layer(opened.tokenize(sentence), index)

@@ -1,0 +1,62 @@
+"""The learner's sentence through the model's own tokenizer.json (the `tokenizers` library), on
+its own tokens only: a tokenizer saved to pad (MiniLM pads to 128) or truncate does neither here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attnwalk.models.data import ModelError, Tokenization
+
+
+def load_tokenizer(path: Path):
+    """tokenizers.Tokenizer from tokenizer.json, with padding and truncation turned off."""
+    from tokenizers import Tokenizer  # only when a model is read
+
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as err:  # tokenizers raises a bare Exception for a file it cannot parse
+        raise ModelError(f"{path}: not a tokenizer.json the tokenizers library reads "
+                         f"({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def tokenize(tokenizer, text: str, vocab_size: int, max_positions: int, model: str) -> Tokenization:
+    """The sentence's pieces, ids and words; a one-line ModelError when the model cannot read it."""
+    encoding = tokenizer.encode(text)
+    ids = tuple(encoding.ids)
+    # GPT-2's byte-level tokenizer gives blanks tokens of their own; there is still nothing to walk
+    if not text.strip() or all(encoding.special_tokens_mask):
+        raise ModelError("the sentence has no tokens: give some words to walk")
+    if len(ids) > max_positions:
+        raise ModelError(f"the sentence is {len(ids)} tokens, but {model} reads at most "
+                         f"{max_positions} positions: shorten it")
+    if max(ids) >= vocab_size:
+        raise ModelError(f"tokenizer.json gives id {max(ids)}, but the model has {vocab_size} token "
+                         f"embeddings: the tokenizer is not this model's")
+    words, word_of, index = [], [], {}
+    spans = _word_spans(encoding)
+    for word_id, special in zip(encoding.word_ids, encoding.special_tokens_mask):
+        if special or word_id is None:
+            word_of.append(None)
+            continue
+        if word_id not in index:
+            index[word_id] = len(words)
+            start, end = spans[word_id]
+            words.append(text[start:end].strip() or text[start:end])
+        word_of.append(index[word_id])
+    return Tokenization(text=text, words=tuple(words), pieces=tuple(encoding.tokens), ids=ids,
+                        special=tuple(bool(s) for s in encoding.special_tokens_mask),
+                        word_of=tuple(word_of))
+
+
+def _word_spans(encoding) -> dict[int, tuple[int, int]]:
+    """Each word's characters in the learner's text: from its first piece's start to its last's end."""
+    spans: dict[int, tuple[int, int]] = {}
+    for word_id, (start, end) in zip(encoding.word_ids, encoding.offsets):
+        if word_id is None:
+            continue
+        low, high = spans.get(word_id, (start, end))
+        spans[word_id] = (min(low, start), max(high, end))
+    return spans

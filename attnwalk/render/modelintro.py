@@ -1,0 +1,71 @@
+"""The screen a real model's walk opens with: which model, how big, which layer and head, and how
+its tokenizer cut the learner's sentence (words, pieces, the special tokens it added)."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.text import Text
+
+from attnwalk.layer.safe import escaped
+from attnwalk.layer.walk import Walk
+from attnwalk.render import style
+from attnwalk.render.fasttable import FastTable
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.wrap import Prose
+
+
+def count_text(count: int) -> str:
+    """22,713,216 parameters as a person reads them: 22.7 M; below a million, as is."""
+    for unit, size in (("G", 10 ** 9), ("M", 10 ** 6)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count:,}"
+
+
+def bytes_text(size: int) -> str:
+    """A file's size: MB to one decimal (1 MB = 1024 × 1024 bytes, as ls -h counts), else KB."""
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    return f"{max(size, 0) / 1024:.1f} KB"
+
+
+def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
+    """The model, its size, the layer walked and its heads, and the tokenization."""
+    scn = walk.scenario
+    layer = scn.model
+    info, tok = layer.info, layer.tokens
+    say = lambda key, **values: style.say(opts, f"model.opening.{key}", **values)  # noqa: E731
+    dot = f" {style.markers(opts).dot} "
+    facts = [
+        Prose(say(f"family_{info.family}", model_type=escaped(info.model_type))),
+        Prose(say("size", params=count_text(info.n_params), size=bytes_text(info.file_bytes),
+                  d_model=info.d_model, heads=info.n_heads, d_head=info.d_head,
+                  vocab=f"{info.vocab_size:,}"), style=style.NOTE),
+        Prose(say("source", source=escaped(info.source)), style=style.NOTE),
+        Text(""),
+    ]
+    grid = FastTable.grid(padding=(0, 2))
+    grid.add_column(style=style.LABEL, no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(Text(say("sentence")), Text(escaped(tok.text)))
+    grid.add_row(Text(say("words")), Text(dot.join(escaped(w.strip() or w) for w in tok.words)))
+    grid.add_row(Text(say("pieces")), Text(dot.join(escaped(p) for p in tok.pieces)))
+    added = [escaped(p) for p, special in zip(tok.pieces, tok.special) if special]
+    grid.add_row(Text(say("added")), Text(", ".join(added) if added else say("none_added")))
+    cuts = _cuts(tok)
+    grid.add_row(Text(say("cut")), Prose(style.plain("; ".join(cuts), opts) if cuts else say("no_split")))
+    title = say("title", name=escaped(info.name), layer=layer.layer + 1, layers=info.n_layers,
+                heads=info.n_heads)
+    return Panel(Group(*facts, grid), title=Text(style.plain(title, opts), style=style.SCREEN_TITLE),
+                 title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
+
+
+def _cuts(tok) -> list[str]:
+    """"banks → bank + ##s" for each word the tokenizer cut into several pieces."""
+    pieces: dict[int, list[str]] = {}
+    for piece, word in zip(tok.pieces, tok.word_of):
+        if word is not None:
+            pieces.setdefault(word, []).append(piece)
+    return [f"{escaped(tok.words[w].strip() or tok.words[w])} → {' + '.join(escaped(p) for p in ps)}"
+            for w, ps in sorted(pieces.items()) if len(ps) > 1]
