@@ -359,6 +359,20 @@ def test_a_window_skips_the_blocks_it_hides_and_the_screen_says_so(tmp_path) -> 
     assert "Z_tiled" in out
 
 
+@pytest.mark.parametrize("name, words", [
+    ("alibi", "the blocks hold S + B"),
+    ("rope", "rotated queries and keys (Q_rot, K_rot)"),
+    ("grouped_query", "the 2 query heads of a group read the same blocks of K and V"),
+    ("sliding_window", "Under the sliding window of 3 every block outside a row's window"),
+])
+def test_the_tiled_stage_says_what_its_blocks_hold_under_each_variant(name, words) -> None:
+    result = runner.invoke(app, ["run", name, "--tiles", "2", "--no-pause"], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert words in flat(result.stdout)
+    assert words not in flat(runner.invoke(app, ["run", "causal_mask", "--tiles", "2", "--no-pause"],
+                                           env=ENV).stdout)
+
+
 # -- model walks ----------------------------------------------------------------------------------
 
 
