@@ -109,6 +109,10 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     if decode and format not in (None, "json"):
         raise UsageError(f"--decode --format {format}: decoding is written as json only "
                          "(or walked on screen without --format)")
+    if decode and (tiles is not None or predict or resume):
+        option = "--tiles" if tiles is not None else "--predict" if predict else "--resume"
+        raise UsageError(f"{option} works on the walk of the layer, not with --decode (which steps the "
+                         f"KV cache token by token): leave out one of them")
     if at is not None and (format is not None or quiz or decode):
         raise UsageError("--at projects the cost panel of the walk and of --compare; it has no place "
                          "in an export, the quiz or --decode")

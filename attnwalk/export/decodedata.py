@@ -50,12 +50,14 @@ def decode_data(dec: Decode, head: int | None = None) -> dict[str, Any]:
 
 def decode_numbers(scn: Scenario) -> int:
     """How many numbers decode_data writes for `scn`, counted from its shapes (nothing is built):
-    step t holds t rows of each cache and t scores and weights, so they add up to n(n + 1)/2
-    rows; with several heads the rows and caches appear twice (full width, and per head)."""
-    h, n = scn.heads, scn.n
-    copies = 2 if h > 1 else 1
+    step t holds t rows of each cache and t scores, weights (and ALiBi biases), so they add up to
+    n(n + 1)/2 rows; with several heads the rows and caches appear twice (full width, with g K/V
+    heads, and per query head)."""
+    h, g, n = scn.heads, scn.groups, scn.n
     rows = n * (n + 1) // 2  # Σ t over the steps
-    per_head = copies * (rows * h * (scn.d_k + scn.d_v + 2) + n * h * (2 * scn.d_k + 2 * scn.d_v))
+    per_head = rows * h * (scn.d_k + scn.d_v + 3) + n * h * (2 * scn.d_k + 2 * scn.d_v)  # (+ 3: s, a, b)
+    if h > 1:  # the full-width copy: every query head's q, the g K/V heads' k, v and caches
+        per_head += rows * g * (scn.d_k + scn.d_v) + n * (h * scn.d_k + g * (scn.d_k + scn.d_v) + h * scn.d_v)
     return per_head + n * (scn.d_model * (2 if scn.W_O is not None else 1) + 10)
 
 

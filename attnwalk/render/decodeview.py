@@ -319,9 +319,11 @@ def summary_screen(dec: Decode, opts: ViewOptions) -> RenderableType:
     table.add_row(Text(style.say(opts, "decode.work_total"), style=style.RESULT), Text(""), Text(""),
                   Text(_count(cached.total), style=style.RESULT), Text(_count(rerun.total), style=style.RESULT),
                   Text(gap(dec.difference), style=style.RESULT))
-    totals = style.say(opts, "decode.summary_totals", n=n, cached=_count(cached.total),
+    key = "decode.variant.summary_totals_gqa" if scn.groups < scn.heads else "decode.summary_totals"
+    totals = style.say(opts, key, n=n, cached=_count(cached.total),
                        rerun=_count(rerun.total), ratio=f"{rerun.total / cached.total:.2f}",
-                       numbers=_count(cache_numbers(scn, n)))
+                       numbers=_count(cache_numbers(scn, n)), kv_heads=scn.groups,
+                       full=_count(ungrouped_numbers(scn, n)))
     parts: list[RenderableType] = [title, table, Prose(totals), _difference_line(dec.difference, opts, every=True),
                                    explanation(dec, opts)]
     return _spaced(parts)
