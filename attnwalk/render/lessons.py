@@ -12,9 +12,13 @@ from attnwalk.scenario.model import load_scenario
 def lesson_table(lang: str = "en") -> Table:
     """Name, title, n × d_model and mask of every built-in scenario."""
     tx = text(lang)
-    table = Table(title=tx.t("list.title"), title_justify="left")
-    for column in ("name", "scenario_title", "shape", "mask"):
-        table.add_column(tx.t(f"list.{column}"), overflow="fold")
+    table = Table(title=tx.t("list.title"), title_justify="left", expand=True)  # for the ratios
+    # the name whole (it is what the learner types), the title given the most room; the size and
+    # the mask wrap between words
+    table.add_column(tx.t("list.name"), no_wrap=True)
+    table.add_column(tx.t("list.scenario_title"), overflow="fold", ratio=3)
+    table.add_column(tx.t("list.shape"), overflow="fold", max_width=12)
+    table.add_column(tx.t("list.mask"), overflow="fold", max_width=12)
     for name in builtin_names():
         scn = load_scenario(name)
         shape = f"{scn.n} × {scn.d_model}"
