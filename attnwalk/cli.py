@@ -212,7 +212,8 @@ def list_cmd(
     from attnwalk.text import detect_lang
     from attnwalk.render.lessons import lesson_table
 
-    _console().print(lesson_table(detect_lang(lang)))
+    console = _console()
+    console.print(lesson_table(detect_lang(lang), console.size.width))
 
 
 @app.command("init", short_help="Write a commented scenario file to edit.")
