@@ -201,8 +201,8 @@ def test_gqa_shares_one_cache_per_group_and_counts_g_heads_in_memory_and_work(tm
     assert step.cached.projections == projections == 72
     assert step.rerun.projections == 5 * projections
     out = runner.invoke(app, ["decode", "-s", _file(doc, tmp_path), "--no-pause"], env=ENV).stdout
-    assert "in each of the 2 K/V heads, shared by the 4 query heads: 50 numbers (one K and V per query head " \
-           "would be 100)" in flat(out)
+    assert "in each of the 2 K/V heads, shared by the 4 query heads: 50 numbers (without sharing, 100)" in flat(out)
+    assert "K_cache_g ← [K_cache_g; k_t,g]" in out and "(g = 1 … 2)" in out
     assert "reads K/V head 2 of 2, one cache shared by query heads 3, 4" in out
     assert "2 keys and values per token, not 4: 50 numbers after 5 tokens instead of 100" in flat(out)
     assert "each of the 2 K/V heads; one K and V per query head would be 100)" in flat(out)  # the summary

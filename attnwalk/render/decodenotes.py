@@ -44,8 +44,8 @@ def formulas(dec: Decode) -> list[str]:
     else:
         project = "q_t = x_t · W_Q,  k_t = x_t · W_K,  v_t = x_t · W_V"
     cache = "K_cache ← [K_cache; k_t],  V_cache ← [V_cache; v_t]"
-    if scn.groups < scn.heads:
-        cache += f"  ({scn.groups} K/V heads, {scn.heads} query heads)"
+    if scn.groups < scn.heads:  # one cache per K/V head g, read by the query heads of its group
+        cache = f"K_cache_g ← [K_cache_g; k_t,g],  V_cache_g ← [V_cache_g; v_t,g]  (g = 1 … {scn.groups})"
     keys = "j = 1 … t" if scn.window is None else f"j = max(1, t − {scn.window - 1}) … t"
     return [f"{x};  {project}", cache, f"{weights}  ({keys});  z_t = a_t · V_cache"]
 
