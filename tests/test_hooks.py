@@ -498,6 +498,22 @@ def test_a_real_tiny_gpt2_decodes_and_tiles(tmp_path) -> None:
     assert result.exit_code == 0 and "Z_tiled" in result.stdout
 
 
+def test_a_real_tiny_gpt2_decodes_in_a_real_terminal() -> None:
+    pytest.importorskip("pexpect")
+    from pathlib import Path
+
+    from test_pty import TIMEOUT, finish, spawn
+
+    folder = Path(__file__).parent / "fixtures" / "models" / "tiny-gpt2"
+    child = spawn("model", "The cat sat", "--model", str(folder), "--decode", rows=40, cols=110)
+    child.expect("Step 1 / ", timeout=TIMEOUT)
+    child.send("n")
+    child.expect("Step 2 / ")
+    child.expect("\\(new\\)")
+    child.send("q")
+    assert finish(child) == 0
+
+
 # -- helpers --------------------------------------------------------------------------------------
 
 
