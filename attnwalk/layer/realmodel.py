@@ -48,6 +48,16 @@ def later_layer(scn: Scenario) -> bool:
     return is_model(scn) and scn.model.layer > 0
 
 
+def rms(scn: Scenario) -> bool:
+    """The Llama family's input norm: RMSNorm, x / RMS(x) · γ (no mean subtracted, no β)."""
+    return is_model(scn) and scn.model.norm_in.kind == "rmsnorm"
+
+
+def layer_norm_before(scn: Scenario) -> bool:
+    """BERT's and GPT-2's: a LayerNorm with its mean and σ before attention."""
+    return is_model(scn) and not rms(scn)
+
+
 def post_norm(scn: Scenario) -> bool:
     """BERT's layout: LayerNorm after the residual sum (GPT-2 normalises before attention)."""
     return is_model(scn) and scn.model.norm_after is not None
@@ -112,9 +122,18 @@ def normalized(x: np.ndarray, mu_sigma: np.ndarray, params: LayerNormParams) -> 
     return (x - mu_sigma[:, :1]) / mu_sigma[:, 1:] * params.gamma + params.beta  # (n, d_model)
 
 
+def rms_stats(m: Mats, layer: Layer) -> np.ndarray:
+    """Each row's RMS = √(mean(x²) + ε): (n, 1). RMSNorm divides by it, with no mean subtracted."""
+    x = m[norm_input(layer.scn)]  # (n, d_model)
+    return np.sqrt((x ** 2).mean(axis=1, keepdims=True) + norm_before(layer.scn).eps)
+
+
 def layer_input(m: Mats, layer: Layer) -> np.ndarray:
-    """X for a model: the LayerNorm of E_sum or H (what W_Q multiplies)."""
-    return normalized(m[norm_input(layer.scn)], m["LN_stats"], norm_before(layer.scn))
+    """X for a model: the LayerNorm (or RMSNorm) of E_sum or H (what W_Q multiplies)."""
+    x = m[norm_input(layer.scn)]
+    if rms(layer.scn):
+        return x / m["RMS"] * norm_before(layer.scn).gamma  # (n, d_model) / (n, 1) * (d_model,)
+    return normalized(x, m["LN_stats"], norm_before(layer.scn))
 
 
 def residual(m: Mats, layer: Layer) -> np.ndarray:
@@ -130,9 +149,11 @@ def head_weights(m: Mats, layer: Layer, head: int) -> np.ndarray:
     """Head `head`'s A as the walk computes it, from its blocks of Q and K (the same functions the
     per-head stages use: raw scores, the mode's divisor, the mask, the mode's weights)."""
     scn = layer.scn
-    d_k = scn.d_k
+    d_k, kv = scn.d_k, scn.kv_head(head)  # grouped-query: the K/V head this query head reads
     Q = m["Q"][:, head * d_k:(head + 1) * d_k]  # (n, d_k)
-    K = m["K"][:, head * d_k:(head + 1) * d_k]  # (m, d_k)
+    K = m["K"][:, kv * d_k:(kv + 1) * d_k]  # (m, d_k)
+    if scn.rope is not None:  # the Llama family: the rotated queries and keys are compared
+        Q, K = scn.rope.turn(Q, np.arange(len(Q))), scn.rope.turn(K, np.arange(len(K)))
     S = raw_scores(scn, Q, K) / layer.scale  # (n, m)
     return layer.mode.weights(layer.seen_scores({"S": S}), scn.allowed)
 
@@ -206,6 +227,8 @@ def family_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
 def sum_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if not is_model(scn):  # a formula is asked of every stage, applying or not
         return base
+    if rms(scn):  # the Llama family adds no position vector (RoPE turns q and k instead)
+        return "E_sum = E"
     return "E_sum = E + P + E_seg" if has_segments(scn) else "E_sum = E + P"
 
 
@@ -215,6 +238,8 @@ def earlier_formula(base: str, scn: Scenario, mode: Mode) -> str:
     before = scn.model.layer  # the layer before this one, counted from 1
     if post_norm(scn):  # BERT: that layer's Y and its feed-forward output, before its last LayerNorm
         return f"H = Y_{before} + FFN(Y_{before})"
+    if rms(scn):  # Llama: post_attention_layernorm (an RMSNorm), then the SwiGLU feed-forward
+        return f"H = R_{before} + SwiGLU(RMSNorm₂(R_{before}))"
     return f"H = R_{before} + MLP(ln_2(R_{before}))"  # GPT-2: its residual sum, then its MLP's output
 
 
@@ -225,9 +250,18 @@ def stats_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return f"μ = mean({x}[i, :]),  σ = √(var({x}[i, :]) + ε),  ε = {norm_before(scn).eps:g}"
 
 
+def rms_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    if not rms(scn):
+        return base
+    x = norm_input(scn)
+    return f"RMS = √(mean({x}[i, :]²) + ε),  ε = {norm_before(scn).eps:g}"
+
+
 def input_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if not is_model(scn):
         return base
+    if rms(scn):
+        return f"X = RMSNorm({norm_input(scn)}) = {norm_input(scn)} / RMS · γ"
     return f"X = LN({norm_input(scn)}) = ({norm_input(scn)} − μ) / σ · γ + β"
 
 
