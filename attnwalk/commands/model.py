@@ -73,22 +73,29 @@ def model_data(walk, head: int) -> dict:
     stages = data["stages"]
     if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's
         chosen = stages["heads"][head]
-        for key in ("Q", "K", "V", "QK^T", "S", "A", "Z"):
-            stages[key] = chosen[key]
+        for key in ("Q", "K", "V", "Q_rot", "K_rot", "QK^T", "S", "A", "Z"):
+            if key in chosen:  # Q_rot, K_rot: the Llama family's rotary positions
+                stages[key] = chosen[key]
     weights = data["weights"]
     for name in ("b_Q", "b_K", "b_V", "b_O"):
         if getattr(scn, name) is not None:
             weights[name] = getattr(scn, name).tolist()
-    if layer.norm_in is not None:
+    if layer.norm_in is not None and layer.norm_in.kind == "rmsnorm":  # no β: its own key, "RMS_in"
+        weights["RMS_in"] = {"gamma": layer.norm_in.gamma.tolist(), "eps": layer.norm_in.eps}
+    elif layer.norm_in is not None:
         weights["LN_in"] = {"gamma": layer.norm_in.gamma.tolist(), "beta": None if layer.norm_in.beta is None
                             else layer.norm_in.beta.tolist(), "eps": layer.norm_in.eps}
+    if layer.rope is not None:  # θ_i as the walk turned q and k (after any rope_scaling)
+        data["rope"] = {"theta": layer.rope.theta, "pairing": layer.rope.pairing,
+                        "scaling": layer.rope.scaling, "freqs": layer.rope.freqs.tolist()}
     if layer.norm_after is not None:
         gamma, beta, eps = layer.norm_after
         weights["LN_after"] = {"gamma": gamma.tolist(), "beta": beta.tolist(), "eps": eps}
     info = layer.info
     data["model"] = {"name": info.name, "source": info.source, "family": info.family,
                      "model_type": info.model_type, "layer": layer.layer + 1, "head": head + 1,
-                     "n_layers": info.n_layers, "n_heads": info.n_heads, "d_model": info.d_model,
+                     "n_layers": info.n_layers, "n_heads": info.n_heads, "n_kv_heads": info.n_kv_heads,
+                     "d_model": info.d_model,
                      "d_head": info.d_head, "vocab_size": info.vocab_size, "n_params": info.n_params,
                      "file_bytes": info.file_bytes}
     tok = layer.tokens
