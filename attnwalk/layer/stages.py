@@ -252,9 +252,10 @@ def _rot_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if scn.rope is None:  # asked of a scenario without the stage: the definition's own
         return base
     pair = "(i, i + d_k/2)" if scn.rope.pairing == "half" else "(2i, 2i+1)"
-    scaled = f" rescaled ({scn.rope.scaling})" if scn.rope.scaling else ""  # a model's rope_scaling
-    return (f"{base[0]}_rot[pos, {pair}] = R(pos · θ_i) · {base[0]}[pos, {pair}],  "
-            f"θ_i = {scn.rope.base:g}^(−2i/d_k){scaled}")
+    theta = f"{scn.rope.base:g}^(−2i/d_k)"
+    if scn.rope.scaling:  # a model's rope_scaling rescales the slow pairs: named as a function
+        theta = f"{scn.rope.scaling}({theta})"
+    return f"{base[0]}_rot[pos, {pair}] = R(pos · θ_i) · {base[0]}[pos, {pair}],  θ_i = {theta}"
 
 
 def _rot_notes(scn: Scenario, mode: Mode) -> list[str]:
