@@ -143,10 +143,16 @@ def test_the_walk_prints_every_stage_and_no_layernorm_sentence(lang: str, name: 
     # nothing that holds only for LayerNorm: a mean subtracted, a β added, LayerNorm's own stages
     assert "μ" not in out and "+ β" not in out and "LN(" not in out
     tx = text(lang)
+    squash = lambda s: re.sub(r"[\s│]", "", s)  # noqa: E731  (the boxes wrap the notes' lines)
+    flat = squash(out)
     for key in ("stage.LN_stats.title", "stage.LN_stats.what", "stage.X.gpt2.what", "stage.X.bert.title",
                 "stage.E_sum.what", "stage.R.gpt2.what", "model.no_parameters", "stage.P.rope.what",
-                "rope.unrotated"):
-        assert tx.t(key) not in out, key
+                "rope.unrotated", "stage.K.biased.what", "stage.O.biased.what"):
+        assert squash(tx.t(key)) not in flat, key
+    assert squash(tx.t("model.earlier_cell", layers=1, layer=2)) not in flat  # "… LayerNorm, …"
+    for key in ("model.llama.earlier_cell", "model.llama.no_parameters", "stage.R.llama.what",
+                "stage.X.llama.what", "stage.RMS.what", "stage.P.rope_model.what", "rope.model.unrotated"):
+        assert squash(tx.t(key, layers=1, layer=2)) in flat, key
     assert "X = RMSNorm(H) = H / RMS · γ" in out and "RMS = √(mean(H[i, :]²) + ε)" in out
     assert "R = H + O" in out and "H = R_1 + SwiGLU(RMSNorm₂(R_1))" in out
 

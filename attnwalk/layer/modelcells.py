@@ -56,6 +56,10 @@ def segment(c: Cell) -> list:
 @_plain
 def embedding_sum(c: Cell) -> list:
     tok, r, j = c.rows[c.row], c.row, c.col
+    if realmodel.rms(c.scn):  # the Llama family: no position table, E_sum is E itself
+        row = c.walk.mats["E"][r]
+        return [f"E_sum[{tok}] = E[{tok}] = {c.vec(row)}",
+                f"E_sum[{tok}, {c.cols[j]}] = E[{tok}, {c.cols[j]}] = {c.num(row[j])}"]
     keys = ["E", "P"] + (["E_seg"] if "E_seg" in c.walk.mats else [])
     parts = [c.walk.mats[k][r] for k in keys]
     total = c.walk.mats["E_sum"][r]
@@ -73,7 +77,8 @@ def embedding_sum(c: Cell) -> list:
 @_plain
 def earlier(c: Cell) -> list:
     layer = c.scn.model.layer
-    return [c.prose(c.say("model.earlier_cell", layers=layer, layer=layer + 1)),
+    said = "model.llama.earlier_cell" if realmodel.rms(c.scn) else "model.earlier_cell"  # RMSNorm, SwiGLU
+    return [c.prose(c.say(said, layers=layer, layer=layer + 1)),
             f"H[{c.rows[c.row]}] = {c.vec(c.walk.mats['H'][c.row])}",
             *dims_shown(c, c.scn.d_model)]
 
