@@ -5,7 +5,8 @@ grouped K/V heads.
 
 The fixtures (tests/fixtures/models/tiny-*) have 2 layers and 4 query heads each: tiny-llama 2 K/V
 heads of 8 and Llama 3.1's rope_scaling; tiny-qwen2 1 K/V head of 4 (multi-query), Q/K/V biases,
-rope_theta 1000 in the newer rope_parameters style.
+rope_theta 1000 in the newer rope_parameters style; tiny-mistral 2 K/V heads of 4 and a sliding
+window of 4 tokens, shorter than the first sentence (8 tokens) and longer than the second (3).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ REFERENCE = HERE / "reference"
 SENTENCES = {  # as in make_model_reference.SENTENCES (the .npz files do not store the text)
     "tiny-llama": ["I sat by the river bank", "She put my money in the savings bank by the river; 河边"],
     "tiny-qwen2": ["I sat by the river bank", "The cat sees the dog by the water."],
+    "tiny-mistral": ["I sat by the river bank", "the bank"],
 }
 runner = CliRunner()
 ENV = {"COLUMNS": "120", "NO_COLOR": "1"}
@@ -58,7 +60,7 @@ def close(mine, theirs: np.ndarray, what: str) -> None:
 # -- the numbers, against transformers ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen2"])
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen2", "tiny-mistral"])
 @pytest.mark.parametrize("s", [0, 1])
 @pytest.mark.parametrize("layer", [1, 2])
 def test_the_exported_head_matches_transformers(name: str, s: int, layer: int) -> None:
@@ -81,6 +83,19 @@ def test_the_exported_head_matches_transformers(name: str, s: int, layer: int) -
                             ("A", at("A")[h]), ("Z", at("Z")[:, q])):
             close(stages[key], theirs, f"{name} s{s} layer {layer} head {h + 1} {key}")
         assert np.all(np.triu(np.asarray(stages["A"]), 1) == 0)  # the causal mask
+
+
+def test_mistrals_window_is_the_mask_where_the_sentence_is_longer() -> None:
+    walk = walk_of("tiny-mistral", 0, 2)
+    scn, data = walk.scenario, model_data(walk, 0)
+    i, j = np.indices((scn.n, scn.n))
+    assert scn.n == 8 and scn.mask_kind == "window" and data["window"] == {"width": 4, "causal": True}
+    assert np.array_equal(np.array(data["mask"]), (j <= i) & (i - j < 4))  # 0 ≤ i − j < 4
+    assert walk_of("tiny-mistral", 1, 2).scenario.mask_kind == "causal"  # 3 tokens: within the window
+    out = invoke(SENTENCES["tiny-mistral"][0], "--model", str(FIXTURES / "tiny-mistral"), "--no-pause")
+    flat = " ".join(out.replace("│", " ").split())
+    assert "Sliding-window attention (sliding_window 4)" in flat and "the mask is a band" in flat
+    assert "Sliding window of 4: query i may read key j when 0 ≤ i − j < 4" in flat
 
 
 def test_qwen2s_biases_are_in_q_k_and_v() -> None:

@@ -38,6 +38,11 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
                         ids=ids)
         rope = None
     allowed = np.tril(np.ones((n, n), dtype=bool)) if layer.causal else np.ones((n, n), dtype=bool)
+    mask_kind = "causal" if layer.causal else "none"
+    window = layer.window if layer.window is not None and layer.window < n else None
+    if window is not None:  # Mistral's sliding window, where the sentence is longer than it
+        allowed &= np.triu(np.ones((n, n), dtype=bool), 1 - window)  # 0 ≤ i − j < window
+        mask_kind = "window"
     # the focus: the first piece of the last word ("bank" of "river bank"), else the last token
     last_word = max((w for w in tokens.word_of if w is not None), default=None)
     focus = None if last_word is None else tokens.word_of.index(last_word)
@@ -47,7 +52,7 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
     return Scenario(
         name=f"{info.name} L{layer.layer + 1}", main=main, W_Q=layer.W_Q, W_K=layer.W_K,
         W_V=layer.W_V, W_O=layer.W_O, b_Q=layer.b_Q, b_K=layer.b_K, b_V=layer.b_V, b_O=layer.b_O,
-        mask_kind="causal" if layer.causal else "none", allowed=allowed, heads=heads,
+        mask_kind=mask_kind, allowed=allowed, window=window, window_causal=window is not None, heads=heads,
         kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0, rope=rope,
         label=f"model {info.name}", focus=focus, model=layer,
         dimensions={**stats, "h": {"": tuple(str(h + 1) for h in range(heads))}})

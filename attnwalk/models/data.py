@@ -107,3 +107,4 @@ class ModelLayer:
     residual: np.ndarray              # (n, d_model) what the attention output is added to
     norm_after: tuple[np.ndarray, np.ndarray, float] | None  # BERT's post-attention LN (γ, β, eps)
     rope: Rope | None = None          # the Llama family's rotary positions (Q_rot, K_rot)
+    window: int | None = None         # Mistral's sliding_window: query i sees key j when 0 ≤ i − j < window

@@ -71,6 +71,11 @@ def _family(layer, say, opts: ViewOptions) -> list[str]:
                  kv_heads=info.n_kv_heads, heads=info.n_heads, eps=f"{layer.norm_in.eps:g}")]
     if layer.b_Q is not None:  # Qwen2
         lines.append(style.say(opts, "model.opening.llama.qkv_bias"))
+    if layer.window is not None:  # Mistral: the mask stage shows the band where the sentence is longer
+        within = len(layer.tokens.ids) <= layer.window
+        lines.append(style.say(opts, "model.opening.llama.window_within" if within
+                               else "model.opening.llama.window", window=layer.window,
+                               before=layer.window - 1, n=len(layer.tokens.ids)))
     if layer.rope.scaling is not None:  # Llama 3.1
         lines.append(style.say(opts, "model.opening.llama.rope_scaled", scaling=layer.rope.scaling))
     return lines
