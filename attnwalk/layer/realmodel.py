@@ -4,9 +4,9 @@ and its text variants, read by the Stage entries in stages.py.
 A model's scenario carries its `models.data.ModelLayer` as `scn.model`; these functions read
 only its arrays and facts (duck-typed: the core imports neither the models package nor text).
 Everything the walk can compute from the stages before it is recomputed here, so a worked cell
-and its table agree: E_sum = E + P (+ E_seg), the LayerNorm's μ and σ, X = (x − μ)/σ · γ + β,
-the residual and BERT's second LayerNorm. Only H, the stream the earlier layers made, is taken
-as the model computed it.
+and its table agree: E_sum = E + P (+ E_seg), the LayerNorm's μ and σ, X = (x − μ)/σ · γ + β
+(the Llama family: the RMSNorm's RMS and X = x / RMS · γ), the residual and BERT's second
+LayerNorm. Only H, the stream the earlier layers made, is taken as the model computed it.
 """
 
 from __future__ import annotations
@@ -219,8 +219,8 @@ def looks_most_at(A: np.ndarray, special: tuple[bool, ...]) -> Focus:
 
 
 def family_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    """A model stage's text in its family's words: "bert" or "gpt2" (BERT normalises after the
-    residual sum, GPT-2 before attention), then the stage's own."""
+    """A model stage's text in its family's words: "bert", "gpt2" or "llama" (BERT normalises after
+    the residual sum, GPT-2 before attention, the Llama family with an RMSNorm), then the stage's own."""
     return (scn.model.info.family,) if is_model(scn) else ()
 
 

@@ -43,7 +43,8 @@ class Rope(NamedTuple):
 
     def turn(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """One head's rows rotated by their positions with these settings: (n, d) -> (n, d)."""
-        return rotate(x, positions, self.base, self.pairing, None if self.freqs is None else np.array(self.freqs))
+        freqs = None if self.freqs is None else np.array(self.freqs)
+        return rotate(x, positions, self.base, self.pairing, freqs)
 
 
 def frequencies(d_head: int, base: float = DEFAULT_BASE) -> np.ndarray:

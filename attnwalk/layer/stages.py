@@ -261,7 +261,8 @@ def _rot_formula(base: str, scn: Scenario, mode: Mode) -> str:
 def _rot_notes(scn: Scenario, mode: Mode) -> list[str]:
     if scn.rope is None:
         return []
-    return [f"rope.pairs_{scn.rope.pairing}", "rope.angle"] + (["rope.model.scaled"] if scn.rope.scaling else [])
+    scaled = ["rope.model.scaled"] if scn.rope.scaling else []  # a model's rescaled θ_i
+    return [f"rope.pairs_{scn.rope.pairing}", "rope.angle"] + scaled
 
 
 def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
@@ -443,7 +444,8 @@ STAGES: tuple[Stage, ...] = (
           applies=realmodel.later_layer, formula_for=realmodel.earlier_formula,
           variants=realmodel.family_variants, worked=modelcells.earlier),
     Stage("LN_stats", "μ, σ", "μ = mean(x), σ = √(var(x) + ε)", "n", "stats", realmodel.norm_stats,
-          applies=realmodel.layer_norm_before, formula_for=realmodel.stats_formula, worked=modelcells.norm_stats,
+          applies=realmodel.layer_norm_before, formula_for=realmodel.stats_formula,
+          worked=modelcells.norm_stats,
           aliases=("stats", "mu", "sigma", "μσ", "mean")),
     Stage("RMS", "RMS", "RMS(x) = √(mean(x²) + ε)", "n", "rms", realmodel.rms_stats,
           applies=realmodel.rms, formula_for=realmodel.rms_formula, worked=modelcells.rms_stats,

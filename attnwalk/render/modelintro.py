@@ -67,8 +67,9 @@ def _family(layer, say, opts: ViewOptions) -> list[str]:
     info = layer.info
     if info.family != "llama":
         return [say(f"family_{info.family}", model_type=escaped(info.model_type))]
-    lines = [style.say(opts, "model.opening.llama.family", model_type=escaped(info.model_type), theta=f"{layer.rope.theta:g}",
-                 kv_heads=info.n_kv_heads, heads=info.n_heads, eps=f"{layer.norm_in.eps:g}")]
+    lines = [style.say(opts, "model.opening.llama.family", model_type=escaped(info.model_type),
+                       theta=f"{layer.rope.theta:g}", kv_heads=info.n_kv_heads, heads=info.n_heads,
+                       eps=f"{layer.norm_in.eps:g}")]
     if layer.b_Q is not None:  # Qwen2
         lines.append(style.say(opts, "model.opening.llama.qkv_bias"))
     if layer.window is not None:  # Mistral: the mask stage shows the band where the sentence is longer
