@@ -107,6 +107,20 @@ def test_qwen2s_biases_are_in_q_k_and_v() -> None:
     assert np.abs(scn.b_Q).max() > 1e-3  # a bias that moves Q, so the comparison can tell
 
 
+def test_with_rope_b_k_changes_the_weights_as_the_walk_says() -> None:
+    """K's text for a RoPE model with biases says b_K changes A (without RoPE it cannot)."""
+    import dataclasses
+
+    walk = walk_of("tiny-qwen2", 0, 1)
+    unbiased = compute(dataclasses.replace(walk.scenario, b_K=np.zeros_like(walk.scenario.b_K)))
+    assert np.abs(walk.heads[0].mats["A"] - unbiased.heads[0].mats["A"]).max() > 1e-3
+    no_rope = dataclasses.replace(walk.scenario, rope=None, main=dataclasses.replace(
+        walk.scenario.main, positional="none"))
+    both = [compute(dataclasses.replace(no_rope, b_K=b)).heads[0].mats["A"]
+            for b in (walk.scenario.b_K, np.zeros_like(walk.scenario.b_K))]
+    np.testing.assert_allclose(both[0], both[1], rtol=0, atol=1e-12)  # the plain-K text's claim
+
+
 def test_the_rms_stage_is_the_root_mean_square_of_the_embeddings() -> None:
     from safetensors.numpy import load_file
 
