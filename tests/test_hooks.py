@@ -498,6 +498,40 @@ def test_a_real_tiny_gpt2_decodes_and_tiles(tmp_path) -> None:
     assert result.exit_code == 0 and "Z_tiled" in result.stdout
 
 
+@pytest.mark.parametrize("name, kv_heads", [("tiny-llama", 2), ("tiny-qwen2", 1), ("tiny-mistral", 2)])
+@pytest.mark.parametrize("layer", [1, 2])
+def test_a_llama_family_model_decodes_to_transformers_numbers(name, kv_heads, layer) -> None:
+    """Each step's cache and z_t against the transformers numbers committed with
+    tests/fixtures/models/make_model_reference.py (the sentence is its SENTENCES[name][0]): the
+    cache holds K_rot's rows, each key turned at its own position, and z_t is row t of Z. As in
+    test_model_walk_llama.py, transformers turns q and k in float32, so the match is to 1e-5."""
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    ref = np.load(here / "reference" / f"{name}.npz")
+    at = lambda key: ref[f"s0/L{layer - 1}/{key}"]  # noqa: E731
+    args = ["model", "I sat by the river bank", "--model", str(here / "fixtures" / "models" / name),
+            "--layer", str(layer), "--decode"]
+    result = runner.invoke(app, args + ["--format", "json"], env=ENV)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    d, heads = data["shape"]["d_k"], data["shape"]["heads"]
+    assert data["shape"]["kv_heads"] == kv_heads and len(data["steps"]) == len(ref["s0/ids"])
+    for step in data["steps"]:
+        t = step["t"]
+        for h, head in enumerate(step["heads"]):
+            kv = h // (heads // kv_heads)
+            assert head["kv"] == kv
+            for mine, theirs in ((head["K_cache"], at("K_rot")[:t, kv * d:(kv + 1) * d]),
+                                 (head["V_cache"], at("V")[:t, kv * d:(kv + 1) * d]),
+                                 (head["a"], at("A")[h, t - 1, :t]), (head["z"], at("Z")[t - 1, h * d:(h + 1) * d])):
+                np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-5 * max(1.0, float(np.abs(theirs).max())))
+        # the full-width cache is the g K/V heads' columns, as transformers' K_rot
+        np.testing.assert_allclose(step["K_cache"], at("K_rot")[:t], rtol=0, atol=1e-5 * max(1.0, float(np.abs(at("K_rot")).max())))
+    out = flat(runner.invoke(app, args + ["--no-pause"], env=ENV).stdout)
+    assert "q_t = R(t−1) · x_t · W_Q" in out and f"in each of the {kv_heads} K/V heads" in out
+
+
 def test_a_real_tiny_gpt2_decodes_in_a_real_terminal() -> None:
     pytest.importorskip("pexpect")
     from pathlib import Path

@@ -40,7 +40,6 @@ import numpy as np
 from attnwalk.errors import ScenarioError
 from attnwalk.layer import alibi, ops
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
-from attnwalk.layer.rope import rotate
 from attnwalk.layer.scores import raw_scores
 from attnwalk.layer.walk import Walk, compute
 
@@ -225,14 +224,11 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
 
 
 def _turned(scn: Scenario, row: np.ndarray, position: int) -> np.ndarray:
-    """A query's or key's head block rotated at its position under RoPE (the walk's rotation, on
-    one row), else as it is. A real model's rescaled frequencies (rope.freqs) are used where given."""
-    rope = scn.rope
-    if rope is None:
+    """A query's or key's head block rotated at its position under RoPE, by the walk's own rotation
+    (rope.turn: a real model's rescaled θ_i included), else as it is."""
+    if scn.rope is None:
         return row
-    freqs = getattr(rope, "freqs", None)
-    return rotate(row[None, :], np.array([position]), rope.base, rope.pairing,
-                  None if freqs is None else np.asarray(freqs, dtype=np.float64))[0]  # (1, d) -> (d,)
+    return scn.rope.turn(row[None, :], np.array([position]))[0]  # (1, d) -> (d,)
 
 
 def _project(scn: Scenario, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
