@@ -295,8 +295,11 @@ def decode_cmd(
         "--format", "-f", help="text for people; json for scripts: {\"steps\": [{\"t\", \"K_cache\", \"V_cache\", "
         "\"a\", \"z\", ...}]}, t from 1 (with several heads, each head's in the step's \"heads\").")] = CompareFormat.text,
     head: Annotated[Optional[str], typer.Option(
-        "--head", metavar="N|all", help="With several heads: show only head N's cache on each step (default: all).")] = None,
+        "--head", metavar="N|all", help="With several heads: show only head N's cache on each step, and keep "
+        "only head N's entries in --format json (default: all).")] = None,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+    save: Annotated[Optional[str], typer.Option(
+        "--save", metavar="FILE", help="Also record every step to FILE: .svg, .html/.htm or .txt.")] = None,
 ) -> None:
     """Decode as a generator does: at step t only token t's q, k and v are computed, k and v are
     appended to the KV cache, q_t attends to the cache and z_t comes out; each step shows the cache,
@@ -311,12 +314,16 @@ def decode_cmd(
     if format is CompareFormat.json:
         from attnwalk.commands.decode import decode_json
 
-        sys.stdout.write(_fit_stdout(decode_json(name=name, scenario_file=scenario, mode=mode.value), json=True))
+        if save is not None:
+            raise AttnwalkError("--save records the screens; with --format json redirect the output instead "
+                                "(attnwalk decode NAME --format json > steps.json)")
+        sys.stdout.write(_fit_stdout(decode_json(name=name, scenario_file=scenario, mode=mode.value, head=head),
+                                     json=True))
         return
     from attnwalk.commands.decode import decode_command
 
     raise typer.Exit(decode_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
-                                    precision=precision, ascii=ascii, lang=lang, head=head))
+                                    precision=precision, ascii=ascii, lang=lang, head=head, save=save))
 
 
 @app.command("compare", short_help="One scenario's modes side by side, or two scenarios.")
@@ -525,6 +532,10 @@ def model_cmd(
     compare: Annotated[bool, typer.Option("--compare", help="Scaled, unscaled and uniform side by side for --head's head.")] = False,
     quiz: Annotated[bool, typer.Option("--quiz", help="Questions on this layer's own numbers, as `attnwalk quiz`.")] = False,
     count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, metavar="N", help="With --quiz: ask only N questions.")] = None,
+    tiles: TilesOpt = None, at: AtOpt = None,
+    decode: Annotated[bool, typer.Option("--decode", help="Generate the layer's output one token at a time with a "
+                                         "KV cache, as `attnwalk decode` does (causal models such as GPT-2; with "
+                                         "--format json: every step).")] = False,
 ) -> None:
     """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
     embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
@@ -535,7 +546,9 @@ def model_cmd(
       attnwalk model "I sat by the river bank"
       attnwalk model "I sat by the river bank" --layer 2 --head 3
       attnwalk model "I sat by the river bank" --format json > layer1.json
-      attnwalk model "The cat sat" --model ./gpt2 --compare"""
+      attnwalk model "The cat sat" --model ./gpt2 --compare
+      attnwalk model "The cat sat" --model ./gpt2 --decode
+      attnwalk model "I sat by the river bank" --tiles 4 --at n=4096"""
     from attnwalk.commands.model import model_command
 
     def write(content: str, json: bool) -> None:
@@ -545,7 +558,7 @@ def model_cmd(
         sentence=sentence, model=model, layer=layer, head=head, mode=mode.value, no_pause=no_pause,
         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume, predict=predict,
         format=None if format is None else format.value, output=output, compare=compare, quiz=quiz,
-        count=count, write=write))
+        count=count, write=write, tiles=tiles, at=at, decode=decode))
 
 
 def _stdin_is_terminal() -> bool:

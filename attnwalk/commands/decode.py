@@ -26,20 +26,25 @@ def decode_of(scenario, mode: str) -> Decode:
 
 
 def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
-                   precision: int, ascii: bool, lang: str | None, head: str | None = None) -> int:
+                   precision: int, ascii: bool, lang: str | None, head: str | None = None,
+                   save: str | None = None, scenario=None) -> int:
     """`attnwalk decode`: step through every step in a terminal, else print them all; returns the
-    exit code."""
-    from attnwalk.commands.walk import ScreenRule, head_option, scenario_arg
-    from attnwalk.scenario.model import load_scenario
+    exit code. `scenario`, when given, is decoded instead of one named (`attnwalk model --decode`);
+    --save records every screen as run's --save records the walk."""
+    from attnwalk.commands.walk import ScreenRule, head_option, report_saved, save_format, write_atomically
     from attnwalk.terminal.console import interactive, make_console, wants_ascii
     from attnwalk.text import detect_lang, text
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
-    scenario = load_scenario(scenario_arg(name, scenario_file))
+    fmt = save_format(save) if save is not None else None  # a bad path fails before any work
+    scenario = _scenario(name, scenario_file, scenario)
     heads = _heads(scenario, head, head_option)
     dec = decode_of(scenario, mode)
     console = make_console()
     opts = opts.with_(width=console.size.width, ascii=ascii or wants_ascii(console))
+    if save is not None:
+        write_atomically(save, _recorded(dec, opts, heads, fmt))
+        report_saved(save, opts)
     if not no_pause and interactive():
         from attnwalk.app.pages import PagesApp  # only in a terminal: the piped path never loads Textual
         from attnwalk.commands.decodepages import DecodePages
@@ -59,6 +64,36 @@ def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, n
     return 0
 
 
+def _scenario(name: str | None, scenario_file: Path | None, scenario):
+    """The scenario given ready-made (a model's layer), else the one named or in the file."""
+    if scenario is not None:
+        return scenario
+    from attnwalk.commands.walk import scenario_arg
+    from attnwalk.scenario.model import load_scenario
+
+    return load_scenario(scenario_arg(name, scenario_file))
+
+
+def _recorded(dec: Decode, opts: ViewOptions, heads: list[int] | None, fmt: str) -> str:
+    """Every screen as the piped output prints it, drawn on a recording console of opts.width
+    columns and exported as SVG, HTML or plain text (the walk's --save, for decoding)."""
+    import io
+
+    from attnwalk.commands.walk import ScreenRule
+    from attnwalk.terminal.console import make_console
+
+    recorder = make_console(record=True, file=io.StringIO(), width=opts.width, color_system="truecolor")
+    for index in range(screen_count(dec)):
+        if index:
+            recorder.print(ScreenRule(opts.ascii))
+        recorder.print(decode_screen(dec, index, opts, heads))
+    if fmt == "svg":
+        from attnwalk.render.svg import walk_svg
+
+        return walk_svg(recorder, title=f"attnwalk decode: {dec.scenario.name} ({dec.mode.name})")
+    return recorder.export_html() if fmt == "html" else recorder.export_text()
+
+
 def _heads(scenario, head: str | None, head_option) -> list[int] | None:
     """--head N: only that head's cache on each screen; all (or none given): every head's."""
     if head is None or head.strip().lower() == "all":
@@ -66,17 +101,18 @@ def _heads(scenario, head: str | None, head_option) -> list[int] | None:
     return [head_option(scenario, head)]
 
 
-def decode_json(*, name: str | None, scenario_file: Path | None, mode: str) -> str:
+def decode_json(*, name: str | None, scenario_file: Path | None, mode: str, head: str | None = None,
+                scenario=None) -> str:
     """`decode --format json`: every step as JSON text (export/decodedata.py), refused before
-    anything is built when it would be larger than an export may be."""
-    from attnwalk.commands.walk import scenario_arg
+    anything is built when it would be larger than an export may be. --head N keeps head N's
+    entries alone ("all", or none given: every head's)."""
+    from attnwalk.commands.walk import head_option
     from attnwalk.export.data import to_json
     from attnwalk.export.decodedata import decode_data, decode_numbers
     from attnwalk.scenario.limits import JSON_BYTES_PER_NUMBER, MAX_EXPORT, amount
 
-    from attnwalk.scenario.model import load_scenario
-
-    scenario = load_scenario(scenario_arg(name, scenario_file))
+    scenario = _scenario(name, scenario_file, scenario)
+    heads = _heads(scenario, head, head_option)
     numbers = decode_numbers(scenario)
     if numbers > MAX_EXPORT:  # before anything is built: each step repeats the cache so far
         size = numbers * JSON_BYTES_PER_NUMBER // (1024 * 1024)
@@ -84,4 +120,4 @@ def decode_json(*, name: str | None, scenario_file: Path | None, mode: str) -> s
                             f"(about {amount(size)} MB; each step lists the whole cache so far), more than "
                             f"the {amount(MAX_EXPORT)} an export writes; decode fewer tokens",
                             file=scenario.label, field="tokens", line=scenario.lines.get("tokens"))
-    return to_json(decode_data(decode_of(scenario, mode))) + "\n"
+    return to_json(decode_data(decode_of(scenario, mode), None if heads is None else heads[0])) + "\n"

@@ -81,6 +81,8 @@ def model_data(walk, head: int) -> dict:
         for key in ("Q", "K", "V", "Q_rot", "K_rot", "QK^T", "S", "A", "Z"):
             if key in chosen:  # Q_rot, K_rot: the Llama family's rotary positions
                 stages[key] = chosen[key]
+        if "tiled" in chosen:  # --tiles: the chosen head's online softmax at the top, as one head's
+            data["tiled"] = chosen["tiled"]
     weights = data["weights"]
     for name in ("b_Q", "b_K", "b_V", "b_O"):
         if getattr(scn, name) is not None:
@@ -113,11 +115,24 @@ def model_data(walk, head: int) -> dict:
 def model_command(*, sentence: str, model: str | None, layer: int, head: str | None, mode: str,
                   no_pause: bool, precision: int, ascii: bool, save: str | None, lang: str | None,
                   resume: bool, predict: bool, format: str | None, output: str | None,
-                  compare: bool, quiz: bool, count: int | None, write) -> int:
-    """Walk (or export, compare, quiz) one layer of a real model; returns the exit code. `write`
-    prints an export (content, is_json) as stdout's encoding can hold it."""
-    if sum((format is not None, compare, quiz)) > 1:
-        raise UsageError("give at most one of --format, --compare and --quiz")
+                  compare: bool, quiz: bool, count: int | None, write, tiles: int | None = None,
+                  at: str | None = None, decode: bool = False) -> int:
+    """Walk (or export, compare, quiz, decode) one layer of a real model; returns the exit code.
+    `write` prints an export (content, is_json) as stdout's encoding can hold it. --tiles adds
+    the tiled stage to the walk, the export and the compare as a scenario's --tiles does; --at
+    projects the cost panel of the walk and the comparison."""
+    if sum((format is not None and not decode, compare, quiz, decode)) > 1:
+        raise UsageError("give at most one of --format, --compare, --quiz and --decode")
+    if decode and format not in (None, "json"):
+        raise UsageError(f"--decode --format {format}: decoding is written as json only "
+                         "(or walked on screen without --format)")
+    if decode and (tiles is not None or predict or resume):
+        option = "--tiles" if tiles is not None else "--predict" if predict else "--resume"
+        raise UsageError(f"{option} works on the walk of the layer, not with --decode (which steps the "
+                         f"KV cache token by token): leave out one of them")
+    if at is not None and (format is not None or quiz or decode):
+        raise UsageError("--at projects the cost panel of the walk and of --compare; it has no place "
+                         "in an export, the quiz or --decode")
     if output is not None and format is None:
         raise UsageError("--output writes an export: add --format json, markdown, latex or csv")
     if count is not None and not quiz:
@@ -126,11 +141,15 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
         raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
     if layer < 1:
         raise UsageError(f"--layer {layer}: layers are numbered from 1")
-    scenario = scenario_from_model(load_layer(sentence, model, layer))
+    from attnwalk.scenario.tiles import with_tiles
+
+    scenario = with_tiles(scenario_from_model(load_layer(sentence, model, layer)), tiles)
+    if decode:
+        return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, write)
     if format is not None:
         return _export(scenario, format, mode, lang, precision, output, _head(scenario, head), write)
     if compare:
-        return _compare(scenario, _head(scenario, head), precision, ascii, lang)
+        return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
     if quiz:
         from attnwalk.commands.quiz import quiz_command
 
@@ -140,7 +159,7 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
 
     return walk_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause,
                         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
-                        head=head, predict=predict, scenario=scenario)
+                        head=head, predict=predict, scenario=scenario, at=at)
 
 
 def _head(scenario: Scenario, head: str | None) -> int:
@@ -180,7 +199,23 @@ def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precis
     return 0
 
 
-def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: str | None) -> int:
+def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None, no_pause: bool,
+            precision: int, ascii: bool, lang: str | None, save: str | None, write) -> int:
+    """--decode: the layer's KV cache stepped (or written as JSON) by `attnwalk decode`'s own code;
+    a bidirectional model (BERT) is refused there, as a scenario without a causal mask is."""
+    from attnwalk.commands.decode import decode_command, decode_json
+
+    if format == "json":
+        if save is not None:
+            raise UsageError("--save records the screens; with --format json redirect the output instead")
+        write(decode_json(name=None, scenario_file=None, mode=mode, head=head, scenario=scenario), True)
+        return 0
+    return decode_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause, precision=precision,
+                          ascii=ascii, lang=lang, head=head, save=save, scenario=scenario)
+
+
+def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: str | None,
+             at: str | None = None) -> int:
     """scaled, unscaled and uniform for one real head, as `attnwalk compare` shows a scenario."""
     from attnwalk.layer.compare import compare
     from attnwalk.render.compareview import compare_view
@@ -191,5 +226,9 @@ def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: s
     console = make_console()
     opts = ViewOptions(precision=precision, ascii=ascii or wants_ascii(console),
                        lang=detect_lang(lang), width=console.size.width)
+    if at is not None:
+        from attnwalk.layer.cost import projected_dims
+
+        opts = opts.with_(at=projected_dims(scenario, at))
     console.print(compare_view(compare(scenario, (), 1.0, head), opts))
     return 0

@@ -12,6 +12,13 @@ head. With W_O a step adds `o` (d_model). `s` is the score row (/ √d_k where t
 null where the mask hides a cached key (JSON has no −∞); `work` is {"cached", "rerun"}, each
 {"projections", "scores", "mixing", "output", "total"} multiply-adds; `difference` is the largest
 |z_t − Z[t]| against the whole causal layer.
+
+Variants: under ALiBi each head's entry adds `b`, the bias −m_h·(t − j) added to `s` before the
+softmax (null where masked, as `s`); under RoPE `q`, `k` and the caches are the rotated ones.
+With grouped-query heads (`shape.kv_heads` g < heads) the full-width `k`, `v`, `K_cache` and
+`V_cache` hold the g K/V heads' columns (g·d_k, g·d_v: what a decoder caches), and each head's
+entry adds `kv`, the 0-based K/V head it reads. `--head N` keeps one head: the top level adds
+`"head": N` and every step carries that head's entries itself, as with one head, and no `heads`.
 """
 
 from __future__ import annotations
@@ -20,48 +27,55 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnwalk.layer.kvcache import Decode, HeadStep, Step, Work
+from attnwalk.layer.kvcache import Decode, HeadStep, Step, Work, kv_representatives
 
 if TYPE_CHECKING:
     from attnwalk.scenario.model import Scenario
 
 
-def decode_data(dec: Decode) -> dict[str, Any]:
+def decode_data(dec: Decode, head: int | None = None) -> dict[str, Any]:
+    """Every step; `head` (0-based) keeps that head's entries alone."""
     scn = dec.scenario
-    return {
-        "name": scn.name,
-        "tokens": list(scn.tokens),
-        "mode": dec.mode.name,
-        "shape": {"n": scn.n, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v, "heads": scn.heads},
-        "steps": [_step(dec, step) for step in dec.steps],
-        "difference": dec.difference,
-    }
+    shape = {"n": scn.n, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v, "heads": scn.heads}
+    if scn.groups < scn.heads:
+        shape["kv_heads"] = scn.groups
+    data: dict[str, Any] = {"name": scn.name, "tokens": list(scn.tokens), "mode": dec.mode.name,
+                            "shape": shape}
+    if head is not None:
+        data["head"] = head + 1
+    data["steps"] = [_step(dec, step, head) for step in dec.steps]
+    data["difference"] = dec.difference
+    return data
 
 
 def decode_numbers(scn: Scenario) -> int:
     """How many numbers decode_data writes for `scn`, counted from its shapes (nothing is built):
-    step t holds t rows of each cache and t scores and weights, so they add up to n(n + 1)/2
-    rows; with several heads the rows and caches appear twice (full width, and per head)."""
-    h, n = scn.heads, scn.n
-    copies = 2 if h > 1 else 1
+    step t holds t rows of each cache and t scores, weights (and ALiBi biases), so they add up to
+    n(n + 1)/2 rows; with several heads the rows and caches appear twice (full width, with g K/V
+    heads, and per query head)."""
+    h, g, n = scn.heads, scn.groups, scn.n
     rows = n * (n + 1) // 2  # Σ t over the steps
-    per_head = copies * (rows * h * (scn.d_k + scn.d_v + 2) + n * h * (2 * scn.d_k + 2 * scn.d_v))
+    per_head = rows * h * (scn.d_k + scn.d_v + 3) + n * h * (2 * scn.d_k + 2 * scn.d_v)  # (+ 3: s, a, b)
+    if h > 1:  # the full-width copy: every query head's q, the g K/V heads' k, v and caches
+        per_head += rows * g * (scn.d_k + scn.d_v) + n * (h * scn.d_k + g * (scn.d_k + scn.d_v) + h * scn.d_v)
     return per_head + n * (scn.d_model * (2 if scn.W_O is not None else 1) + 10)
 
 
-def _step(dec: Decode, step: Step) -> dict[str, Any]:
+def _step(dec: Decode, step: Step, head: int | None) -> dict[str, Any]:
     scn = dec.scenario
     allowed = scn.allowed[step.t - 1, :step.t]
     out: dict[str, Any] = {"t": step.t, "token": scn.tokens[step.t - 1], "x": step.x.tolist()}
-    if scn.heads == 1:
-        out.update(_head(step.heads[0], allowed))
+    if scn.heads == 1 or head is not None:
+        out.update(_head(scn, step.heads[head or 0], allowed))
     else:
-        for key in ("q", "k", "v"):
-            out[key] = np.concatenate([getattr(head, key) for head in step.heads]).tolist()
-        for key in ("K_cache", "V_cache"):  # (t, h·d): the heads' blocks side by side, as export's K
-            out[key] = np.concatenate([getattr(head, key) for head in step.heads], axis=1).tolist()
+        out["q"] = np.concatenate([h.q for h in step.heads]).tolist()
+        caches = [step.heads[h] for h in kv_representatives(scn)]  # one per K/V head: g, not h
+        for key in ("k", "v"):
+            out[key] = np.concatenate([getattr(cache, key) for cache in caches]).tolist()
+        for key in ("K_cache", "V_cache"):  # (t, g·d): the K/V heads' blocks side by side, as export's K
+            out[key] = np.concatenate([getattr(cache, key) for cache in caches], axis=1).tolist()
         out["z"] = step.concat.tolist()
-        out["heads"] = [_head(head, allowed) for head in step.heads]
+        out["heads"] = [_head(scn, h, allowed) for h in step.heads]
     if step.o is not None:
         out["o"] = step.o.tolist()
     out["work"] = {"cached": _work(step.cached), "rerun": _work(step.rerun)}
@@ -69,11 +83,16 @@ def _step(dec: Decode, step: Step) -> dict[str, Any]:
     return out
 
 
-def _head(head: HeadStep, allowed: np.ndarray) -> dict[str, Any]:
-    return {"q": head.q.tolist(), "k": head.k.tolist(), "v": head.v.tolist(),
-            "K_cache": head.K_cache.tolist(), "V_cache": head.V_cache.tolist(),
-            "s": [float(s) if ok else None for s, ok in zip(head.s, allowed)],
-            "a": head.a.tolist(), "z": head.z.tolist()}
+def _head(scn: Scenario, head: HeadStep, allowed: np.ndarray) -> dict[str, Any]:
+    out: dict[str, Any] = {"q": head.q.tolist(), "k": head.k.tolist(), "v": head.v.tolist(),
+                           "K_cache": head.K_cache.tolist(), "V_cache": head.V_cache.tolist(),
+                           "s": [float(s) if ok else None for s, ok in zip(head.s, allowed)]}
+    if head.b is not None:
+        out["b"] = [float(b) if ok else None for b, ok in zip(head.b, allowed)]
+    out["a"], out["z"] = head.a.tolist(), head.z.tolist()
+    if scn.groups < scn.heads:
+        out["kv"] = head.kv
+    return out
 
 
 def _work(work: Work) -> dict[str, int]:

@@ -371,7 +371,12 @@ def _tiled_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
 
 def _tiled_notes(scn: Scenario, mode: Mode) -> list[str]:
     notes = ["tiles.masked_blocks"] if scn.masked else []
-    return notes + (["tiles.one_block"] if scn.tiles is not None and scn.tiles >= scn.m else [])
+    notes += ["tiles.one_block"] if scn.tiles is not None and scn.tiles >= scn.m else []
+    # what the blocks hold under each variant: S + B, rotated scores, a shared V, a band of keys
+    notes += ["tiles.variant.alibi"] if scn.bias == "alibi" else []
+    notes += ["tiles.variant.rope"] if scn.rope is not None else []
+    notes += ["tiles.variant.gqa"] if scn.groups < scn.heads else []
+    return notes + (["tiles.variant.window"] if scn.window is not None else [])
 
 
 def _concat_formula(base: str, scn: Scenario, mode: Mode) -> str:

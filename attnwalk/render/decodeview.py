@@ -4,6 +4,9 @@ Step t shows what arrives (token t's x_t), what is computed now (its q, k, v), e
 cache with the rows read from it and the row just appended, the scores and weights of q_t over
 the cache, z_t beside row t of the causal walk with their largest difference, and the work done
 with the cache and without one. Each screen is one Rich renderable, so any stepper can show it.
+The variants show what they change: the K/V head a query head shares (GQA), the rotated query
+(RoPE), the ALiBi bias beside the scores, what a rolling window buffer would keep; the formulas
+and the explanation panel are render/decodenotes.py's.
 """
 
 from __future__ import annotations
@@ -11,14 +14,15 @@ from __future__ import annotations
 import numpy as np
 from rich.console import Console, ConsoleOptions, Group, NewLine, RenderableType, RenderResult
 from rich.measure import Measurement
-from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from attnwalk.layer import alibi
 from attnwalk.layer.axes import dim_labels, token_labels
-from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers
+from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers, ungrouped_numbers, window_rows
 from attnwalk.layer.stages import SIGNED, WEIGHTS
 from attnwalk.render import style
+from attnwalk.render.decodenotes import explanation, formulas
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.heatmap import heat_table
 from attnwalk.render.lesson import lesson_panel
@@ -91,34 +95,18 @@ def _header(dec: Decode, t: int, opts: ViewOptions) -> RenderableType:
     for line in formulas(dec):
         facts.add_row(Text(label), Text(style.plain(line, opts), style=style.FORMULA))
         label = ""
-    shape = style.say(opts, "decode.cache_shape_heads" if scn.heads > 1 else "decode.cache_shape",
-                      t=t, heads=scn.heads, d_k=scn.d_k, d_v=scn.d_v, numbers=_count(cache_numbers(scn, t)))
+    key = "decode.variant.cache_shape_gqa" if scn.groups < scn.heads else (
+        "decode.cache_shape_heads" if scn.heads > 1 else "decode.cache_shape")
+    shape = style.say(opts, key, t=t, heads=scn.heads, kv_heads=scn.groups, d_k=scn.d_k, d_v=scn.d_v,
+                      numbers=_count(cache_numbers(scn, t)), full=_count(ungrouped_numbers(scn, t)))
     facts.add_row(Text(style.say(opts, "decode.cache")), Text(shape, style=style.SHAPE))
+    if scn.window is not None and t > scn.window:  # what a rolling buffer would keep
+        kept = cache_numbers(scn, window_rows(scn, t))
+        facts.add_row(Text(""), Text(style.say(opts, "decode.variant.cache_window", t=t, w=scn.window,
+                                               kept=_count(kept)), style=style.SHAPE))
     mode = style.plain(text(opts.lang).t(f"mode.{dec.mode.name}.name"), opts)
     facts.add_row(Text(style.say(opts, "ui.mode")), Text(mode))
     return Group(title, facts)
-
-
-def formulas(dec: Decode) -> list[str]:
-    """A step's arithmetic as this scenario does it under this mode (math: every language)."""
-    scn, mode = dec.scenario, dec.mode
-    hat = "\u0302" if scn.qk_norm else ""
-    q, k = f"q{hat}_t", f"k{hat}_j"
-    score = f"tanh({q} + {k}) · w_a" if scn.score == "additive" else f"{q} · {k}"
-    if scn.qk_norm and scn.qk_scale != 1.0:
-        score = f"{scn.qk_scale:g} × ({score})"
-    if mode.scales(scn.scorer):
-        score = f"({score}) / √d_k" if scn.score == "additive" else f"{score} / √d_k"
-    if not mode.reads_scores:
-        weights = "a_t[j] = 1 / (keys token t may read)"
-    elif not mode.smooth:
-        weights = f"a_t = onehot(argmax_j {score})"
-    else:
-        weights = f"a_t[j] = softmax_j({score})"
-    x = "x_t = e_t + p_t" if scn.main.positional != "none" else "x_t = e_t"
-    return [f"{x};  q_t = x_t · W_Q,  k_t = x_t · W_K,  v_t = x_t · W_V",
-            "K_cache ← [K_cache; k_t],  V_cache ← [V_cache; v_t]",
-            f"{weights}  (j = 1 … t);  z_t = a_t · V_cache"]
 
 
 def _happened(dec: Decode, step: Step, opts: ViewOptions) -> str:
@@ -146,16 +134,32 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
     d_k, d_v = _dims(dec, "d_k", scn.d_k, opts), _dims(dec, "d_v", scn.d_v, opts)
     out: list[RenderableType] = []
     if scn.heads > 1:
-        out.append(Text(style.say(opts, "ui.head", head=h + 1, heads=scn.heads), style=style.POSITION))
-    out.append(_captioned(style.say(opts, "decode.query"),
-                          heat_table(head.q[None, :], ["q_t"], d_k, SIGNED, opts)))
+        label = style.say(opts, "ui.head", head=h + 1, heads=scn.heads)
+        if scn.groups < scn.heads:  # which cache it reads, and who else reads it
+            sharing = [str(other + 1) for other in range(scn.heads) if scn.kv_head(other) == head.kv]
+            label += "   " + style.say(opts, "decode.variant.head_gqa", kv=head.kv + 1, kv_heads=scn.groups,
+                                       sharing=style.say(opts, "ui.list_sep").join(sharing))
+        out.append(Text(label, style=style.POSITION))
+    query = style.say(opts, "decode.variant.query_rope", pos=t - 1) if scn.rope is not None else \
+        style.say(opts, "decode.query")
+    out.append(_captioned(query, heat_table(head.q[None, :], ["q_t"], d_k, SIGNED, opts)))
+    if scn.rope is not None:
+        out.append(Text(style.say(opts, "decode.variant.cache_rope"), style=style.NOTE))
     out.append(SideBySide(_captioned("K_cache", heat_table(head.K_cache, rows, d_k, SIGNED, opts)),
                              _captioned("V_cache", heat_table(head.V_cache, rows, d_v, SIGNED, opts))))
     allowed = scn.allowed[t - 1:t, :t]
     s_name = "s_t" if dec.mode.scales(scn.scorer) else style.plain("q_t · k_j", opts)
-    scores = heat_table(np.where(allowed, head.s[None, :], -np.inf), [s_name], keys, SIGNED, opts)
+    if head.b is None:
+        scores = heat_table(np.where(allowed, head.s[None, :], -np.inf), [s_name], keys, SIGNED, opts)
+        caption = style.say(opts, "decode.scores")
+    else:  # ALiBi: the score, the bias, and what the softmax reads
+        rows3 = np.stack([head.s, head.b, head.s + head.b])
+        scores = heat_table(np.where(allowed, rows3, -np.inf), [s_name, "b_t", f"{s_name} + b_t"], keys,
+                            SIGNED, opts)
+        slope = alibi.slopes(scn.heads)[h]
+        caption = style.say(opts, "decode.variant.scores_alibi", slope=f"{slope:.{opts.precision}g}")
     weights = heat_table(head.a[None, :], ["a_t"], keys, WEIGHTS, opts, allowed=allowed, mark_row_max=True)
-    out.append(SideBySide(_captioned(style.say(opts, "decode.scores"), scores),
+    out.append(SideBySide(_captioned(caption, scores),
                              _captioned(style.say(opts, "decode.weights"), weights)))
     Z = dec.walk.matrix("Z", h)[t - 1]
     out.append(_captioned(style.say(opts, "decode.output"), heat_table(
@@ -285,32 +289,11 @@ def summary_screen(dec: Decode, opts: ViewOptions) -> RenderableType:
     table.add_row(Text(style.say(opts, "decode.work_total"), style=style.RESULT), Text(""), Text(""),
                   Text(_count(cached.total), style=style.RESULT), Text(_count(rerun.total), style=style.RESULT),
                   Text(gap(dec.difference), style=style.RESULT))
-    totals = style.say(opts, "decode.summary_totals", n=n, cached=_count(cached.total),
+    key = "decode.variant.summary_totals_gqa" if scn.groups < scn.heads else "decode.summary_totals"
+    totals = style.say(opts, key, n=n, cached=_count(cached.total),
                        rerun=_count(rerun.total), ratio=f"{rerun.total / cached.total:.2f}",
-                       numbers=_count(cache_numbers(scn, n)))
+                       numbers=_count(cache_numbers(scn, n)), kv_heads=scn.groups,
+                       full=_count(ungrouped_numbers(scn, n)))
     parts: list[RenderableType] = [title, table, Prose(totals), _difference_line(dec.difference, opts, every=True),
                                    explanation(dec, opts)]
     return _spaced(parts)
-
-
-def explanation(dec: Decode, opts: ViewOptions) -> RenderableType:
-    """What a KV cache is, why it is exact, and the mistake learners make about it."""
-    scn = dec.scenario
-    grid = FastTable.grid(padding=(0, 2))
-    grid.add_column(style=style.LABEL, no_wrap=True)
-    grid.add_column(overflow="fold")
-    for field in ("what", "why", "mistake"):
-        grid.add_row(Text(style.say(opts, f"ui.{field}")), Prose(style.say(opts, f"decode.{field}")))
-    notes = []
-    if scn.heads > 1:
-        notes.append(style.say(opts, "decode.note_heads", heads=scn.heads))
-    if scn.main.positional != "none":
-        notes.append(style.say(opts, "decode.note_positions"))
-    if scn.mask_kind == "explicit":
-        notes.append(style.say(opts, "decode.note_mask"))
-    label = style.say(opts, "ui.note")
-    for note in notes:
-        grid.add_row(Text(label), Prose(note))
-        label = ""
-    return Panel(grid, box=style.panel_box(opts), border_style=style.PANEL_BORDER,
-                 title=Text(style.say(opts, "decode.title")), title_align="left")
