@@ -104,9 +104,8 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
                 yield Static(id="worked")
                 yield Static(id="extras")
         yield Static(id="message")
-        with Vertical(id="prompt"):  # a long question wraps above the line it is answered on
-            yield Label(id="prompt-label")
-            yield Input(id="prompt-input")
+        # #prompt (a Vertical: a long question wraps above the line it is answered on) comes
+        # here after the first frame (TypedAnswers.add_prompt)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -115,6 +114,7 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
         grid.can_focus = True
         grid.focus()
         self.show()
+        self.call_after_refresh(self.add_prompt)
         self.call_after_refresh(self._compute_next_mode)
 
     def on_resize(self) -> None:
