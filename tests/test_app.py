@@ -109,6 +109,24 @@ def test_a_jump_typed_before_the_prompt_line_is_mounted_still_asks() -> None:
     assert d.app.index == 9 and "Stage 10 / 11   A  Attention weights" in d.screen
 
 
+def test_an_app_turns_the_collector_back_on_only_if_the_start_had_it_off() -> None:
+    import gc
+
+    from attnwalk.app import collect_again
+
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    collect_again()  # as in every test: the collector is on, nothing is frozen
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    gc.disable()  # as the console script starts (cli.run)
+    try:
+        collect_again()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
 def test_escape_cancels_a_jump() -> None:
     d = drive("girl_bangs", ["n", "g", "5", "escape", "n"])
     assert d.app.index == 2  # the n after Esc is a key again, not typed into the prompt

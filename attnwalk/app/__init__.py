@@ -5,3 +5,15 @@ May import the layer, text and render packages, Textual and Rich (the quiz's loo
 predictions are handed in by the commands); only the commands import it, and only for a terminal:
 the piped walk never loads Textual.
 """
+
+import gc
+
+
+def collect_again() -> None:
+    """The console script starts with the garbage collector off (cli.run: it would only rescan
+    the start's imports); an app, which may run for an hour, turns it back on once mounted.
+    What the start made is frozen first, so no collection scans it again. Off only there: in
+    tests, or wherever the collector is already on, this does nothing."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()

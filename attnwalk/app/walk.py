@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Input, Label, Static
 
 from attnwalk.app.grid import MatrixGrid
-from attnwalk.app import panes
+from attnwalk.app import collect_again, panes
 from attnwalk.app.help import HelpScreen, translated
 from attnwalk.app.offloop import OffTheLoop
 from attnwalk.app.typed import TypedAnswers
@@ -109,6 +109,7 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        collect_again()  # off during the start: cli.run
         grid = self.query_one(MatrixGrid)
         translated(grid, self.opts)
         grid.can_focus = True
