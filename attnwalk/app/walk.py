@@ -13,8 +13,8 @@ from concurrent.futures import Future
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Input, Label, Static
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Static
 
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import collect_again, panes
