@@ -213,7 +213,8 @@ def list_cmd(
     from attnwalk.text import detect_lang
     from attnwalk.render.lessons import lesson_table
 
-    _console().print(lesson_table(detect_lang(lang)))
+    console = _console()
+    console.print(lesson_table(detect_lang(lang), console.size.width))
 
 
 @app.command("init", short_help="Write a commented scenario file to edit.")
@@ -239,6 +240,8 @@ def init_cmd(
     print(f"wrote {path}; edit it, then: attnwalk step --scenario {path}")
 
 
+NameArg = Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
+                                                autocompletion=complete.lesson, show_default=False)]
 ScenarioFileOpt = Annotated[Optional[Path], typer.Option("--scenario", "-s", metavar="FILE", help="Walk this scenario file (YAML).")]
 NoPauseOpt = Annotated[bool, typer.Option("--no-pause", help="Print every stage at once without waiting for keys.")]
 PrecisionOpt = Annotated[int, typer.Option("--precision", "-p", min=0, max=12, metavar="N", help="Decimals in every cell (0-12).")]
@@ -253,8 +256,7 @@ WalkHeadOpt = Annotated[Optional[str], typer.Option(
 
 @handles_errors
 def walk_cmd(
-    name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
-                                                  autocompletion=complete.lesson, show_default=False)] = None,
+    name: NameArg = None,
     scenario: ScenarioFileOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
     resume: ResumeOpt = False, head: WalkHeadOpt = None, tiles: TilesOpt = None, at: AtOpt = None,
@@ -286,8 +288,7 @@ class CompareFormat(str, Enum):
 @app.command("decode", short_help="Generate the output one token at a time, with a KV cache.")
 @handles_errors
 def decode_cmd(
-    name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
-                                                  autocompletion=complete.lesson, show_default=False)] = None,
+    name: NameArg = None,
     scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", metavar="FILE", help="Decode this scenario file (YAML).")] = None,
     mode: ModeOpt = Mode.scaled,
     no_pause: Annotated[bool, typer.Option("--no-pause", help="Print every step at once without waiting for keys.")] = False,
@@ -438,8 +439,7 @@ def explain_cmd(
 @app.command("quiz", short_help="Predict, then check: questions on the numbers, scored.")
 @handles_errors
 def quiz_cmd(
-    name: Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
-                                                  autocompletion=complete.lesson, show_default=False)] = None,
+    name: NameArg = None,
     scenario: Annotated[Optional[Path], typer.Option("--scenario", "-s", metavar="FILE", help="Quiz on this scenario file (YAML).")] = None,
     count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, metavar="N", help="Ask only the first N questions (default: all).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", metavar="N", help="Other cells and another order, the same for the same seed.")] = None,

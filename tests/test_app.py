@@ -313,6 +313,31 @@ def test_help_lists_the_keys_and_any_key_closes_it_q_quits() -> None:
     assert drive("girl_bangs", ["question_mark", "q"]).code == 0
 
 
+def test_keys_typed_in_a_burst_close_the_help_once() -> None:
+    """A paste, or a command typed ahead, reaches the help screen as several keys before it is
+    gone: each one dismissing it popped the walk's own screen too (ScreenStackError, a traceback)."""
+    import asyncio
+
+    from textual import events
+
+    from attnwalk.app.walk import WalkApp
+
+    app = WalkApp(compute(load_scenario("girl_bangs")), ViewOptions())
+
+    async def run() -> tuple[bool, int]:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("question_mark")
+            await pilot.pause()
+            help_screen = app.screen
+            for ch in "xyz":  # posted together, before the first is handled
+                help_screen.post_message(events.Key(ch, ch))
+            await pilot.pause()
+            await pilot.pause()
+            return app.is_running, len(app.screen_stack)
+
+    assert asyncio.run(run()) == (True, 1)  # the help closed, the walk is still there
+
+
 def test_the_footer_fits_80_columns_without_splitting_a_key() -> None:
     d = drive("girl_bangs", ["g", *typed("8")], size=(80, 24))
     line = footer(d.screen)

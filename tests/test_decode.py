@@ -356,7 +356,7 @@ def test_decode_steps_in_a_terminal_with_the_walks_keys() -> None:
     assert shown[:7] == ["Step 1 / 4", "Step 2 / 4", "Step 3 / 4", "Step 2 / 4", "Step 2 / 4", "Step 2 / 4",
                          "Step 4 / 4"]  # g opens a prompt: the step stays until Enter
     after_m = d.screens[7]
-    assert "Mode: unscaled" in after_m and "Step 4 / 4   unscaled" in after_m
+    assert "Mode: unscaled" in after_m
     assert app.pages.dec.mode.name == "unscaled"  # decoded again in the new mode, same step
     assert "No such step: 9; choose 1–4" in d.screens[10]
     assert "Already at the first step." in d.screens[-2]

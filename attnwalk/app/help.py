@@ -34,6 +34,7 @@ class HelpScreen(ModalScreen[bool]):
     def __init__(self, opts: ViewOptions, body_key: str = "app.help") -> None:
         super().__init__()
         self.opts, self.body_key = opts, body_key
+        self._dismissing = False
 
     def compose(self) -> ComposeResult:
         body = Text(style.say(self.opts, self.body_key).strip("\n"))
@@ -43,4 +44,6 @@ class HelpScreen(ModalScreen[bool]):
 
     def on_key(self, event) -> None:
         event.stop()
-        self.dismiss(event.key == "q")
+        if not self._dismissing:  # keys typed fast arrive before the screen is gone: dismiss once
+            self._dismissing = True
+            self.dismiss(event.key == "q")

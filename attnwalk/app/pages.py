@@ -19,8 +19,9 @@ from attnwalk.render.style import say
 
 
 class Pages(Protocol):
-    """What the pager shows: `count` screens, each with a one-line header; `next_mode` recomputes
-    them in the next mode and says so (the pager stays on the same screen)."""
+    """What the pager shows: `count` screens, each opening with its own header (where it is, the
+    mode); `next_mode` recomputes them in the next mode and says so (the pager stays on the same
+    screen)."""
 
     help_key: str  # the text key of the help's body
     jump_key: str  # the prompt of g: "Jump to step (1–{count}): "
@@ -28,8 +29,6 @@ class Pages(Protocol):
 
     @property
     def count(self) -> int: ...
-
-    def header(self, index: int, opts: ViewOptions) -> str: ...
 
     def screen(self, index: int, opts: ViewOptions) -> RenderableType: ...
 
@@ -41,7 +40,6 @@ class PagesApp(App[int]):
 
     CSS = """
     Screen { layout: vertical; }
-    #header { height: 1; padding: 0 1; text-style: bold; }
     #page { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
@@ -76,7 +74,6 @@ class PagesApp(App[int]):
         self._drawn_at = None
 
     def compose(self) -> ComposeResult:
-        yield Static(id="header")
         with VerticalScroll(id="page", can_focus=False):  # the app's keys scroll it
             yield Static(id="body")
         yield Static(id="message")
@@ -104,7 +101,6 @@ class PagesApp(App[int]):
     def show(self, home: bool = True) -> None:
         self._drawn_at = self.size
         opts = self.opts.with_(width=max(self.size.width - 3, 20))  # less padding and scrollbar
-        self.query_one("#header", Static).update(self.pages.header(self.index, opts))
         self.query_one("#body", Static).update(self.pages.screen(self.index, opts))
         if home:
             self.query_one("#page").scroll_home(animate=False)

@@ -9,7 +9,6 @@ from rich.text import Text
 
 from attnwalk.app.grid import MatrixView
 from attnwalk.layer.axes import axes, token_labels
-from attnwalk.layer.ops import row_maxima
 from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage
 from attnwalk.layer.walk import Walk
 from attnwalk.render import style
@@ -18,7 +17,7 @@ from attnwalk.render.lesson import lesson_panel, notice
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
                                       tokens_table, wants_overview)
-from attnwalk.render.screens import explanation
+from attnwalk.render.screens import explanation, matrix_legend
 from attnwalk.render.worked import worked_cell
 from attnwalk.render.wrap import Prose
 
@@ -33,19 +32,9 @@ def changed_cells(old: np.ndarray | None, new: np.ndarray) -> np.ndarray | None:
 
 
 def legend(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> tuple[str, ...]:
-    """The lines under the matrix that say what its marks mean (as render/screens.matrix_view's)."""
-    out = []
-    if stage.square:
-        out.append(style.say(opts, "ui.axes_legend"))
-    if stage.kind == MASKED:
-        out.append(style.say(opts, "ui.masked_legend"))
-    if stage.kind == WEIGHTS:
-        out.append(style.say(opts, "ui.rows_sum_legend"))
-        ties = (row_maxima(walk.matrix(stage.key, head)).sum(axis=1) > 1).any()
-        out.append(style.say(opts, "ui.bars_legend_ties" if ties else "ui.bars_legend"))
-        if walk.scenario.masked:
-            out.append(style.say(opts, "marks.masked_weight", mark=style.markers(opts).times))
-    return tuple(out)
+    """The lines under the matrix that say what its marks mean (render/screens.matrix_legend)."""
+    masked = walk.scenario.masked and stage.kind == WEIGHTS
+    return tuple(matrix_legend(stage, walk.matrix(stage.key, head), opts, masked_mark=masked))
 
 
 def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,

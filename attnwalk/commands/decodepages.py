@@ -26,10 +26,6 @@ class DecodePages:
     def count(self) -> int:
         return screen_count(self.dec)
 
-    def header(self, index: int, opts: ViewOptions) -> str:
-        where = say(opts, "decode.step_header", index=index + 1, count=self.count)
-        return f"{where}   {say(opts, f'mode.{self.dec.mode.name}.name')}"
-
     def screen(self, index: int, opts: ViewOptions):
         return decode_screen(self.dec, index, opts, self.heads)
 

@@ -9,12 +9,17 @@ from attnwalk.text import pick, text
 from attnwalk.scenario.model import load_scenario
 
 
-def lesson_table(lang: str = "en") -> Table:
+def lesson_table(lang: str = "en", width: int = 80) -> Table:
     """Name, title, n × d_model and mask of every built-in scenario."""
     tx = text(lang)
-    table = Table(title=tx.t("list.title"), title_justify="left")
-    for column in ("name", "scenario_title", "shape", "mask"):
-        table.add_column(tx.t(f"list.{column}"), overflow="fold")
+    table = Table(title=tx.t("list.title"), title_justify="left", expand=True)  # for the ratio
+    # the name whole (it is what the learner types), the title given the room; on a narrow
+    # terminal the size and the mask wrap between words at 12 cells rather than squeeze the title
+    narrow = 12 if width < 120 else None
+    table.add_column(tx.t("list.name"), no_wrap=True)
+    table.add_column(tx.t("list.scenario_title"), overflow="fold", ratio=1)
+    table.add_column(tx.t("list.shape"), overflow="fold", max_width=narrow)
+    table.add_column(tx.t("list.mask"), overflow="fold", max_width=narrow)
     for name in builtin_names():
         scn = load_scenario(name)
         shape = f"{scn.n} × {scn.d_model}"

@@ -191,18 +191,8 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
     allowed = scn.allowed if stage.kind in (MASKED, WEIGHTS) and scn.masked else None
     out: list[RenderableType] = [heat_table(M, rows, cols, stage.kind, opts, allowed=allowed,
                                             mark_row_max=stage.kind == WEIGHTS)]
-    legend = []
-    if stage.square:
-        legend.append(style.say(opts, "ui.axes_legend"))
-    if stage.kind == MASKED:
-        legend.append(style.say(opts, "ui.masked_legend"))
-    if stage.kind == WEIGHTS:
-        legend.append(style.say(opts, "ui.rows_sum_legend"))
-        shown = [r for r in shown_indices(M.shape[0], opts.max_rows) if r is not GAP]
-        if (row_maxima(M[shown]).sum(axis=1) > 1).any():  # the table shows a tie
-            legend.append(style.say(opts, "ui.bars_legend_ties"))
-        else:
-            legend.append(style.say(opts, "ui.bars_legend"))
+    shown = [r for r in shown_indices(M.shape[0], opts.max_rows) if r is not GAP]
+    legend = matrix_legend(stage, M[shown], opts)
     if legend:
         out.append(Prose(f" {style.markers(opts).dot} ".join(legend), style=style.NOTE))
     blocks = head_blocks(walk, stage, opts)
@@ -215,6 +205,25 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
     if stage.kind == WEIGHTS:
         out.append(attention_bars(M, rows, token_labels(scn.key_tokens), opts))
     return out
+
+
+def matrix_legend(stage: Stage, shown: np.ndarray, opts: ViewOptions, *,
+                  masked_mark: bool = False) -> list[str]:
+    """What a matrix's marks mean: the axes of a square one, the masked cells, rows that sum to 1
+    and the ▲ on each row's largest weight (the tie wording when a row of `shown`, the rows on
+    screen, has a tie); `masked_mark` adds what × means in A (the app's grid, which has no caption)."""
+    legend = []
+    if stage.square:
+        legend.append(style.say(opts, "ui.axes_legend"))
+    if stage.kind == MASKED:
+        legend.append(style.say(opts, "ui.masked_legend"))
+    if stage.kind == WEIGHTS:
+        legend.append(style.say(opts, "ui.rows_sum_legend"))
+        ties = (row_maxima(shown).sum(axis=1) > 1).any()
+        legend.append(style.say(opts, "ui.bars_legend_ties" if ties else "ui.bars_legend"))
+        if masked_mark:
+            legend.append(style.say(opts, "marks.masked_weight", mark=style.markers(opts).times))
+    return legend
 
 
 def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
