@@ -372,14 +372,27 @@ def test_a_llama_config_attnwalk_cannot_compute_is_named(tmp_path: Path, change:
     assert expected in error_of(lambda: open_model(str(folder)))
 
 
-def test_mistral_reads_as_llama_and_a_sentence_past_its_window_is_refused(tmp_path: Path) -> None:
+def test_mistral_reads_as_llama_and_its_window_masks_a_longer_sentence(tmp_path: Path) -> None:
+    from attnwalk.models.blocks import attend
+
     folder = copy_model(tmp_path, "tiny-llama")
     edit_config(folder, model_type="mistral", sliding_window=4)
     model = open_model(str(folder))
     assert model.info.family == "llama" and model.info.model_type == "mistral"
+    ml = model.layer(model.tokenize("I sat by the river bank"), 1)  # 8 tokens, past the window
+    A = attend(ml).A  # (H, n, n)
+    i, j = np.indices(A.shape[1:])
+    assert ml.window == 4 and np.all(A[:, (i - j >= 4) | (j > i)] == 0)  # Mistral: 0 ≤ i − j < 4
+    assert np.all(A[:, (i - j < 4) & (j <= i)] > 0)  # tests/test_model_walk_llama.py: transformers' A
+
+
+def test_qwen2s_per_layer_window_is_refused_past_its_width(tmp_path: Path) -> None:
+    folder = copy_model(tmp_path, "tiny-qwen2")
+    edit_config(folder, use_sliding_window=True, sliding_window=4)
+    model = open_model(str(folder))
     model.layer(model.tokenize("the river"), 1)  # 4 tokens or fewer: the window changes nothing
     message = error_of(lambda: model.layer(model.tokenize("I sat by the river bank"), 0))
-    assert "sliding window of 4" in message
+    assert "sliding window of 4" in message and "not computed" in message
 
 
 def test_llama_layers_carry_their_rotation_and_share_k_v_between_heads() -> None:

@@ -29,7 +29,8 @@ def reference_module():
     return make_model_reference
 
 
-@pytest.mark.parametrize("name", ["tiny-bert", "tiny-roberta", "tiny-gpt2", "tiny-llama", "tiny-qwen2", "minilm"])
+@pytest.mark.parametrize("name", ["tiny-bert", "tiny-roberta", "tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral",
+                                  "minilm"])
 def test_every_layer_agrees_with_transformers_live(name: str) -> None:
     ref_module = reference_module()
     folder = ref_module.minilm_dir() if name == "minilm" else HERE / "fixtures" / "models" / name

@@ -25,6 +25,7 @@ SENTENCES = {  # as in make_model_reference.SENTENCES (the .npz files do not sto
     "tiny-gpt2": ["I sat by the river bank", "The dog sees a boat on the water, 河边"],
     "tiny-llama": ["I sat by the river bank", "She put my money in the savings bank by the river; 河边"],
     "tiny-qwen2": ["I sat by the river bank", "The cat sees the dog by the water."],
+    "tiny-mistral": ["I sat by the river bank", "the bank"],
     "minilm": ["I sat by the river bank", "I put my money in the savings bank by the river."],
 }
 
@@ -56,7 +57,7 @@ def test_tiny_models_match_transformers_in_every_layer(name: str, s: int) -> Non
             close(value, ref[f"s{s}/L{l}/{key}"], f"{name} sentence {s} layer {l} {key}")
 
 
-@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen2"])
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-qwen2", "tiny-mistral"])
 @pytest.mark.parametrize("s", [0, 1])
 def test_tiny_llama_layout_models_match_transformers(name: str, s: int) -> None:
     # transformers computes the rotary angles in float32 even in a float64 model (see the

@@ -41,11 +41,16 @@ def invoke(*args: str) -> str:
 
 
 def model_scenarios() -> list:
-    """A BERT-like and a GPT-2-like real layer, first and later (attnwalk model's scenarios)."""
-    from attnwalk.commands.model import scenario_from_model
+    """A BERT-like and a GPT-2-like real layer, first and later, and the tiny Llama fixture's first
+    layer (attnwalk model's scenarios)."""
+    from pathlib import Path
 
+    from attnwalk.commands.model import load_layer, scenario_from_model
+
+    llama = Path(__file__).resolve().parent / "fixtures" / "models" / "tiny-llama"
     return [scenario_from_model(random_layer(family, layer=layer))
-            for family in ("bert", "gpt2") for layer in (0, 1)]
+            for family in ("bert", "gpt2") for layer in (0, 1)] + [
+        scenario_from_model(load_layer("I sat by the river bank", str(llama), 1))]
 
 
 # The stages only a real model's layer has: checked the same way in tests/test_model_walk.py

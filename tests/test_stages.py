@@ -204,7 +204,8 @@ def test_handouts_and_explain_read_the_variant(lang) -> None:
 
 # Function names and identifiers a formula may use; anything else of two letters or more is a word.
 MATH_NAMES = {"softmax", "exp", "onehot", "argmax", "tanh", "RMS", "sin", "cos", "pos", "concat",
-              "QK", "EmbeddingTable", "ids", "mean", "var", "LN", "entropy", "log", "FFN", "MLP"}  # (a real model's LayerNorm)
+              "QK", "EmbeddingTable", "ids", "mean", "var", "LN", "entropy", "log", "FFN", "MLP",  # (a real model's LayerNorm)
+              "RMSNorm", "SwiGLU", "llama"}  # (the Llama family's norm, feed-forward and llama3 rescaled θ_i)
 
 
 def every_formula() -> set[str]:
@@ -221,9 +222,15 @@ def model_scenarios() -> list:
     from attnwalk.commands.model import scenario_from_model
     from modelwalk_layers import random_layer
 
+    from attnwalk.commands.model import load_layer
+
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "models"
     return [scenario_from_model(random_layer(family, layer=layer))
             for family in ("bert", "gpt2") for layer in (0, 2)] + [
-        scenario_from_model(random_layer("bert", model_type="roberta"))]  # positions from pad + 1
+        scenario_from_model(random_layer("bert", model_type="roberta"))] + [  # positions from pad + 1
+        # the Llama family: Llama 3.1's rescaled θ_i and 2 K/V heads; Qwen2's biases, a later layer
+        scenario_from_model(load_layer("I sat by the river bank", str(fixtures / name), layer))
+        for name, layer in (("tiny-llama", 1), ("tiny-qwen2", 2))]
 
 
 FORMULAS = sorted(every_formula())
@@ -281,7 +288,8 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
 def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
     tables = variant_tables(lang)
     assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "B", "S+B", "A", "Z", "concat",
-                                          "tiled", "Q", "K", "V", "O", "E_seg", "E_sum", "H", "R"}  # (+ real models')
+                                          "tiled", "Q", "K", "V", "O", "E_seg", "E_sum", "H", "R",
+                                          "glance"}  # (+ real models')
     every = [scenario(name) for name in SCENARIOS] + model_scenarios()
     shown = {stage_text(lang, stage, scn, mode, field)
              for scn in every for mode in ALL_MODES for stage in STAGES for field in FIELDS}

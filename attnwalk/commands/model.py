@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.errors import UsageError
+from attnwalk.layer.rope import Rope
 from attnwalk.scenario.model import Scenario, Sequence
 
 if TYPE_CHECKING:
@@ -21,31 +22,40 @@ if TYPE_CHECKING:
 
 def scenario_from_model(layer: ModelLayer) -> Scenario:
     """The Scenario a model's layer is walked as: the pieces as tokens (special ones included), the
-    token embeddings as E, the learned positions as an explicit P, the in × out weights and their
-    biases, GPT-2's causal mask; the focus on the last word piece (not [SEP] or [CLS])."""
+    token embeddings as E, the learned positions as an explicit P (the Llama family: none, P = 0,
+    and rotary positions with the model's own θ_i), the in × out weights and their biases, the
+    grouped K/V heads, the causal mask; the focus on the last word piece (not [SEP] or [CLS])."""
     info, tokens = layer.info, layer.tokens
-    if layer.rope is not None or layer.norm_in is None or layer.norm_in.kind != "layernorm" \
-            or info.n_kv_heads != info.n_heads or layer.E_pos is None:
-        from attnwalk.models.data import ModelError
-
-        raise ModelError(f"{info.name}: attnwalk model walks BERT- and GPT-2-family layers; the "
-                         f"walk of a {info.model_type} layer (RMSNorm, rotary positions, grouped "
-                         "key/value heads) is not written yet")
     n = len(tokens.pieces)
-    main = Sequence(tokens=tuple(tokens.pieces), E=np.asarray(layer.E_tok, dtype=np.float64),
-                    positional="explicit", P_given=layer.E_pos, ids=tuple(int(i) for i in tokens.ids))
+    ids = tuple(int(i) for i in tokens.ids)
+    E = np.asarray(layer.E_tok, dtype=np.float64)
+    if layer.rope is not None:  # Llama, Qwen2, Mistral: nothing added to E; q and k are turned
+        main = Sequence(tokens=tuple(tokens.pieces), E=E, positional="rope", ids=ids)
+        rope = Rope(base=float(layer.rope.theta), pairing=layer.rope.pairing,
+                    freqs=tuple(float(f) for f in layer.rope.freqs), scaling=layer.rope.scaling)
+    else:
+        main = Sequence(tokens=tuple(tokens.pieces), E=E, positional="explicit", P_given=layer.E_pos,
+                        ids=ids)
+        rope = None
     allowed = np.tril(np.ones((n, n), dtype=bool)) if layer.causal else np.ones((n, n), dtype=bool)
+    mask_kind = "causal" if layer.causal else "none"
+    window = layer.window if layer.window is not None and layer.window < n else None
+    if window is not None:  # Mistral's sliding window, where the sentence is longer than it
+        allowed &= np.triu(np.ones((n, n), dtype=bool), 1 - window)  # 0 ≤ i − j < window
+        mask_kind = "window"
     # the focus: the first piece of the last word ("bank" of "river bank"), else the last token
     last_word = max((w for w in tokens.word_of if w is not None), default=None)
     focus = None if last_word is None else tokens.word_of.index(last_word)
     heads = info.n_heads
+    # the columns of the norm's statistics, and of the all-heads stage (heads from 1)
+    stats = {"rms": {"": ("RMS",)}} if layer.norm_in.kind == "rmsnorm" else {"stats": {"": ("μ", "σ")}}
     return Scenario(
         name=f"{info.name} L{layer.layer + 1}", main=main, W_Q=layer.W_Q, W_K=layer.W_K,
         W_V=layer.W_V, W_O=layer.W_O, b_Q=layer.b_Q, b_K=layer.b_K, b_V=layer.b_V, b_O=layer.b_O,
-        mask_kind="causal" if layer.causal else "none", allowed=allowed, heads=heads,
+        mask_kind=mask_kind, allowed=allowed, window=window, window_causal=window is not None, heads=heads,
+        kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0, rope=rope,
         label=f"model {info.name}", focus=focus, model=layer,
-        # the columns of the LayerNorm's statistics, and of the all-heads stage (heads from 1)
-        dimensions={"stats": {"": ("μ", "σ")}, "h": {"": tuple(str(h + 1) for h in range(heads))}})
+        dimensions={**stats, "h": {"": tuple(str(h + 1) for h in range(heads))}})
 
 
 def load_layer(sentence: str, model: str | None, layer: int) -> ModelLayer:
@@ -68,22 +78,29 @@ def model_data(walk, head: int) -> dict:
     stages = data["stages"]
     if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's
         chosen = stages["heads"][head]
-        for key in ("Q", "K", "V", "QK^T", "S", "A", "Z"):
-            stages[key] = chosen[key]
+        for key in ("Q", "K", "V", "Q_rot", "K_rot", "QK^T", "S", "A", "Z"):
+            if key in chosen:  # Q_rot, K_rot: the Llama family's rotary positions
+                stages[key] = chosen[key]
     weights = data["weights"]
     for name in ("b_Q", "b_K", "b_V", "b_O"):
         if getattr(scn, name) is not None:
             weights[name] = getattr(scn, name).tolist()
-    if layer.norm_in is not None:
+    if layer.norm_in is not None and layer.norm_in.kind == "rmsnorm":  # no β: its own key, "RMS_in"
+        weights["RMS_in"] = {"gamma": layer.norm_in.gamma.tolist(), "eps": layer.norm_in.eps}
+    elif layer.norm_in is not None:
         weights["LN_in"] = {"gamma": layer.norm_in.gamma.tolist(), "beta": None if layer.norm_in.beta is None
                             else layer.norm_in.beta.tolist(), "eps": layer.norm_in.eps}
+    if layer.rope is not None:  # θ_i as the walk turned q and k (after any rope_scaling)
+        data["rope"] = {"theta": layer.rope.theta, "pairing": layer.rope.pairing,
+                        "scaling": layer.rope.scaling, "freqs": layer.rope.freqs.tolist()}
     if layer.norm_after is not None:
         gamma, beta, eps = layer.norm_after
         weights["LN_after"] = {"gamma": gamma.tolist(), "beta": beta.tolist(), "eps": eps}
     info = layer.info
     data["model"] = {"name": info.name, "source": info.source, "family": info.family,
                      "model_type": info.model_type, "layer": layer.layer + 1, "head": head + 1,
-                     "n_layers": info.n_layers, "n_heads": info.n_heads, "d_model": info.d_model,
+                     "n_layers": info.n_layers, "n_heads": info.n_heads, "n_kv_heads": info.n_kv_heads,
+                     "d_model": info.d_model,
                      "d_head": info.d_head, "vocab_size": info.vocab_size, "n_params": info.n_params,
                      "file_bytes": info.file_bytes}
     tok = layer.tokens

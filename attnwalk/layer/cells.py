@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from attnwalk.layer.geometry import geometry
-from attnwalk.layer.rope import SHIFT, pair_of, rotate
+from attnwalk.layer.rope import SHIFT, pair_of
 from attnwalk.layer.scores import raw_scores, rms_normalize
 
 if TYPE_CHECKING:
@@ -181,17 +181,24 @@ def rotation(c: Cell) -> list:
     x = c.walk.heads[c.head].mats[x_key][c.row]  # (d_k,) this head's, before rotation
     rope, d, pos, tok = c.scn.rope, len(x), c.row, c.rows[c.row]
     i, a, b = pair_of(c.col, d, rope.pairing)
-    theta = c.printed(rope.base ** (-2.0 * i / d))
+    exact = float(rope.thetas(d)[i])
+    theta = c.printed(exact)
     angle = c.printed(pos * theta)
     cos, sin = c.printed(np.cos(angle)), c.printed(np.sin(angle))
     name = c.cols  # the columns as the table labels them (names, or numbers)
     lines = [c.prose(c.say("rope.cell_pair", col=name[c.col], other=name[b if c.col == a else a],
-                           a=name[a], b=name[b], i=i, pos=pos, token=tok)),
-             c.plain(f"θ_{i} = {c.short(rope.base)}^({c.mk.minus}{2 * i}/{d}) = {c.num(theta)}"),
-             c.plain(f"{pos} {c.mk.times} θ_{i} = {pos} {c.mk.times} {c.num(theta)} = {c.num(angle)}"
-                     f" rad = {c.degrees(np.degrees(angle))}"),
-             f"cos {c.num(angle)} = {c.num(cos)}, sin {c.num(angle)} = {c.num(sin)}",
-             f"{x_key}[{tok}, {name[a]}] = {c.num(x[a])}, {x_key}[{tok}, {name[b]}] = {c.num(x[b])}"]
+                           a=name[a], b=name[b], i=i, pos=pos, token=tok))]
+    plain = rope.base ** (-2.0 * i / d)
+    if np.isclose(exact, plain, rtol=1e-12, atol=0):  # the base's own θ_i (a scaling may keep fast pairs)
+        lines.append(c.plain(f"θ_{i} = {c.short(rope.base)}^({c.mk.minus}{2 * i}/{d}) = {c.num(theta)}"))
+    else:  # rescaled by the model's rope_scaling: say what the base alone would give
+        lines += [c.prose(c.say("rope.model.scaled_cell", i=i, scaling=rope.scaling or "")),
+                  c.plain(f"{c.short(rope.base)}^({c.mk.minus}{2 * i}/{d}) = {c.num(plain)} "
+                          f"{c.mk.arrow} θ_{i} = {c.num(theta)}")]
+    lines += [c.plain(f"{pos} {c.mk.times} θ_{i} = {pos} {c.mk.times} {c.num(theta)} = {c.num(angle)}"
+                      f" rad = {c.degrees(np.degrees(angle))}"),
+              f"cos {c.num(angle)} = {c.num(cos)}, sin {c.num(angle)} = {c.num(sin)}",
+              f"{x_key}[{tok}, {name[a]}] = {c.num(x[a])}, {x_key}[{tok}, {name[b]}] = {c.num(x[b])}"]
     pair = np.array([x[a], x[b]])  # (2,)
     turn = np.array([cos, -sin]) if c.col == a else np.array([sin, cos])  # a row of R(angle)
     return lines + c.dot(f"{x_key}_rot[{tok}, {name[c.col]}]", pair, turn, c.value)
@@ -201,8 +208,8 @@ def _shift_demo(c: Cell, hd) -> list:
     """Every position moved SHIFT places on, the rotations and scores computed again: this cell's
     score and the largest change anywhere in QKᵀ (only float64's rounding)."""
     rope, s = c.scn.rope, SHIFT
-    Q_s = rotate(hd["Q"], np.arange(hd["Q"].shape[0]) + s, rope.base, rope.pairing)  # (n, d_k)
-    K_s = rotate(hd["K"], np.arange(hd["K"].shape[0]) + s, rope.base, rope.pairing)  # (n, d_k)
+    Q_s = rope.turn(hd["Q"], np.arange(hd["Q"].shape[0]) + s)  # (n, d_k)
+    K_s = rope.turn(hd["K"], np.arange(hd["K"].shape[0]) + s)  # (n, d_k)
     moved = raw_scores(c.scn, Q_s, K_s)  # (n, n)
     change = float(np.max(np.abs(moved - hd["QK^T"])))
     return [c.prose(c.say("rope.shift_cell", shift=s, row_token=c.rows[c.row], col_token=c.cols[c.col],

@@ -56,6 +56,10 @@ def segment(c: Cell) -> list:
 @_plain
 def embedding_sum(c: Cell) -> list:
     tok, r, j = c.rows[c.row], c.row, c.col
+    if realmodel.rms(c.scn):  # the Llama family: no position table, E_sum is E itself
+        row = c.walk.mats["E"][r]
+        return [f"E_sum[{tok}] = E[{tok}] = {c.vec(row)}",
+                f"E_sum[{tok}, {c.cols[j]}] = E[{tok}, {c.cols[j]}] = {c.num(row[j])}"]
     keys = ["E", "P"] + (["E_seg"] if "E_seg" in c.walk.mats else [])
     parts = [c.walk.mats[k][r] for k in keys]
     total = c.walk.mats["E_sum"][r]
@@ -73,7 +77,8 @@ def embedding_sum(c: Cell) -> list:
 @_plain
 def earlier(c: Cell) -> list:
     layer = c.scn.model.layer
-    return [c.prose(c.say("model.earlier_cell", layers=layer, layer=layer + 1)),
+    said = "model.llama.earlier_cell" if realmodel.rms(c.scn) else "model.earlier_cell"  # RMSNorm, SwiGLU
+    return [c.prose(c.say(said, layers=layer, layer=layer + 1)),
             f"H[{c.rows[c.row]}] = {c.vec(c.walk.mats['H'][c.row])}",
             *dims_shown(c, c.scn.d_model)]
 
@@ -150,7 +155,9 @@ def residual(c: Cell) -> list:
     a, o = c.walk.mats[key][c.row, j], c.walk.mats["O"][c.row, j]
     added = c.printed(c.printed(a) + c.printed(o))
     c.lands(added)
-    return [c.prose(c.say(f"model.residual_cell_{c.scn.model.info.family}", x=key)),
+    family = c.scn.model.info.family
+    said = "model.llama.residual_cell" if family == "llama" else f"model.residual_cell_{family}"
+    return [c.prose(c.say(said, x=key)),
             f"R[{tok}, {j}] = {key}[{tok}, {j}] + O[{tok}, {j}] = {c.num(a)} + {c.operand(o)} "
             f"= {c.num(added)}"]
 
@@ -184,3 +191,42 @@ def glance(c: Cell) -> list:
     return [c.prose(c.say("model.glance_cell", head=c.col + 1, token=tok)),
             f"A_{c.col + 1}[{tok}] = {c.vec(a)}",
             c.plain(f"entropy = {c.mk.minus}({shown}) = {c.num(total)} ") + c.say("model.bits")]
+
+
+@_plain
+def rms_stats(c: Cell) -> list:
+    """RMS = √(mean(x²) + ε) for one row: the squares' mean, then the root; no mean is subtracted."""
+    key = realmodel.norm_input(c.scn)
+    tok = c.rows[c.row]
+    x = c.walk.mats[key][c.row]  # (d_model,)
+    eps = realmodel.norm_before(c.scn).eps
+    name = f"{key}[{tok}]"
+    squares = float(np.mean(x ** 2))
+    root = c.printed(np.sqrt(c.printed(squares) + eps))
+    c.lands(root, on=float(c.walk.mats["RMS"][c.row, 0]))
+    shown = [i for i in c.elided(len(x)) if isinstance(i, int)]
+    parts = c.terms({i: f"{c.operand(x[i])}²" for i in shown}, len(x))
+    t = c.mk.sqrt
+    return [c.prose(c.say("model.llama.rms_cell", x=key, token=tok)), f"{name} = {c.vec(x)}",
+            *dims_shown(c, len(x)),
+            f"mean({name}²) = ({parts}) / {len(x)} = {c.num(squares)}",
+            f"RMS = {t}(mean({name}²) + ε) = {t}({c.num(squares)} + {eps:g}) = {c.num(root)}"]
+
+
+@_plain
+def rms_norm(c: Cell) -> list:
+    """X[i, j] = x / RMS · γ_j for one element, each step from the digits printed before it."""
+    key = realmodel.norm_input(c.scn)
+    tok, dim = c.rows[c.row], c.cols[c.col]
+    x = c.walk.mats[key][c.row, c.col]
+    rms = float(c.walk.mats["RMS"][c.row, 0])
+    g = realmodel.norm_before(c.scn).gamma[c.col]
+    scaled = c.printed(c.printed(x) / c.printed(rms))
+    end = c.printed(scaled * c.printed(g))
+    c.lands(end)
+    t = c.mk.times
+    return [c.prose(c.say("model.llama.rms_x_cell", x=key, token=tok)),
+            f"RMS = {c.num(rms)}, γ[{dim}] = {c.num(g)}",
+            *c.chain(f"X[{tok}, {dim}] = {key}[{tok}, {dim}] / RMS {t} γ[{dim}]",
+                     f"{c.num(x)} / {c.num(rms)} {t} {c.operand(g)}",
+                     f"{c.num(scaled)} {t} {c.operand(g)}", c.num(end))]

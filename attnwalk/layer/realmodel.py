@@ -4,9 +4,9 @@ and its text variants, read by the Stage entries in stages.py.
 A model's scenario carries its `models.data.ModelLayer` as `scn.model`; these functions read
 only its arrays and facts (duck-typed: the core imports neither the models package nor text).
 Everything the walk can compute from the stages before it is recomputed here, so a worked cell
-and its table agree: E_sum = E + P (+ E_seg), the LayerNorm's μ and σ, X = (x − μ)/σ · γ + β,
-the residual and BERT's second LayerNorm. Only H, the stream the earlier layers made, is taken
-as the model computed it.
+and its table agree: E_sum = E + P (+ E_seg), the LayerNorm's μ and σ, X = (x − μ)/σ · γ + β
+(the Llama family: the RMSNorm's RMS and X = x / RMS · γ), the residual and BERT's second
+LayerNorm. Only H, the stream the earlier layers made, is taken as the model computed it.
 """
 
 from __future__ import annotations
@@ -46,6 +46,16 @@ def segment_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
 def later_layer(scn: Scenario) -> bool:
     """A layer after the first: its input H was made by the layers before it."""
     return is_model(scn) and scn.model.layer > 0
+
+
+def rms(scn: Scenario) -> bool:
+    """The Llama family's input norm: RMSNorm, x / RMS(x) · γ (no mean subtracted, no β)."""
+    return is_model(scn) and scn.model.norm_in.kind == "rmsnorm"
+
+
+def layer_norm_before(scn: Scenario) -> bool:
+    """BERT's and GPT-2's: a LayerNorm with its mean and σ before attention."""
+    return is_model(scn) and not rms(scn)
 
 
 def post_norm(scn: Scenario) -> bool:
@@ -112,9 +122,18 @@ def normalized(x: np.ndarray, mu_sigma: np.ndarray, params: LayerNormParams) -> 
     return (x - mu_sigma[:, :1]) / mu_sigma[:, 1:] * params.gamma + params.beta  # (n, d_model)
 
 
+def rms_stats(m: Mats, layer: Layer) -> np.ndarray:
+    """Each row's RMS = √(mean(x²) + ε): (n, 1). RMSNorm divides by it, with no mean subtracted."""
+    x = m[norm_input(layer.scn)]  # (n, d_model)
+    return np.sqrt((x ** 2).mean(axis=1, keepdims=True) + norm_before(layer.scn).eps)
+
+
 def layer_input(m: Mats, layer: Layer) -> np.ndarray:
-    """X for a model: the LayerNorm of E_sum or H (what W_Q multiplies)."""
-    return normalized(m[norm_input(layer.scn)], m["LN_stats"], norm_before(layer.scn))
+    """X for a model: the LayerNorm (or RMSNorm) of E_sum or H (what W_Q multiplies)."""
+    x = m[norm_input(layer.scn)]
+    if rms(layer.scn):
+        return x / m["RMS"] * norm_before(layer.scn).gamma  # (n, d_model) / (n, 1) * (d_model,)
+    return normalized(x, m["LN_stats"], norm_before(layer.scn))
 
 
 def residual(m: Mats, layer: Layer) -> np.ndarray:
@@ -130,9 +149,11 @@ def head_weights(m: Mats, layer: Layer, head: int) -> np.ndarray:
     """Head `head`'s A as the walk computes it, from its blocks of Q and K (the same functions the
     per-head stages use: raw scores, the mode's divisor, the mask, the mode's weights)."""
     scn = layer.scn
-    d_k = scn.d_k
+    d_k, kv = scn.d_k, scn.kv_head(head)  # grouped-query: the K/V head this query head reads
     Q = m["Q"][:, head * d_k:(head + 1) * d_k]  # (n, d_k)
-    K = m["K"][:, head * d_k:(head + 1) * d_k]  # (m, d_k)
+    K = m["K"][:, kv * d_k:(kv + 1) * d_k]  # (m, d_k)
+    if scn.rope is not None:  # the Llama family: the rotated queries and keys are compared
+        Q, K = scn.rope.turn(Q, np.arange(len(Q))), scn.rope.turn(K, np.arange(len(K)))
     S = raw_scores(scn, Q, K) / layer.scale  # (n, m)
     return layer.mode.weights(layer.seen_scores({"S": S}), scn.allowed)
 
@@ -198,14 +219,16 @@ def looks_most_at(A: np.ndarray, special: tuple[bool, ...]) -> Focus:
 
 
 def family_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    """A model stage's text in its family's words: "bert" or "gpt2" (BERT normalises after the
-    residual sum, GPT-2 before attention), then the stage's own."""
+    """A model stage's text in its family's words: "bert", "gpt2" or "llama" (BERT normalises after
+    the residual sum, GPT-2 before attention, the Llama family with an RMSNorm), then the stage's own."""
     return (scn.model.info.family,) if is_model(scn) else ()
 
 
 def sum_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if not is_model(scn):  # a formula is asked of every stage, applying or not
         return base
+    if rms(scn):  # the Llama family adds no position vector (RoPE turns q and k instead)
+        return "E_sum = E"
     return "E_sum = E + P + E_seg" if has_segments(scn) else "E_sum = E + P"
 
 
@@ -215,6 +238,8 @@ def earlier_formula(base: str, scn: Scenario, mode: Mode) -> str:
     before = scn.model.layer  # the layer before this one, counted from 1
     if post_norm(scn):  # BERT: that layer's Y and its feed-forward output, before its last LayerNorm
         return f"H = Y_{before} + FFN(Y_{before})"
+    if rms(scn):  # Llama: post_attention_layernorm (an RMSNorm), then the SwiGLU feed-forward
+        return f"H = R_{before} + SwiGLU(RMSNorm₂(R_{before}))"
     return f"H = R_{before} + MLP(ln_2(R_{before}))"  # GPT-2: its residual sum, then its MLP's output
 
 
@@ -225,9 +250,18 @@ def stats_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return f"μ = mean({x}[i, :]),  σ = √(var({x}[i, :]) + ε),  ε = {norm_before(scn).eps:g}"
 
 
+def rms_formula(base: str, scn: Scenario, mode: Mode) -> str:
+    if not rms(scn):
+        return base
+    x = norm_input(scn)
+    return f"RMS = √(mean({x}[i, :]²) + ε),  ε = {norm_before(scn).eps:g}"
+
+
 def input_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if not is_model(scn):
         return base
+    if rms(scn):
+        return f"X = RMSNorm({norm_input(scn)}) = {norm_input(scn)} / RMS · γ"
     return f"X = LN({norm_input(scn)}) = ({norm_input(scn)} − μ) / σ · γ + β"
 
 

@@ -28,10 +28,23 @@ SHIFT = 3  # how far the walk moves every position to show that the scores stay 
 
 
 class Rope(NamedTuple):
-    """A scenario's rotary settings (`rope: {base: 10000, pairing: half}`)."""
+    """A scenario's rotary settings (`rope: {base: 10000, pairing: half}`). A real model whose
+    config rescales the frequencies (Llama 3.1's rope_scaling) gives its own θ_i as `freqs`, and
+    `scaling` names the rule; a scenario file never does (its θ_i always follow the base)."""
 
     base: float = DEFAULT_BASE
     pairing: str = "half"  # "half" | "interleaved"
+    freqs: tuple[float, ...] | None = None  # (d_head/2,) θ_i as the model uses them, or None
+    scaling: str | None = None  # "llama3" where freqs were rescaled
+
+    def thetas(self, d_head: int) -> np.ndarray:
+        """θ_i for i = 0 … d_head/2 − 1: the given ones, else base^(−2i/d_head)."""
+        return frequencies(d_head, self.base) if self.freqs is None else np.array(self.freqs)
+
+    def turn(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """One head's rows rotated by their positions with these settings: (n, d) -> (n, d)."""
+        freqs = None if self.freqs is None else np.array(self.freqs)
+        return rotate(x, positions, self.base, self.pairing, freqs)
 
 
 def frequencies(d_head: int, base: float = DEFAULT_BASE) -> np.ndarray:

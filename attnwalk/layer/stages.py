@@ -17,7 +17,7 @@ import numpy as np
 
 from attnwalk.layer import alibi, cells, modelcells, realmodel, tiled
 from attnwalk.layer.modes import BASELINE, mode_named
-from attnwalk.layer.rope import SHIFT, rotate
+from attnwalk.layer.rope import SHIFT
 from attnwalk.layer.scores import raw_scores
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def _projection(weight: str) -> Callable[[Mats, Layer], np.ndarray]:
 def _rotated(key: str) -> Callable[[Mats, Layer], np.ndarray]:
     def compute(m: Mats, layer: Layer) -> np.ndarray:
         rope = layer.scn.rope  # self-attention only (the loader refuses a source): positions 0 … n − 1
-        return rotate(m[key], np.arange(m[key].shape[0]), rope.base, rope.pairing)  # (n, d_k)
+        return rope.turn(m[key], np.arange(m[key].shape[0]))  # (n, d_k)
     return compute
 
 
@@ -182,6 +182,8 @@ def _order_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     positional = scn.main.positional  # none | sinusoidal | explicit | rope
     if positional in ("none", "rope"):  # nothing added to X (RoPE rotates q and k instead)
         plain = (f"{positional}_{mask}", positional) if mask else (positional,)
+        if realmodel.is_model(scn):  # a Llama-family layer: X is the RMSNorm of E, not E itself
+            return ("rope_model",) + plain
         alibi_order = scn.bias == "alibi" and positional == "none"  # ALiBi carries order
         return ("none_alibi", *plain) if alibi_order else plain
     if realmodel.is_model(scn):  # learned positions; X is a LayerNorm, in its family's words
@@ -209,7 +211,14 @@ def _projection_formula(base: str, scn: Scenario, mode: Mode) -> str:
 
 
 def _learned_bias_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    return ("biased",) if realmodel.is_model(scn) and scn.b_Q is not None else ()
+    if not realmodel.is_model(scn) or scn.b_Q is None:
+        return ()
+    # with RoPE the bias is turned with its key, so b_K does change the weights (K's text)
+    return ("biased_rope", "biased") if scn.rope is not None else ("biased",)
+
+
+def _o_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return ("biased",) if realmodel.is_model(scn) and scn.b_O is not None else ()  # Qwen2: b_Q, no b_O
 
 
 def _o_formula(base: str, scn: Scenario, mode: Mode) -> str:
@@ -217,7 +226,7 @@ def _o_formula(base: str, scn: Scenario, mode: Mode) -> str:
 
 
 def _projection_notes(scn: Scenario, mode: Mode) -> list[str]:
-    notes = ["cross.kv"] if scn.source is not None else ["rope.unrotated"] if scn.rope else []
+    notes = ["cross.kv"] if scn.source is not None else [_unrotated(scn)] if scn.rope else []
     if scn.groups < scn.heads:
         notes.append("gqa.shared_mqa" if scn.groups == 1 else "gqa.shared")
     return notes
@@ -226,7 +235,12 @@ def _projection_notes(scn: Scenario, mode: Mode) -> list[str]:
 def _q_notes(scn: Scenario, mode: Mode) -> list[str]:
     split = "gqa.split_note" if scn.groups < scn.heads else "heads.split"  # K, V: g blocks
     return (([split] if scn.heads > 1 else []) + (["cross.q"] if scn.source is not None else [])
-            + (["rope.unrotated"] if scn.rope else []))
+            + ([_unrotated(scn)] if scn.rope else []))
+
+
+def _unrotated(scn: Scenario) -> str:
+    # a model's X is normalised (and past layer 1 carries context), so not "the same row as E"
+    return "rope.model.unrotated" if realmodel.is_model(scn) else "rope.unrotated"
 
 
 def _roped(scn: Scenario) -> bool:
@@ -238,12 +252,17 @@ def _rot_formula(base: str, scn: Scenario, mode: Mode) -> str:
     if scn.rope is None:  # asked of a scenario without the stage: the definition's own
         return base
     pair = "(i, i + d_k/2)" if scn.rope.pairing == "half" else "(2i, 2i+1)"
-    return (f"{base[0]}_rot[pos, {pair}] = R(pos · θ_i) · {base[0]}[pos, {pair}],  "
-            f"θ_i = {scn.rope.base:g}^(−2i/d_k)")
+    theta = f"{scn.rope.base:g}^(−2i/d_k)"
+    if scn.rope.scaling:  # a model's rope_scaling rescales the slow pairs: named as a function
+        theta = f"{scn.rope.scaling}({theta})"
+    return f"{base[0]}_rot[pos, {pair}] = R(pos · θ_i) · {base[0]}[pos, {pair}],  θ_i = {theta}"
 
 
 def _rot_notes(scn: Scenario, mode: Mode) -> list[str]:
-    return [f"rope.pairs_{scn.rope.pairing}", "rope.angle"] if scn.rope else []
+    if scn.rope is None:
+        return []
+    scaled = ["rope.model.scaled"] if scn.rope.scaling else []  # a model's rescaled θ_i
+    return [f"rope.pairs_{scn.rope.pairing}", "rope.angle"] + scaled
 
 
 def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
@@ -335,6 +354,8 @@ def _output_notes(scn: Scenario, mode: Mode) -> list[str]:
     # From QKᵀ to Z nothing is learned in any mode; additive scores (w_a) and QK-norm's scale are
     if scn.score != "dot" or scn.qk_norm:
         return []
+    if realmodel.rms(scn):  # no position table, no β: the RMSNorm's γ, the projections, W_O
+        return ["model.llama.no_parameters"]
     if realmodel.is_model(scn):  # biases, LayerNorms and tables are learned too
         return ["model.no_parameters"]
     return ["truth.no_parameters_w_o" if scn.W_O is not None else "truth.no_parameters"]
@@ -380,7 +401,7 @@ def note_values(scn: Scenario, note: str) -> dict[str, object]:
               "group": scn.heads // scn.groups, "slopes": slopes, "B": scn.tiles}
     if scn.rope is not None:  # rope.*: the pairs, the slowest frequency, the demonstration's shift
         values.update(d_k=scn.d_k, pairs=scn.d_k // 2, last=scn.d_k // 2 - 1, base=f"{scn.rope.base:g}",
-                      shift=SHIFT)
+                      shift=SHIFT, scaling=scn.rope.scaling or "")
     return values
 
 
@@ -397,6 +418,8 @@ def _x_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
 
 
 def _x_cell(c: cells.Cell) -> list:
+    if realmodel.rms(c.scn):
+        return modelcells.rms_norm(c)
     return modelcells.layer_norm(c) if realmodel.is_model(c.scn) else cells.input_sum(c)
 
 
@@ -421,8 +444,12 @@ STAGES: tuple[Stage, ...] = (
           applies=realmodel.later_layer, formula_for=realmodel.earlier_formula,
           variants=realmodel.family_variants, worked=modelcells.earlier),
     Stage("LN_stats", "μ, σ", "μ = mean(x), σ = √(var(x) + ε)", "n", "stats", realmodel.norm_stats,
-          applies=realmodel.is_model, formula_for=realmodel.stats_formula, worked=modelcells.norm_stats,
+          applies=realmodel.layer_norm_before, formula_for=realmodel.stats_formula,
+          worked=modelcells.norm_stats,
           aliases=("stats", "mu", "sigma", "μσ", "mean")),
+    Stage("RMS", "RMS", "RMS(x) = √(mean(x²) + ε)", "n", "rms", realmodel.rms_stats,
+          applies=realmodel.rms, formula_for=realmodel.rms_formula, worked=modelcells.rms_stats,
+          aliases=("rmsnorm", "rms_stats")),
     Stage("X", "X", "X = E + P", "n", "d_model", _input, formula_for=realmodel.input_formula,
           variants=_x_variants, worked=_x_cell, overflow="use smaller embeddings or positions",
           inputs=_X),
@@ -443,7 +470,7 @@ STAGES: tuple[Stage, ...] = (
           formula_for=_rot_formula, notes=_rot_notes, worked=cells.rotation,
           overflow="use smaller keys", inputs=("W_K",) + _KEYS_X, aliases=("krot", "rotated_k")),
     Stage("glance", "heads", "entropy(A_h[i, :]) = −Σ_j A_h[i, j] log₂ A_h[i, j]", "n", "h",
-          realmodel.glance, applies=realmodel.is_model, worked=modelcells.glance,
+          realmodel.glance, applies=realmodel.is_model, variants=_concat_variants, worked=modelcells.glance,
           aliases=("heads", "all", "allheads", "all_heads")),
     Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", _raw, per_head=True,
           formula_for=_raw_formula, variants=_raw_variants, notes=_raw_notes, worked=cells.scores,
@@ -477,7 +504,7 @@ STAGES: tuple[Stage, ...] = (
           variants=_concat_variants,
           worked=cells.concat),
     Stage("O", "O", "O = concat · W_O", "n", "d_model", _projected, weight="W_O", weight_rows="d_v",
-          applies=lambda scn: scn.W_O is not None, formula_for=_o_formula, variants=_learned_bias_variants,
+          applies=lambda scn: scn.W_O is not None, formula_for=_o_formula, variants=_o_variants,
           worked=cells.projected, overflow="use a smaller W_O", inputs=("W_O", "W_V") + _KEYS_X),
     Stage("R", "R", "R = X + O", "n", "d_model", realmodel.residual, applies=realmodel.is_model,
           formula_for=realmodel.residual_formula, variants=realmodel.family_variants,
@@ -494,7 +521,7 @@ def _tiled_cell(c: cells.Cell) -> list:
 
 
 # The stages only a real model's layer has (`attnwalk model`): a scenario file's notes cannot name them
-MODEL_ONLY = frozenset({"E_seg", "E_sum", "H", "LN_stats", "glance", "R", "Y"})
+MODEL_ONLY = frozenset({"E_seg", "E_sum", "H", "LN_stats", "RMS", "glance", "R", "Y"})
 
 
 def stage_named(key: str, stages: tuple[Stage, ...] | None = None) -> Stage:

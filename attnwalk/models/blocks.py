@@ -80,7 +80,10 @@ def attend(ml: ModelLayer) -> Attention:
     Kh, Vh = np.repeat(Kh, share, axis=0), np.repeat(Vh, share, axis=0)  # (H, n, d)
     S = Qh @ Kh.transpose(0, 2, 1) / math.sqrt(d)  # (H, n, d) @ (H, d, n) -> (H, n, n)
     if ml.causal:
-        S = masked(S, np.tril(np.ones((n, n), dtype=bool)))
+        allowed = np.tril(np.ones((n, n), dtype=bool))  # j ≤ i
+        if ml.window is not None:  # and i − j < window: the last `window` keys, itself included
+            allowed &= np.triu(np.ones((n, n), dtype=bool), 1 - ml.window)
+        S = masked(S, allowed)
     A = softmax(S)  # (H, n, n), each row sums to 1
     Z = (A @ Vh).transpose(1, 0, 2).reshape(n, H * d)  # (H, n, d) -> (n, H·d)
     O = _affine(Z, ml.W_O, ml.b_O)  # (n, H·d) @ (H·d, d_model) -> (n, d_model)

@@ -33,7 +33,7 @@ class ModelInfo:
 
     name: str                         # display name
     source: str                       # where it was found: a directory, the HF cache, the package
-    family: str                       # "bert" | "gpt2" (later "llama")
+    family: str                       # "bert" | "gpt2" | "llama" (llama, qwen2, mistral)
     model_type: str                   # config.json's model_type
     n_layers: int
     n_heads: int
@@ -107,3 +107,4 @@ class ModelLayer:
     residual: np.ndarray              # (n, d_model) what the attention output is added to
     norm_after: tuple[np.ndarray, np.ndarray, float] | None  # BERT's post-attention LN (γ, β, eps)
     rope: Rope | None = None          # the Llama family's rotary positions (Q_rot, K_rot)
+    window: int | None = None         # Mistral's sliding_window: key j seen when 0 ≤ i − j < window

@@ -27,9 +27,11 @@ class Llama:
 
     def embed(self, ids: list[int]) -> tuple[np.ndarray, None, None, np.ndarray]:
         cfg = self.cfg
-        if cfg.sliding_window is not None and len(ids) > cfg.sliding_window:
+        if cfg.sliding_window is not None and cfg.model_type != "mistral" and len(ids) > cfg.sliding_window:
+            # Qwen2's use_sliding_window applies only from max_window_layers on: not computed
             raise ModelError(f"the sentence is {len(ids)} tokens, longer than the model's sliding "
-                             f"window of {cfg.sliding_window}: shorten it (the window mask is not computed)")
+                             f"window of {cfg.sliding_window}: shorten it ({cfg.model_type}'s per-layer "
+                             "window is not computed)")
         E_tok = self.w.rows(ANCHOR, (cfg.vocab_size, cfg.d_model), "vocab_size × hidden_size", ids)
         return E_tok, None, None, E_tok
 
@@ -51,7 +53,9 @@ class Llama:
         cfg, p = self.cfg, f"layers.{l}."
         d, q_width, kv_width = cfg.d_model, cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head
         norm = self._norm(p + "input_layernorm", h)
-        fields = {"norm_in": norm, "X": norm.y, "causal": True, "residual": h, "norm_after": None}
+        fields = {"norm_in": norm, "X": norm.y, "causal": True, "residual": h, "norm_after": None,
+                  # Mistral's window, in every layer (a sentence within it sees as the causal mask)
+                  "window": cfg.sliding_window if cfg.model_type == "mistral" else None}
         for key, width in (("Q", q_width), ("K", kv_width), ("V", kv_width)):
             name = p + f"self_attn.{key.lower()}_proj"
             fields[f"W_{key}"] = self._linear(name, d, width)

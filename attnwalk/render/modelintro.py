@@ -38,7 +38,7 @@ def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
     say = lambda key, **values: style.say(opts, f"model.opening.{key}", **values)  # noqa: E731
     dot = f" {style.markers(opts).dot} "
     facts = [
-        Prose(say(f"family_{info.family}", model_type=escaped(info.model_type))),
+        *[Prose(line) for line in _family(layer, say, opts)],
         Prose(say("size", params=count_text(info.n_params), size=bytes_text(info.file_bytes),
                   d_model=info.d_model, heads=info.n_heads, d_head=info.d_head,
                   vocab=f"{info.vocab_size:,}"), style=style.NOTE),
@@ -59,6 +59,27 @@ def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
                 heads=info.n_heads)
     return Panel(Group(*facts, grid), title=Text(style.plain(title, opts), style=style.SCREEN_TITLE),
                  title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
+
+
+def _family(layer, say, opts: ViewOptions) -> list[str]:
+    """The family in a sentence; for the Llama family its RoPE θ, K/V heads and RMSNorm ε, and
+    what this model adds (Q/K/V biases, rescaled frequencies)."""
+    info = layer.info
+    if info.family != "llama":
+        return [say(f"family_{info.family}", model_type=escaped(info.model_type))]
+    lines = [style.say(opts, "model.opening.llama.family", model_type=escaped(info.model_type),
+                       theta=f"{layer.rope.theta:g}", kv_heads=info.n_kv_heads, heads=info.n_heads,
+                       eps=f"{layer.norm_in.eps:g}")]
+    if layer.b_Q is not None:  # Qwen2
+        lines.append(style.say(opts, "model.opening.llama.qkv_bias"))
+    if layer.window is not None:  # Mistral: the mask stage shows the band where the sentence is longer
+        within = len(layer.tokens.ids) <= layer.window
+        lines.append(style.say(opts, "model.opening.llama.window_within" if within
+                               else "model.opening.llama.window", window=layer.window,
+                               before=layer.window - 1, n=len(layer.tokens.ids)))
+    if layer.rope.scaling is not None:  # Llama 3.1
+        lines.append(style.say(opts, "model.opening.llama.rope_scaled", scaling=layer.rope.scaling))
+    return lines
 
 
 def _cuts(tok) -> list[str]:

@@ -37,6 +37,7 @@ SENTENCES = {
     "tiny-gpt2": ["I sat by the river bank", "The dog sees a boat on the water, 河边"],
     "tiny-llama": ["I sat by the river bank", "She put my money in the savings bank by the river; 河边"],
     "tiny-qwen2": ["I sat by the river bank", "The cat sees the dog by the water."],
+    "tiny-mistral": ["I sat by the river bank", "the bank"],  # longer than its window of 4; within it
     "minilm": ["I sat by the river bank", "I put my money in the savings bank by the river."],
 }
 MINILM_LAYERS, MINILM_HEADS = (0, 5), (0, 7)  # 0-based; the CLI's --layer 1, 6 and --head 1, 8
@@ -160,7 +161,7 @@ def some_columns(values: dict, heads: tuple[int, ...], d_head: int) -> dict:
 def main() -> None:
     import transformers
 
-    for name in ("tiny-bert", "tiny-roberta", "tiny-gpt2", "tiny-llama", "tiny-qwen2"):
+    for name in ("tiny-bert", "tiny-roberta", "tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral"):
         out = {}
         for s, sentence in enumerate(SENTENCES[name]):
             out.update({f"s{s}/{k}": v for k, v in reference(FIXTURES / name, sentence).items()})
