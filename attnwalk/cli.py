@@ -7,6 +7,7 @@ strings took ~5 ms of the ~8 ms it spends parsing a command line.
 """
 
 import functools
+import gc
 import os
 import sys
 from enum import Enum
@@ -601,7 +602,14 @@ def run() -> None:
     atomic and done before this point; the Textual app has left the alternate screen and restored the terminal when its run returns),
     nothing is left for Python's shutdown but freeing ~900 modules' objects: measured, that
     teardown is ~20 ms of a ~170 ms walk (benchmarks/README.md), so the process ends with
-    os._exit. An error that escapes as a traceback (--debug) takes the ordinary way out."""
+    os._exit. An error that escapes as a traceback (--debug) takes the ordinary way out.
+
+    The cyclic garbage collector is off meanwhile: a start imports and builds a few hundred
+    thousand long-lived objects (modules, classes, Textual's styles) and the collector scanned
+    them again and again for nothing, ~20 ms of the interactive walk's first screen
+    (benchmarks/README.md). A printed walk or an export ends soon after (os._exit); a Textual
+    app turns the collector back on once it is mounted (app.collect_again)."""
+    gc.disable()
     try:
         _run()
         code: object = 0

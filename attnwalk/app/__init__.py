@@ -1,7 +1,20 @@
 """The interactive walk and quiz as Textual apps (walk.py, quiz.py): the matrix with a cell cursor
-(grid.py), the panes built from the render package's renderables (panes.py), the help (help.py).
+(grid.py), the panes built from the render package's renderables (panes.py), the help (help.py);
+here, collect_again: the garbage collector back on once an app is mounted.
 
 May import the layer, text and render packages, Textual and Rich (the quiz's loop and the
 predictions are handed in by the commands); only the commands import it, and only for a terminal:
 the piped walk never loads Textual.
 """
+
+import gc
+
+
+def collect_again() -> None:
+    """The console script starts with the garbage collector off (cli.run: it would only rescan
+    the start's imports); an app, which may run for an hour, turns it back on once mounted.
+    What the start made is frozen first, so no collection scans it again. Off only there: in
+    tests, or wherever the collector is already on, this does nothing."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()

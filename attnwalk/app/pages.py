@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Footer, Input, Label, Static
 
+from attnwalk.app import collect_again
 from attnwalk.app.help import HelpScreen, translated
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
@@ -82,6 +83,7 @@ class PagesApp(App[int]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        collect_again()  # off during the start: cli.run
         self.show()
 
     def on_resize(self) -> None:

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Input, Label, RichLog
 
+from attnwalk.app import collect_again
 from attnwalk.app.help import translated
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
@@ -86,6 +87,7 @@ class QuizApp(App[int]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        collect_again()  # off during the start: cli.run
         self.query_one(RichLog).can_focus = False  # a click on the log must not take the answer line's keys
         for line in self.intro:
             self.write(line)

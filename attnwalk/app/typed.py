@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual.widgets import Input, Label
+from textual.containers import Vertical
+from textual.widget import AwaitMount
+from textual.widgets import Footer, Input, Label
 
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.layer.axes import PickError, axes, pick_dim, pick_index
@@ -17,10 +19,31 @@ class TypedAnswers:
     """The walk's prompt line (a mixin of WalkApp: it reads the app's steps, walk and cursor)."""
 
     _answer: Callable[[str | None], None] | None = None
+    _prompt_mount: AwaitMount | None = None
+
+    def add_prompt(self) -> AwaitMount:
+        """Mount the prompt line (hidden until asked) above the footer, once. The walk does it
+        after its first frame: composed with the rest, the Input's styling and mounting took
+        ~15 ms of the first screen (benchmarks/README.md), for a line no one has asked for yet."""
+        if self._prompt_mount is None:
+            line = Vertical(Label(id="prompt-label"), Input(id="prompt-input"), id="prompt")
+            self._prompt_mount = self.mount(line, before=self.query_one(Footer))
+        return self._prompt_mount
 
     def ask(self, prompt: str, answer: Callable[[str | None], None]) -> None:
         """Show `prompt` with a line to type in; `answer` gets what was typed, or None on Esc."""
         self._answer = answer
+        field = self.query("#prompt-input")
+        if not field or not field.first().is_mounted:  # a key before the line was mounted
+            self.call_next(self._ask_when_mounted, prompt)
+            return
+        self._show_prompt(prompt)
+
+    async def _ask_when_mounted(self, prompt: str) -> None:
+        await self.add_prompt()
+        self._show_prompt(prompt)
+
+    def _show_prompt(self, prompt: str) -> None:
         self.query_one("#prompt-label", Label).update(prompt)
         field = self.query_one("#prompt-input", Input)
         field.value = ""

@@ -13,11 +13,11 @@ from concurrent.futures import Future
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Input, Label, Static
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Static
 
 from attnwalk.app.grid import MatrixGrid
-from attnwalk.app import panes
+from attnwalk.app import collect_again, panes
 from attnwalk.app.help import HelpScreen, translated
 from attnwalk.app.offloop import OffTheLoop
 from attnwalk.app.typed import TypedAnswers
@@ -104,17 +104,18 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
                 yield Static(id="worked")
                 yield Static(id="extras")
         yield Static(id="message")
-        with Vertical(id="prompt"):  # a long question wraps above the line it is answered on
-            yield Label(id="prompt-label")
-            yield Input(id="prompt-input")
+        # #prompt (a Vertical: a long question wraps above the line it is answered on) comes
+        # here after the first frame (TypedAnswers.add_prompt)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        collect_again()  # off during the start: cli.run
         grid = self.query_one(MatrixGrid)
         translated(grid, self.opts)
         grid.can_focus = True
         grid.focus()
         self.show()
+        self.call_after_refresh(self.add_prompt)
         self.call_after_refresh(self._compute_next_mode)
 
     def on_resize(self) -> None:

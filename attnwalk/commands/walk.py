@@ -249,13 +249,14 @@ def interactive_walk(walk: Walk, opts: ViewOptions, *, start: int, note: str, pr
     for --resume however it ends (q, the end, Ctrl-C). Textual is imported only here."""
     from attnwalk.app.walk import WalkApp
     from attnwalk.tutor.predict import StepPredictions
-    from attnwalk.tutor.progress import remember_stage
 
     app = WalkApp(walk, opts, start=start, message=note, predictor=StepPredictions(opts.lang),
                   predict=predict)
     try:
         app.run()
     finally:
+        from attnwalk.tutor.progress import remember_stage  # json and the state file: after the walk
+
         remember_stage(walk.scenario, app.steps, app.index)
     if app.ended:
         from attnwalk.text import text

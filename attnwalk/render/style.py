@@ -128,12 +128,17 @@ def number(x: float, opts: ViewOptions) -> str:
         return markers(opts).neg_inf if x < 0 else "inf"
     if math.isnan(x):
         return "nan"
-    if abs(x) >= SCIENTIFIC_FROM or 0 < abs(x) < SCIENTIFIC_BELOW:
+    if scientific(x):
         return f"{x:.{opts.precision}e}"
     out = f"{x:.{opts.precision}f}"
     if out.startswith("-") and not out.strip("-0."):
         out = out[1:]
     return out
+
+
+def scientific(x: float) -> bool:
+    """Does number() write the finite x in scientific notation?"""
+    return abs(x) >= SCIENTIFIC_FROM or 0 < abs(x) < SCIENTIFIC_BELOW
 
 
 def short(x: float, opts: ViewOptions) -> str:

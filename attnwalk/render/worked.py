@@ -12,6 +12,8 @@ spaces: no number is ever cut short.
 
 from __future__ import annotations
 
+import functools
+import math
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from rich.cells import cell_len
@@ -54,7 +56,8 @@ class _Cell:
     stages' recipes (layer/cells.py) write with, in the walk's precision, markers and language."""
 
     def __init__(self, walk: Walk, stage: Stage, row: int, col: int, head: int,
-                 opts: ViewOptions, target: ViewOptions, guard: int = 0) -> None:
+                 opts: ViewOptions, target: ViewOptions, guard: int = 0,
+                 exact: dict[tuple[bytes, bytes, int], list[Decimal]] | None = None) -> None:
         self.walk, self.stage, self.row, self.col, self.head, self.opts = walk, stage, row, col, head, opts
         self.target = target  # the precision of the result line: the table's (at least WORKED_DECIMALS)
         self.wide = opts.with_(precision=opts.precision + guard)  # products carry `guard` more decimals
@@ -68,6 +71,9 @@ class _Cell:
         self.cramped = False  # set when the arithmetic needs more decimals to agree with itself
         self.hat = "^" if opts.ascii else "\u0302"  # QK-norm's q̂
         self._products: dict[tuple[bytes, bytes], list[Decimal]] = {}  # products(), by its factors
+        # the unrounded products of the printed factors, shared by the tries of one cell
+        # (worked_cell): with and without the guard digit the factors print the same
+        self._exact = {} if exact is None else exact
 
     def sym(self, stage_key: str | None = None) -> str:
         """The stage's symbol, bracketed when it is a sum: "(S + M)[撩, 刘海]"."""
@@ -170,9 +176,11 @@ class _Cell:
         """Each a[i] × b[i] of the factors as printed, rounded as printed. In decimal arithmetic, so
         that a tie such as 3.5839 × (-0.5) = -1.79195 rounds one way every time (half to even)."""
         key = (np.asarray(a).tobytes(), np.asarray(b).tobytes())
-        if key not in self._products:  # dot() asks twice; a 384-wide row costs ~5 ms a time
-            self._products[key] = [self._rounded(Decimal(self.num(x)) * Decimal(self.num(y)), self.wide)
-                                   for x, y in zip(a, b)]
+        if key not in self._products:  # dot() asks twice; a 384-wide row costs ~1 ms a time
+            factors = (*key, self.opts.precision)
+            if factors not in self._exact:
+                self._exact[factors] = [Decimal(self.num(x)) * Decimal(self.num(y)) for x, y in zip(a, b)]
+            self._products[key] = [self._rounded(p, self.wide) for p in self._exact[factors]]
         return self._products[key]
 
     def dot_value(self, a: np.ndarray, b: np.ndarray) -> float:
@@ -193,10 +201,12 @@ class _Cell:
 
     def _rounded(self, exact: Decimal, opts: ViewOptions) -> Decimal:
         """An exact decimal as printed at opts.precision, a tie rounding half to even."""
-        text = style.number(float(exact), opts)
-        if "e" in text:  # scientific notation (style.number): its own digits
-            return Decimal(text)
-        return exact.quantize(Decimal(1).scaleb(-opts.precision), ROUND_HALF_EVEN)
+        # style.scientific, not "e" in style.number(...): formatting every one of a 384-term
+        # sum's products only to look for an "e" took a third of a model walk's worked cells
+        value = float(exact)
+        if math.isfinite(value) and style.scientific(value):  # scientific notation: its own digits
+            return Decimal(style.number(value, opts))
+        return exact.quantize(_quantum(opts.precision), ROUND_HALF_EVEN)
 
     def dot(self, lhs: str, a: np.ndarray, b: np.ndarray, total: float) -> list[str]:
         """lhs = a0 × b0 + a1 × b1 + … = p0 + p1 + … = a · b, over two lines if too wide: each
@@ -230,6 +240,12 @@ class _Cell:
         return [first, *(f"    = {part}" for part in rest)]
 
 
+@functools.cache
+def _quantum(decimals: int) -> Decimal:
+    """What a number printed with `decimals` decimals is a multiple of: 0.0001 for 4."""
+    return Decimal(1).scaleb(-decimals)
+
+
 def _bracketed(number: str) -> str:
     return f"({number})" if number.startswith("-") else number
 
@@ -247,9 +263,10 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     target = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
     # As few decimals as let every chain land on the value: first a guard digit on the products
     # (0.0551 × 2.2000 = 0.12122), then one more decimal everywhere, and so on
+    exact: dict[tuple[bytes, bytes, int], list[Decimal]] = {}
     for more, guard in ((more, guard) for more in range(MORE_DECIMALS + 1) for guard in (0, 1)):
         c = _Cell(walk, stage, row, col, head, target.with_(precision=target.precision + more), target,
-                  guard)
+                  guard, exact)
         lines = stage.worked(c)
         if c.missed is None and not c.cramped:
             break
