@@ -288,7 +288,7 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
 def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
     tables = variant_tables(lang)
     assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "B", "S+B", "A", "Z", "concat",
-                                          "tiled", "Q", "K", "V", "O", "E_seg", "E_sum", "H", "R",
+                                          "tiled", "Q", "K", "V", "O", "Q_rot", "E_seg", "E_sum", "H", "R",
                                           "glance"}  # (+ real models')
     every = [scenario(name) for name in SCENARIOS] + model_scenarios()
     shown = {stage_text(lang, stage, scn, mode, field)

@@ -258,6 +258,12 @@ def _rot_formula(base: str, scn: Scenario, mode: Mode) -> str:
     return f"{base[0]}_rot[pos, {pair}] = R(pos · θ_i) · {base[0]}[pos, {pair}],  θ_i = {theta}"
 
 
+def _rot_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    """"θ falls toward 1/base" holds for the base's own frequencies; a model's rescaled ones
+    (Llama 3.1's rope_scaling) fall further."""
+    return ("scaled",) if scn.rope is not None and scn.rope.scaling else ()
+
+
 def _rot_notes(scn: Scenario, mode: Mode) -> list[str]:
     if scn.rope is None:
         return []
@@ -469,7 +475,7 @@ STAGES: tuple[Stage, ...] = (
           formula_for=_projection_formula, variants=_learned_bias_variants, notes=_projection_notes,
           worked=cells.projection, overflow=_BIG, inputs=("W_V",) + _KEYS_X),
     Stage("Q_rot", "Q_rot", _ROT.format(x="Q"), "n", "d_k", _rotated("Q"), per_head=True, applies=_roped,
-          formula_for=_rot_formula, notes=_rot_notes, worked=cells.rotation,
+          formula_for=_rot_formula, variants=_rot_variants, notes=_rot_notes, worked=cells.rotation,
           overflow="use smaller queries", inputs=_X + ("W_Q",), aliases=("qrot", "rotated_q")),
     Stage("K_rot", "K_rot", _ROT.format(x="K"), "m", "d_k", _rotated("K"), per_head=True, applies=_roped,
           formula_for=_rot_formula, notes=_rot_notes, worked=cells.rotation,
