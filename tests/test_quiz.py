@@ -661,3 +661,18 @@ def test_progress_keeps_misconceptions_and_review_asks_the_missed_questions(isol
 def test_review_with_no_quiz_yet_says_so():
     result = runner.invoke(app, ["quiz", "river_bank", "--review", "--lang", "zh"], input="")
     assert result.exit_code == 0 and "river_bank 没有需要重做的题" in result.stdout
+
+
+def test_the_what_if_question_gives_the_row_of_qkt_not_of_s() -> None:
+    """Without √d_k the softmax reads QKᵀ itself: its row was labelled "row 撩 of S", the same label
+    an earlier question gave S's own (smaller) row."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+
+    result = CliRunner().invoke(app, ["quiz", "girl_bangs", "--format", "json"])
+    given = {q["topic"]: q["given"] for q in json.loads(result.stdout)["questions"] if q.get("given")}
+    # the lesson's QKᵀ row of 撩 (seed 001: 4.5140, 5.4184, 7.2868), under its own name
+    assert given["what_if"] == "Given: row 撩 of QKᵀ = [4.5140, 5.4184, 7.2868]"

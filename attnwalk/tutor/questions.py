@@ -232,8 +232,11 @@ def _given(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
     if key == "A" and scn.m <= GIVEN_MAX:
         scores = [number_text(float(s)) if ok else "−∞"
                   for s, ok in zip(walk.scores(head)[row], scn.allowed[row])]
-        name = "S + M" if not scn.allowed.all() else "S"
-        name = name.replace("S", "S + B") if scn.bias == "alibi" else name
+        # the scores softmax reads, named as the walk does: QKᵀ itself where this walk does not
+        # divide (the what-if question's unscaled walk), not the S of the learner's walk
+        base = "QKᵀ" if scn.score == "dot" and not walk.mode.divides else "S"
+        base = f"{base} + B" if scn.bias == "alibi" else base
+        name = f"{base} + M" if not scn.allowed.all() else base
         return tx.t("quiz.given.a", name=name, row_token=rows[row], scores="[" + ", ".join(scores) + "]")
     if key == "Z" and scn.m <= GIVEN_MAX:
         dims = axes(walk, stage_named("Z"), head, tx.lang)[1]
