@@ -287,6 +287,10 @@ def test_h_goes_to_the_same_stage_and_cell_in_the_next_head(tmp_path) -> None:
     assert "head 1 → head 2: A[" in head2 and f"is now {new:.4f}" in head2 and f"was {old:.4f}" in head2
     assert "Stage 10 / 16" in back
     assert "X is shared by every head; h works on the per-head stages" in d.screen
+    # K is not one matrix shared by the heads: it holds each head's own columns side by side
+    k = drive(str(path), ["g", *typed("K"), "h"], size=(120, 50))
+    assert "K holds every head's columns side by side, one block per head" in k.screen
+    assert "shared by every head" not in k.screen
 
 
 # -- predictions, help, language ----------------------------------------------------------------------

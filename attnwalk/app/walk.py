@@ -310,7 +310,9 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
         if not stage.per_head:
             per_head = self.t("ui.list_sep").join(dict.fromkeys(plain(s.symbol, self.opts)
                                                                 for s, _ in self.steps if s.per_head))
-            self.say_now(self.t("ui.shared_stage", stage=plain(stage.symbol, self.opts), stages=per_head))
+            # Q, K, V, concat hold each head's own columns; E, X, O are one matrix for all heads
+            key = "ui.split_stage" if stage.split else "ui.shared_stage"
+            self.say_now(self.t(key, stage=plain(stage.symbol, self.opts), stages=per_head))
             return
         target = (head + 1) % heads
         self.before = (self.walk, head, self.t("app.head_change", old=head + 1, new=target + 1))
