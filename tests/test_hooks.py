@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -568,3 +569,19 @@ def _json(folder, doc: dict, *args: str) -> dict:
     result = runner.invoke(app, ["decode", "-s", _file(doc, folder), "--format", "json", *args], env=ENV)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
+
+
+def test_the_window_decode_summary_says_what_its_own_work_table_shows() -> None:
+    """Under a sliding window the summary said a cached step grows with t and a rerun with t²; the
+    table beside it showed a constant and a linear column. The claim is checked against the counts."""
+    result = CliRunner().invoke(app, ["decode", "sliding_window", "--no-pause"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "with t²" not in out and "stops growing once t reaches 3" in out
+    rows = re.findall(r"^\s+(\d+)\s+\S+\s+\d+\s+([\d,]+)\s+([\d,]+)\s", result.stdout, flags=re.M)
+    assert len(rows) == 8  # one per token of the lesson
+    cached = [int(c.replace(",", "")) for _, c, _ in rows]
+    rerun = [int(r.replace(",", "")) for _, _, r in rows]
+    assert len(set(cached[2:])) == 1  # from t = 3 on, one query against 3 keys: the same work
+    steps = {b - a for a, b in zip(rerun[2:], rerun[3:])}
+    assert len(steps) == 1  # without a cache: a steady increase, linear in t

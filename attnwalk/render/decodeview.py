@@ -289,8 +289,9 @@ def summary_screen(dec: Decode, opts: ViewOptions) -> RenderableType:
     table.add_row(Text(style.say(opts, "decode.work_total"), style=style.RESULT), Text(""), Text(""),
                   Text(_count(cached.total), style=style.RESULT), Text(_count(rerun.total), style=style.RESULT),
                   Text(gap(dec.difference), style=style.RESULT))
-    key = "decode.variant.summary_totals_gqa" if scn.groups < scn.heads else "decode.summary_totals"
-    totals = style.say(opts, key, n=n, cached=_count(cached.total),
+    key = ("decode.variant.summary_totals_window" if scn.window is not None  # work capped by w
+           else "decode.variant.summary_totals_gqa" if scn.groups < scn.heads else "decode.summary_totals")
+    totals = style.say(opts, key, n=n, cached=_count(cached.total), w=scn.window or 0,
                        rerun=_count(rerun.total), ratio=f"{rerun.total / cached.total:.2f}",
                        numbers=_count(cache_numbers(scn, n)), kv_heads=scn.groups,
                        full=_count(ungrouped_numbers(scn, n)))
