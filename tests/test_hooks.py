@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -585,3 +586,18 @@ def test_the_window_decode_summary_says_what_its_own_work_table_shows() -> None:
     assert len(set(cached[2:])) == 1  # from t = 3 on, one query against 3 keys: the same work
     steps = {b - a for a, b in zip(rerun[2:], rerun[3:])}
     assert len(steps) == 1  # without a cache: a steady increase, linear in t
+
+
+def test_the_decode_summary_of_a_model_keeps_its_work_columns_whole_at_80_columns() -> None:
+    """A Llama tokenizer's <|begin_of_text|> took the width and cut "with the cache", "without" and
+    the totals to "with…", "tot…"; the token is shortened instead."""
+    folder = Path(__file__).parent / "fixtures" / "models" / "tiny-llama"
+    result = CliRunner().invoke(app, ["model", "The cat sat on the mat", "--model", str(folder), "--decode",
+                                      "--no-pause"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    summary = result.stdout[result.stdout.index("All steps"):]
+    header = next(line for line in summary.splitlines() if "with the cache" in line)
+    assert "…" not in header and "without" in header and "rows reused" in header
+    total = next(line for line in summary.splitlines() if line.strip().startswith("total"))
+    assert "…" not in total
+    assert all(len(line) <= 80 for line in summary.splitlines())

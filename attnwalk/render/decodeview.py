@@ -268,6 +268,9 @@ def _so_far(dec: Decode, t: int) -> tuple[Work, Work]:
     return cached, rerun
 
 
+TOKEN_CELLS = 12  # the summary's token column at most: the work columns must keep 80 columns readable
+
+
 def summary_screen(dec: Decode, opts: ViewOptions) -> RenderableType:
     """After the last token: every step's cache, work and difference in one table, and the totals."""
     scn = dec.scenario
@@ -282,7 +285,9 @@ def summary_screen(dec: Decode, opts: ViewOptions) -> RenderableType:
         table.add_column(Text(style.say(opts, key)), justify="left" if key == "decode.col_token" else "right",
                          no_wrap=True)
     for step in dec.steps:
-        table.add_row(Text(str(step.t)), Text(tokens[step.t - 1]), Text(str(step.reused)),
+        token = Text(tokens[step.t - 1])
+        token.truncate(TOKEN_CELLS, overflow="ellipsis")  # a model's long special tokens (<|begin_of_text|>)
+        table.add_row(Text(str(step.t)), token, Text(str(step.reused)),
                       Text(_count(step.cached.total)), Text(_count(step.rerun.total)),
                       Text(gap(step.difference)))
     cached, rerun = _so_far(dec, n)
