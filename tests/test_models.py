@@ -112,6 +112,12 @@ def test_an_unknown_name_says_nothing_is_downloaded() -> None:
     assert os.environ["HF_HUB_CACHE"] in message
 
 
+@pytest.mark.parametrize("path", ["/tmp/attnwalk-no-such-model", "./models/here", "~/nowhere", "a/b/c"])
+def test_a_missing_path_is_called_a_missing_directory_not_a_name_to_download(path: str) -> None:
+    message = error_of(lambda: open_model(path))
+    assert message.startswith(f"{path}: no such directory") and "hf download" not in message
+
+
 @pytest.mark.parametrize("missing", ["config.json", "tokenizer.json", "model.safetensors"])
 def test_a_directory_missing_a_file_names_it(tmp_path: Path, missing: str) -> None:
     folder = copy_model(tmp_path)

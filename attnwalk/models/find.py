@@ -42,6 +42,11 @@ def find_model(spec: str | None) -> ModelFiles:
                          f"{WEIGHTS} and tokenizer.json, or a model name in the Hugging Face cache)")
     hub = hub_cache()
     snapshot = _cached_snapshot(hub, spec)
+    if snapshot is None and (spec.startswith(("/", ".", "~")) or spec.count("/") > 1):
+        # a path, not a hub name (gpt2, org/model): "hf download /tmp/x" would make no sense
+        raise ModelError(f"{spec}: no such directory (--model takes a directory with config.json, "
+                         f"{WEIGHTS} and tokenizer.json, or a model name in the Hugging Face cache "
+                         f"such as sentence-transformers/all-MiniLM-L6-v2)")
     if snapshot is None:
         raise ModelError(f"{spec}: no such directory, and no model of that name in the Hugging Face "
                          f"cache ({hub}); attnwalk never downloads: fetch it first (e.g. "
