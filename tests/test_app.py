@@ -313,6 +313,7 @@ def test_p_asks_before_s_a_and_z_once_each() -> None:
 def test_help_lists_the_keys_and_any_key_closes_it_q_quits() -> None:
     d = drive("girl_bangs", ["n", "question_mark", "x"])
     assert "Keys" in d.screens[2] and "jump to a stage by its number or its name" in d.screens[2]
+    assert "Any key goes back; q quits." in d.screens[2]  # q quits the walk, as the box says
     assert "Keys" not in d.screen and d.app.index == 1 and d.code is None
     assert drive("girl_bangs", ["question_mark", "q"]).code == 0
 
