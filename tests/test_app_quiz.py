@@ -27,14 +27,14 @@ async def _settle(pilot, app, until) -> None:
             return
 
 
-def quiz(answers: list[str], count: int = 2, lang: str = "en", finish: bool = True):
+def quiz(answers: list[str], count: int = 2, lang: str = "en", finish: bool = True, size=(100, 40)):
     walk = compute(load_scenario("girl_bangs"))
     asked = questions(walk, lang)[:count]
 
     async def run():
         app = QuizApp(lambda console, source: run_quiz(walk, asked, console, source, lang),
                       ViewOptions(lang=lang), [Text("Quiz: girl_bangs")])
-        async with app.run_test(size=(100, 40)) as pilot:
+        async with app.run_test(size=size) as pilot:
             for answer in answers:
                 await _settle(pilot, app, lambda a: a.waiting)
                 if answer == "ctrl+c":
@@ -87,3 +87,13 @@ def test_ctrl_c_stops_with_130_and_the_score_so_far() -> None:
 def test_the_quiz_speaks_chinese() -> None:
     app, shown = quiz(["4.514", "3x3"], lang="zh")
     assert "测验结束" in shown and app.result.score == 2
+
+
+def test_the_worked_answer_keeps_its_box_whole_at_80_columns() -> None:
+    """RichLog renders at least 78 cells by default, more than its content at 80 columns: the right
+    edge of every panel (│ and ╯) was cut off."""
+    app, shown = quiz(["1", "3x3"], size=(80, 24), finish=False)
+    lines = shown.splitlines()
+    boxed = [line for line in lines if line.lstrip().startswith("│")]
+    assert boxed, shown  # a worked answer in a box is on screen
+    assert all(line.rstrip().rstrip("▁▂▃▄▅▆▇█").rstrip().endswith("│") for line in boxed), shown

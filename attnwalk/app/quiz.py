@@ -80,7 +80,9 @@ class QuizApp(App[int]):
         self.waiting = False
 
     def compose(self) -> ComposeResult:
-        yield RichLog(wrap=True, markup=False, auto_scroll=True)
+        # min_width: RichLog renders at least 78 cells by default, wider than its own content at 80
+        # columns (padding and scrollbar), which cut the right edge off every panel
+        yield RichLog(wrap=True, markup=False, auto_scroll=True, min_width=20)
         with Horizontal(id="prompt"):
             yield Label(id="prompt-label")
             yield Input(id="answer")
