@@ -1,4 +1,5 @@
-"""The help screen and the bindings' descriptions in the learner's language."""
+"""The help screen, the bindings' descriptions in the learner's language, and what the walk and
+decode's pager share: the message line, ? for help, q and Ctrl-C."""
 
 from __future__ import annotations
 
@@ -47,3 +48,41 @@ class HelpScreen(ModalScreen[bool]):
         if not self._dismissing:  # keys typed fast arrive before the screen is gone: dismiss once
             self._dismissing = True
             self.dismiss(event.key == "q")
+
+
+class MessageAndExits:
+    """A mixin of the walk and decode's pager (their App is next in the MRO): one message line
+    (#message) that the next key clears unless it only scrolls, ? for the help (whose q quits),
+    q with exit code 0 and Ctrl-C with 130."""
+
+    message: str = ""
+    help_key = "app.help"  # the text key of the help's body
+
+    def show_message(self) -> None:
+        shown = self.query_one("#message", Static)
+        shown.update(self.message)
+        shown.set_class(bool(self.message), "-shown")
+
+    def say_now(self, message: str) -> None:
+        self.message = message
+        self.show_message()
+
+    async def run_action(self, action, default_namespace=None) -> bool:
+        """Every key's action: a message stays until the next key (a resize draws it again)."""
+        if self.message and not action.startswith(("scroll", "page")):
+            self.message = ""
+            self.show_message()
+        return await super().run_action(action, default_namespace)
+
+    def action_help(self) -> None:
+        def closed(quit_now: bool | None) -> None:
+            if quit_now:
+                self.exit(0)
+
+        self.push_screen(HelpScreen(self.opts, self.help_key), closed)
+
+    def action_leave(self) -> None:
+        self.exit(0)
+
+    def action_interrupt(self) -> None:
+        self.exit(130, return_code=130)

@@ -9,11 +9,12 @@ from typing import Protocol
 from rich.console import RenderableType
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Footer, Input, Label, Static
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
 
 from attnwalk.app import collect_again
-from attnwalk.app.help import HelpScreen, translated
+from attnwalk.app.help import MessageAndExits, translated
+from attnwalk.app.typed import PROMPT_CSS, PromptLine
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
 
@@ -35,7 +36,7 @@ class Pages(Protocol):
     def next_mode(self) -> str: ...
 
 
-class PagesApp(App[int]):
+class PagesApp(PromptLine, MessageAndExits, App[int]):
     """Step through `pages` from the first; the return code is 0 on q or at the end, 130 on Ctrl-C."""
 
     CSS = """
@@ -43,10 +44,7 @@ class PagesApp(App[int]):
     #page { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
-    #prompt { height: auto; display: none; padding: 0 1; }
-    #prompt.-shown { display: block; }
-    #prompt Input { border: none; height: 1; padding: 0; width: 1fr; }
-    """
+    """ + PROMPT_CSS
     ENABLE_COMMAND_PALETTE = False
     AUTO_FOCUS = None  # the keys are the app's; the prompt's line takes focus only while shown
     BINDINGS = [
@@ -55,8 +53,8 @@ class PagesApp(App[int]):
         Binding("g", "jump", "app.key.jump"),
         Binding("m", "mode", "app.key.mode"),
         Binding("question_mark", "help", "app.key.help", key_display="?"),
-        Binding("q", "quit_pages", "app.key.quit"),
-        Binding("ctrl+d", "quit_pages", show=False),
+        Binding("q", "leave", "app.key.quit"),
+        Binding("ctrl+d", "leave", show=False),
         Binding("j,down", "scroll_page(1)", show=False),
         Binding("k,up", "scroll_page(-1)", show=False),
         Binding("d,pagedown", "page(1)", show=False),
@@ -68,6 +66,7 @@ class PagesApp(App[int]):
         super().__init__()
         translated(self, opts)
         self.pages, self.opts = pages, opts
+        self.help_key = pages.help_key
         self.index = 0
         self.ended = False  # n on the last screen
         self.message = ""
@@ -77,14 +76,12 @@ class PagesApp(App[int]):
         with VerticalScroll(id="page", can_focus=False):  # the app's keys scroll it
             yield Static(id="body")
         yield Static(id="message")
-        with Vertical(id="prompt"):
-            yield Label(id="prompt-label")
-            yield Input(id="prompt-input")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         collect_again()  # off during the start: cli.run
         self.show()
+        self.call_after_refresh(self.add_prompt)  # g's line, after the first frame
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._resized)
@@ -104,23 +101,7 @@ class PagesApp(App[int]):
         self.query_one("#body", Static).update(self.pages.screen(self.index, opts))
         if home:
             self.query_one("#page").scroll_home(animate=False)
-        self._show_message()
-
-    def _show_message(self) -> None:
-        shown = self.query_one("#message", Static)
-        shown.update(self.message)
-        shown.set_class(bool(self.message), "-shown")
-
-    def say_now(self, message: str) -> None:
-        self.message = message
-        self._show_message()
-
-    async def run_action(self, action, default_namespace=None) -> bool:
-        """A message stays until the next key that is not a scroll."""
-        if self.message and not action.startswith(("scroll", "page")):
-            self.message = ""
-            self._show_message()
-        return await super().run_action(action, default_namespace)
+        self.show_message()
 
     # -- keys ----------------------------------------------------------------------------------
 
@@ -154,40 +135,14 @@ class PagesApp(App[int]):
 
     def action_jump(self) -> None:
         count = self.pages.count
-        field = self.query_one("#prompt-input", Input)
-        self.query_one("#prompt-label", Label).update(self.t(self.pages.jump_key, count=count))
-        field.value = ""
-        self.query_one("#prompt").add_class("-shown")
-        field.focus()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self._close_prompt()
-        answer = event.value.strip()
-        if not answer:
-            return
-        if answer.isdecimal() and 1 <= int(answer) <= self.pages.count:
-            self.go(int(answer) - 1)
-        else:
-            self.say_now(self.t(self.pages.no_such_key, value=answer, count=self.pages.count))
+        def jumped(answer: str | None) -> None:
+            answer = (answer or "").strip()
+            if not answer:
+                return
+            if answer.isdecimal() and 1 <= int(answer) <= count:
+                self.go(int(answer) - 1)
+            else:
+                self.say_now(self.t(self.pages.no_such_key, value=answer, count=count))
 
-    def _close_prompt(self) -> None:
-        self.query_one("#prompt").remove_class("-shown")
-        self.set_focus(None)
-
-    def on_key(self, event) -> None:
-        if event.key == "escape" and self.query_one("#prompt").has_class("-shown"):
-            event.stop()
-            self._close_prompt()
-
-    def action_help(self) -> None:
-        def closed(quit_now: bool | None) -> None:
-            if quit_now:
-                self.exit(0)
-
-        self.push_screen(HelpScreen(self.opts, self.pages.help_key), closed)
-
-    def action_quit_pages(self) -> None:
-        self.exit(0)
-
-    def action_interrupt(self) -> None:
-        self.exit(130, return_code=130)
+        self.ask(self.t(self.pages.jump_key, count=count), jumped)

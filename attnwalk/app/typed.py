@@ -1,5 +1,6 @@
 """What the walk asks the learner to type, on a line above the footer: g's stage, c's row and
-column (layer/axes.py's pickers, as `attnwalk explain` reads them) and a prediction's answer."""
+column (layer/axes.py's pickers, as `attnwalk explain` reads them) and a prediction's answer. The
+line itself (PromptLine) serves decode's pager too."""
 
 from __future__ import annotations
 
@@ -15,8 +16,18 @@ from attnwalk.layer.stages import stage_by_name
 from attnwalk.render.style import plain
 
 
-class TypedAnswers:
-    """The walk's prompt line (a mixin of WalkApp: it reads the app's steps, walk and cursor)."""
+# The line's style, added to the CSS of each app that has it
+PROMPT_CSS = """
+    #prompt { height: auto; display: none; padding: 0 1; }
+    #prompt.-shown { display: block; }
+    #prompt Input { border: none; height: 1; padding: 0; width: 1fr; }
+    #prompt Label { width: 1fr; }
+"""
+
+
+class PromptLine:
+    """A line to type an answer in, above the footer, hidden until asked (a mixin of the walk and
+    of decode's pager; each adds PROMPT_CSS to its CSS)."""
 
     _answer: Callable[[str | None], None] | None = None
     _prompt_mount: AwaitMount | None = None
@@ -52,7 +63,7 @@ class TypedAnswers:
 
     def _close_prompt(self, value: str | None) -> None:
         self.query_one("#prompt").remove_class("-shown")
-        self.query_one(MatrixGrid).focus()
+        self.focus_after_prompt()
         answer, self._answer = self._answer, None
         if answer is not None:
             answer(value)
@@ -64,6 +75,18 @@ class TypedAnswers:
         if event.key == "escape" and self._answer is not None:
             event.stop()
             self._close_prompt(None)
+
+    def focus_after_prompt(self) -> None:
+        """Where the keys go once the line is closed: nowhere in particular, the app's own bindings."""
+        self.set_focus(None)
+
+
+class TypedAnswers(PromptLine):
+    """The walk's questions on the prompt line (a mixin of WalkApp: it reads the app's steps, walk
+    and cursor)."""
+
+    def focus_after_prompt(self) -> None:
+        self.query_one(MatrixGrid).focus()  # the arrows move the cursor again
 
     def action_jump(self) -> None:
         count = len(self.steps)

@@ -18,9 +18,9 @@ from textual.widgets import Footer, Static
 
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import collect_again, panes
-from attnwalk.app.help import HelpScreen, translated
+from attnwalk.app.help import MessageAndExits, translated
 from attnwalk.app.offloop import OffTheLoop
-from attnwalk.app.typed import TypedAnswers
+from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
 from attnwalk.layer.axes import default_cell
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk, with_mode
@@ -32,7 +32,7 @@ from attnwalk.render.style import plain, say
 WIDE = 160  # columns from which the notes sit beside the matrix (the CSS's Screen.-wide)
 
 
-class WalkApp(TypedAnswers, OffTheLoop, App[int]):
+class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
     """Walk `walk` from step `start`; the return code is 0 on q or at the end, 130 on Ctrl-C."""
 
     CSS = """
@@ -44,14 +44,10 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
     #notes { height: 1fr; min-height: 4; padding: 0 1; scrollbar-size-vertical: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
-    #prompt { height: auto; display: none; padding: 0 1; }
-    #prompt.-shown { display: block; }
-    #prompt Input { border: none; height: 1; padding: 0; width: 1fr; }
-    #prompt Label { width: 1fr; }
     Screen.-wide #body { layout: horizontal; }
     Screen.-wide #matrix, Screen.-wide #tokens { width: 1fr; max-height: 100%; }
     Screen.-wide #notes { width: 1fr; height: 100%; }
-    """
+    """ + PROMPT_CSS
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     ENABLE_COMMAND_PALETTE = False
     # descriptions are text keys, put into the learner's language when the app starts
@@ -64,8 +60,8 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
         Binding("h", "head", "app.key.head"),
         Binding("p", "predict", "app.key.predict"),
         Binding("question_mark", "help", "app.key.help", key_display="?"),
-        Binding("q", "quit_walk", "app.key.quit"),
-        Binding("ctrl+d", "quit_walk", show=False),  # the end of input, as in a shell
+        Binding("q", "leave", "app.key.quit"),
+        Binding("ctrl+d", "leave", show=False),  # the end of input, as in a shell
         Binding("j", "scroll_notes(1)", show=False),
         Binding("k", "scroll_notes(-1)", show=False),
         Binding("d,pagedown", "page_notes(1)", show=False),
@@ -191,22 +187,6 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
         old_walk, old_head, _ = self.before
         return old_walk.matrix(stage.key, old_head if stage.per_head else 0)
 
-    def show_message(self) -> None:
-        shown = self.query_one("#message", Static)
-        shown.update(self.message)
-        shown.set_class(bool(self.message), "-shown")
-
-    async def run_action(self, action, default_namespace=None) -> bool:
-        """Every key's action: a message stays until the next key (a resize draws it again)."""
-        if self.message and not action.startswith("scroll") and not action.startswith("page"):
-            self.message = ""
-            self.show_message()
-        return await super().run_action(action, default_namespace)
-
-    def say_now(self, message: str) -> None:
-        self.message = message
-        self.show_message()
-
     # -- moving ------------------------------------------------------------------------------
 
     def go(self, index: int) -> None:
@@ -326,15 +306,3 @@ class WalkApp(TypedAnswers, OffTheLoop, App[int]):
         self.predict = not self.predict
         self.say_now(self.t("quiz.predict.on" if self.predict else "quiz.predict.off_now"))
 
-    def action_help(self) -> None:
-        def closed(quit_now: bool | None) -> None:
-            if quit_now:
-                self.exit(0)
-
-        self.push_screen(HelpScreen(self.opts), closed)
-
-    def action_quit_walk(self) -> None:
-        self.exit(0)
-
-    def action_interrupt(self) -> None:
-        self.exit(130, return_code=130)
