@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from attnwalk.app import panes
 from attnwalk.layer.axes import axes
-from attnwalk.layer.modes import WALK_MODES
+from attnwalk.layer.modes import next_walk_mode
 from attnwalk.layer.stages import TOKENS
 from attnwalk.layer.walk import with_mode
 from attnwalk.render.style import plain
@@ -36,9 +36,7 @@ class OffTheLoop:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _next_mode(self):
-        modes = list(WALK_MODES)
-        mode = self.walk.mode
-        return modes[(modes.index(mode) + 1) % len(modes)] if mode in modes else modes[0]
+        return next_walk_mode(self.walk.mode)
 
     def _compute_next_mode(self) -> None:
         """On a large layer, the mode m goes to next is computed in a thread while the learner

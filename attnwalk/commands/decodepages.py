@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from attnwalk.commands.decode import decode_of
 from attnwalk.layer.kvcache import Decode
-from attnwalk.layer.modes import WALK_MODES
+from attnwalk.layer.modes import next_walk_mode
 from attnwalk.render.decodeview import decode_screen, screen_count
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
@@ -31,8 +31,7 @@ class DecodePages:
 
     def next_mode(self) -> str:
         """scaled → unscaled → uniform → scaled: the same steps decoded in the next mode."""
-        modes = list(WALK_MODES)
-        mode = modes[(modes.index(self.dec.mode) + 1) % len(modes)] if self.dec.mode in modes else modes[0]
+        mode = next_walk_mode(self.dec.mode)
         if mode.name not in self._decoded:
             self._decoded[mode.name] = decode_of(self.dec.scenario, mode.name)
         self.dec = self._decoded[mode.name]

@@ -68,6 +68,13 @@ BASELINE = SCALED
 _BY_NAME = {m.name: m for m in MODES}
 
 
+def next_walk_mode(mode: Mode) -> Mode:
+    """The mode the m key goes to from `mode`: scaled → unscaled → uniform → scaled (from a mode
+    outside the cycle, such as hard, its first)."""
+    return (WALK_MODES[(WALK_MODES.index(mode) + 1) % len(WALK_MODES)] if mode in WALK_MODES
+            else WALK_MODES[0])
+
+
 def mode_named(name: str | Mode) -> Mode:
     """The mode called `name` ("scaled", …); an unknown name is a UsageError naming the choices."""
     if isinstance(name, Mode):
