@@ -31,13 +31,14 @@ def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, n
     """`attnwalk decode`: step through every step in a terminal, else print them all; returns the
     exit code. `scenario`, when given, is decoded instead of one named (`attnwalk model --decode`);
     --save records every screen as run's --save records the walk."""
-    from attnwalk.commands.walk import ScreenRule, head_option, report_saved, save_format, write_atomically
+    from attnwalk.commands.walk import (ScreenRule, chosen_scenario, head_option, report_saved, save_format,
+                                        write_atomically)
     from attnwalk.terminal.console import interactive, make_console, wants_ascii
     from attnwalk.text import detect_lang, text
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None  # a bad path fails before any work
-    scenario = _scenario(name, scenario_file, scenario)
+    scenario = chosen_scenario(name, scenario_file, scenario)
     heads = _heads(scenario, head, head_option)
     dec = decode_of(scenario, mode)
     console = make_console()
@@ -62,16 +63,6 @@ def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, n
             console.print(ScreenRule(opts.ascii))
         console.print(decode_screen(dec, index, opts, heads))
     return 0
-
-
-def _scenario(name: str | None, scenario_file: Path | None, scenario):
-    """The scenario given ready-made (a model's layer), else the one named or in the file."""
-    if scenario is not None:
-        return scenario
-    from attnwalk.commands.walk import scenario_arg
-    from attnwalk.scenario.model import load_scenario
-
-    return load_scenario(scenario_arg(name, scenario_file))
 
 
 def _recorded(dec: Decode, opts: ViewOptions, heads: list[int] | None, fmt: str) -> str:
@@ -106,12 +97,12 @@ def decode_json(*, name: str | None, scenario_file: Path | None, mode: str, head
     """`decode --format json`: every step as JSON text (export/decodedata.py), refused before
     anything is built when it would be larger than an export may be. --head N keeps head N's
     entries alone ("all", or none given: every head's)."""
-    from attnwalk.commands.walk import head_option
+    from attnwalk.commands.walk import chosen_scenario, head_option
     from attnwalk.export.data import to_json
     from attnwalk.export.decodedata import decode_data, decode_numbers
     from attnwalk.scenario.limits import JSON_BYTES_PER_NUMBER, MAX_EXPORT, amount
 
-    scenario = _scenario(name, scenario_file, scenario)
+    scenario = chosen_scenario(name, scenario_file, scenario)
     heads = _heads(scenario, head, head_option)
     numbers = decode_numbers(scenario)
     if numbers > MAX_EXPORT:  # before anything is built: each step repeats the cache so far

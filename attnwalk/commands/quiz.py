@@ -240,15 +240,13 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     from attnwalk.layer.walk import compute
     from attnwalk.tutor.progress import Progress, scenario_key
     from attnwalk.tutor.questions import questions
-    from attnwalk.scenario.model import load_scenario
     from attnwalk.terminal.console import interactive, make_console
-    from attnwalk.commands.walk import scenario_arg
+    from attnwalk.commands.walk import chosen_scenario
 
     lang = detect_lang(lang)
     if format is not None and format.strip().lower() not in ("json", "markdown", "md"):
         raise UsageError(f"unknown --format '{format}'; choose json or markdown")
-    if scenario is None:  # `attnwalk model --quiz` gives the scenario it built
-        scenario = load_scenario(scenario_arg(name, scenario_file))
+    scenario = chosen_scenario(name, scenario_file, scenario)  # `attnwalk model --quiz` gives its own
     key = scenario_key(scenario)
     walk = compute(scenario)
     store = Progress()

@@ -67,6 +67,16 @@ def scenario_arg(name: str | None, scenario_file: Path | None) -> str:
     return str(scenario_file) if scenario_file is not None else name  # type: ignore[return-value]
 
 
+def chosen_scenario(name: str | None, scenario_file: Path | None, scenario=None):
+    """The scenario given ready-made (`attnwalk model` builds a real layer's), else the one named or
+    in the file."""
+    if scenario is not None:
+        return scenario
+    from attnwalk.scenario.model import load_scenario
+
+    return load_scenario(scenario_arg(name, scenario_file))
+
+
 class ScreenRule:
     """The line between two screens of a printed walk: what rich's Rule draws ("─" across the
     width, dim; "-" with --ascii), without Rule's Text wrapping (~0.15 ms a screen). Where the
@@ -193,7 +203,6 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     when given, is walked instead of one named (`attnwalk model` builds its own)."""
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
-    from attnwalk.scenario.model import load_scenario
     from attnwalk.terminal.console import interactive, make_console, wants_ascii
     from attnwalk.text import detect_lang, text
 
@@ -201,9 +210,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     fmt = save_format(save) if save is not None else None
     from attnwalk.scenario.tiles import with_tiles
 
-    if scenario is None:
-        scenario = load_scenario(scenario_arg(name, scenario_file))
-    scenario = with_tiles(scenario, tiles)
+    scenario = with_tiles(chosen_scenario(name, scenario_file, scenario), tiles)
     if at is not None:  # the cost panel's projection, checked before any work
         from attnwalk.layer.cost import projected_dims
 
