@@ -289,7 +289,7 @@ def test_h_goes_to_the_same_stage_and_cell_in_the_next_head(tmp_path) -> None:
     assert "X is shared by every head; h works on the per-head stages" in d.screen
     # K is not one matrix shared by the heads: it holds each head's own columns side by side
     k = drive(str(path), ["g", *typed("K"), "h"], size=(120, 50))
-    assert "K holds every head's columns side by side, one block per head" in k.screen
+    assert "K holds the heads' columns side by side, in the blocks marked under the table" in k.screen
     assert "shared by every head" not in k.screen
 
 
