@@ -351,6 +351,71 @@ def test_the_footer_fits_80_columns_without_splitting_a_key() -> None:
     assert len(line.rstrip()) <= 80
 
 
+def test_the_footer_has_its_keys_before_the_first_frame() -> None:
+    """Textual's Footer composes its keys only once the screen has reported its bindings, a frame
+    or more after the walk is drawn (~45 ms of the first screen, benchmarks/README.md); the
+    walk's footer has them when the app mounts, before anything reaches the terminal."""
+    import asyncio
+
+    from textual.widgets._footer import FooterKey
+
+    from attnwalk.app.walk import WalkApp
+
+    class Watched(WalkApp):
+        keys_at_mount: list[str] = []
+
+        def on_mount(self) -> None:
+            self.keys_at_mount = [key.key for key in self.query(FooterKey)]
+            super().on_mount()
+
+    app = Watched(compute(load_scenario("girl_bangs")), ViewOptions())
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+
+    asyncio.run(run())
+    assert app.keys_at_mount == ["n", "b", "g", "c", "m", "question_mark", "q"]  # no p: no predictor
+
+
+def test_the_footer_is_rebuilt_only_when_the_keys_on_offer_change() -> None:
+    """The screen reports its bindings on every focus change, mount and resume, mostly with the
+    same keys: those reports leave the footer's keys as they are (the same widgets). tokens → E
+    brings the cursor's ←↑↓→ (a new footer), E → P offers the same keys, and back on the tokens
+    ←↑↓→ goes again."""
+    import asyncio
+
+    from textual.widgets._footer import FooterKey
+
+    from attnwalk.app.walk import WalkApp
+
+    app = WalkApp(compute(load_scenario("girl_bangs")), ViewOptions())
+
+    async def run() -> list[list[FooterKey]]:
+        seen = []
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            seen.append(list(app.query(FooterKey)))
+            for _ in range(3):  # reports with nothing changed, as a focus change makes
+                app.screen.refresh_bindings()
+            await pilot.pause()
+            await pilot.pause()
+            seen.append(list(app.query(FooterKey)))
+            for key in ("n", "n", "b", "b"):
+                await pilot.press(key)
+                await pilot.pause()
+                await pilot.pause()
+                seen.append(list(app.query(FooterKey)))
+        return seen
+
+    tokens, reported, e, p, e_again, tokens_again = asyncio.run(run())
+    assert reported == tokens  # the same FooterKey objects: not rebuilt
+    keys = [[k.key_display for k in shown] for shown in (tokens, e, p, e_again, tokens_again)]
+    assert "←↑↓→" not in keys[0] and keys[1][0] == "←↑↓→" and keys[4] == keys[0]
+    assert p == e and e_again == e
+    assert tokens_again != tokens  # rebuilt, as ←↑↓→ went
+
+
 def test_chinese_walk_speaks_chinese() -> None:
     d = drive("girl_bangs", ["g", *typed("99"), "g", *typed("10"), "c", *typed("4"), "h"],
               opts=ViewOptions(lang="zh"))

@@ -10,9 +10,10 @@ from rich.console import RenderableType
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from attnwalk.app import collect_again
+from attnwalk.app.footer import KeysFooter
 from attnwalk.app.help import MessageAndExits, translated
 from attnwalk.app.typed import PROMPT_CSS, PromptLine
 from attnwalk.render.options import ViewOptions
@@ -76,7 +77,7 @@ class PagesApp(PromptLine, MessageAndExits, App[int]):
         with VerticalScroll(id="page", can_focus=False):  # the app's keys scroll it
             yield Static(id="body")
         yield Static(id="message")
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         collect_again()  # off during the start: cli.run

@@ -15,9 +15,10 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input, Label, RichLog
+from textual.widgets import Input, Label, RichLog
 
 from attnwalk.app import collect_again
+from attnwalk.app.footer import KeysFooter
 from attnwalk.app.help import translated
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
@@ -86,7 +87,7 @@ class QuizApp(App[int]):
         with Horizontal(id="prompt"):
             yield Label(id="prompt-label")
             yield Input(id="answer")
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         collect_again()  # off during the start: cli.run

@@ -14,8 +14,9 @@ from concurrent.futures import Future
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from attnwalk.app.footer import KeysFooter
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import collect_again, panes
 from attnwalk.app.help import MessageAndExits, translated
@@ -92,7 +93,9 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
     def compose(self) -> ComposeResult:
         yield Static(id="header")
         with Horizontal(id="body"):
-            yield MatrixGrid(id="matrix")
+            grid = MatrixGrid(id="matrix")
+            translated(grid, self.opts)  # ←↑↓→'s description, before the footer shows it
+            yield grid
             with VerticalScroll(id="tokens", can_focus=False):  # a long token list scrolls in its pane
                 yield Static(id="token-table")
             with VerticalScroll(id="notes", can_focus=False):
@@ -102,12 +105,11 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
         yield Static(id="message")
         # #prompt (a Vertical: a long question wraps above the line it is answered on) comes
         # here after the first frame (TypedAnswers.add_prompt)
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         collect_again()  # off during the start: cli.run
         grid = self.query_one(MatrixGrid)
-        translated(grid, self.opts)
         grid.can_focus = True
         grid.focus()
         self.show()
