@@ -124,6 +124,25 @@ def test_the_large_layer_shows_a_window_that_follows_the_cursor() -> None:
     assert f"columns {after.left + 1}–{after.left + after.cols} of 512" in screen
 
 
+def test_a_matrix_that_fits_is_shown_whole_and_a_large_one_in_a_window_at_80x24() -> None:
+    """sliding_window's 8 × 8 A: the band of three keys is the lesson, so all 8 rows show (they
+    fit, with the notes' frame and first lines under them); shapes' 100 × 100 A keeps a window of
+    at most 60% of the room below the header, the rest for the explanation."""
+    seen = {facts["stage"].key: (screen, facts) for _, screen, facts in every_screen("sliding_window", (80, 24))}
+    screen, facts = seen["A"]
+    assert facts["window"].rows == 8 and "rows 1–8 of 8" in screen
+    assert facts["notes"].height >= 4 and "│ What            A = softmax(S + M)" in screen
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            return app.step[0].key, app.query_one(MatrixGrid).region, app.query_one("#body").region
+
+    key, grid, body = asyncio.run(run())
+    assert key == "A" and grid.height <= body.height * 3 // 5
+
+
 def test_chinese_explanation_starts_on_screen_at_80x24() -> None:
     for app, screen, facts in every_screen("girl_bangs", (80, 24), lang="zh"):
         stage = facts["stage"]

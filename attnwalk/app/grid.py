@@ -29,6 +29,7 @@ CHANGED = "underline"  # a cell m or h changed: underlined, which survives NO_CO
 GAP = 2  # cells between columns
 TOP_LINES = 2  # the column labels and the rule under them
 STATUS_LINES = 2  # the cursor's cell and value; where the window is, what changed (or a hint)
+NOTES_MIN = 4  # lines the notes keep under the matrix: their frame and the explanation's start (walk.py's CSS)
 
 
 @dataclass(eq=False)
@@ -116,10 +117,16 @@ class MatrixGrid(Widget):
         return list(legend.wrap(self.app.console, max(width, 1)))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The whole matrix where it fits above the notes' least room (a sliding window's band
+        shows on all 8 rows at 80 × 24); a larger one gets a window of 60% of the height, so the
+        explanation keeps its start in view. Beside the notes (wide), all of the height."""
         if self.view is None:
             return 0
         n = self.view.M.shape[0]
-        return TOP_LINES + n + STATUS_LINES + len(self._legend_lines(width))
+        whole = TOP_LINES + n + STATUS_LINES + len(self._legend_lines(width))
+        if self.screen.has_class("-wide") or whole <= container.height - NOTES_MIN:
+            return whole
+        return min(whole, max(container.height * 3 // 5, TOP_LINES + 1 + STATUS_LINES))
 
     # -- drawing -----------------------------------------------------------------------------
 

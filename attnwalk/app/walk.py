@@ -40,7 +40,7 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
     Screen { layout: vertical; }
     #header { height: auto; padding: 0 1; }
     #body { height: 1fr; layout: vertical; }
-    #matrix { height: auto; max-height: 60%; padding: 0 1; }
+    #matrix { height: auto; padding: 0 1; }  /* its height: MatrixGrid.get_content_height */
     #tokens { height: auto; max-height: 60%; padding: 0 1; scrollbar-size-vertical: 1; }
     #notes { height: 1fr; min-height: 4; padding: 0 1; scrollbar-size-vertical: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
