@@ -207,11 +207,12 @@ def test_rows_of_k_are_the_source_tokens_in_cross_attention(tmp_path) -> None:
     assert d.app.cursor == (1, 1)
 
 
-def test_bad_row_names_the_choices_and_the_tokens_stage_has_no_cells() -> None:
+def test_bad_row_names_the_choices_and_the_tokens_stage_offers_no_cell() -> None:
     d = drive("girl_bangs", ["g", *typed("10"), "c", *typed("4")])
     assert "No such row: 4; rows are numbered from 1, so choose 1–3 or a token: 女生, 撩, 刘海" in d.screen
-    d = drive("girl_bangs", ["c"])
-    assert "This stage has no cells to work out." in d.screen
+    d = drive("girl_bangs", ["c", "n", "b"])
+    assert "c cell" not in footer(d.screens[0]) and d.screens[1] == d.screens[0]  # c: nothing to ask
+    assert "c cell" in footer(d.screens[2]) and "c cell" not in footer(d.screens[3])
 
 
 def test_the_query_row_is_marked_and_kept_in_the_related_matrices() -> None:
@@ -375,7 +376,7 @@ def test_the_footer_has_its_keys_before_the_first_frame() -> None:
             await pilot.pause()
 
     asyncio.run(run())
-    assert app.keys_at_mount == ["n", "b", "g", "c", "m", "question_mark", "q"]  # no p: no predictor
+    assert app.keys_at_mount == ["n", "b", "g", "m", "question_mark", "q"]  # no p: no predictor; no c on the tokens
 
 
 def test_the_footer_is_rebuilt_only_when_the_keys_on_offer_change() -> None:

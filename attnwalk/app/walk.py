@@ -265,6 +265,8 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "head":  # offered only where there is another head to go to
             return self.walk.scenario.heads > 1
+        if action == "cell":  # as ←↑↓→: not on the tokens, which have no cells (MatrixGrid.show
+            return self.step[0].worked is not None  # refreshes the bindings when that changes)
         if action == "predict":
             return self.predictor is not None
         return True
