@@ -73,6 +73,22 @@ def test_stage_round_trip_keeps_the_furthest(state):
     assert walk["stage_key"] == steps[3][0].key and walk["head"] == 0
 
 
+def test_a_walk_that_went_to_z_and_back_keeps_z_as_its_furthest(state):
+    """Found by a new user: n to Z, g 2, q, and `progress` said "furthest stage 2 / 11 (E)".
+    The app keeps the furthest step it showed; the store keeps the furthest of every walk."""
+    from appdriver import drive, typed
+
+    d = drive("girl_bangs", ["n"] * 10 + ["g", *typed("2")])
+    assert (d.app.index, d.app.reached) == (1, 10)
+    store, steps = Progress(state), steps_of("girl_bangs")
+    store.record_stage("girl_bangs", d.app.index, steps, reached=d.app.reached)
+    walk = store.load()["girl_bangs"]["walk"]
+    assert (walk["stage"], walk["stage_key"], walk["furthest"], walk["furthest_key"]) == (1, "E", 10, "Z")
+    store.record_stage("girl_bangs", 3, steps, reached=5)  # a later, shorter walk keeps Z
+    assert store.load()["girl_bangs"]["walk"]["furthest"] == 10
+    assert store.resume_index("girl_bangs", steps) == 3
+
+
 def test_resume_finds_the_same_stage_after_the_file_changed(state):
     store = Progress(state)
     masked, plain = steps_of("causal_mask"), steps_of("girl_bangs")  # one has S + M, one has not

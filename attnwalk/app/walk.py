@@ -79,6 +79,7 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
         self.walks = {walk.mode.name: walk}  # each mode's walk, computed once
         self.steps: list[tuple[Stage, int]] = walk_steps(walk)
         self.index = start
+        self.reached = start  # the furthest step shown, for `attnwalk progress`
         self.cursor = default_cell(walk, *self._key_head(start)) if self._has_cells(start) else (0, 0)
         self.before: tuple[Walk, int, str] | None = None  # after m or h: what the marks compare with
         self.predictor, self.predict = predictor, predict
@@ -153,6 +154,7 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
     def show(self, home: bool = True) -> None:
         """Draw every pane for the current step; `home` puts the notes at their start."""
         self._drawn_at = self.size
+        self.reached = max(self.reached, self.index)
         stage, head = self.step
         width = max(self.size.width - 2, 20)
         self.query_one("#header", Static).update(

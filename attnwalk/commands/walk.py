@@ -264,7 +264,7 @@ def interactive_walk(walk: Walk, opts: ViewOptions, *, start: int, note: str, pr
     finally:
         from attnwalk.tutor.progress import remember_stage  # json and the state file: after the walk
 
-        remember_stage(walk.scenario, app.steps, app.index)
+        remember_stage(walk.scenario, app.steps, app.index, reached=app.reached)
     if app.ended:
         from attnwalk.text import text
 

@@ -136,16 +136,20 @@ class Progress:
 
     # -- what is recorded ------------------------------------------------------------------
 
-    def record_stage(self, key: str, index: int, steps: list, when: str | None = None) -> bool:
-        """The walk of scenario `key` was left at steps[index] (steps: render.screens.walk_steps)."""
+    def record_stage(self, key: str, index: int, steps: list, when: str | None = None,
+                     reached: int | None = None) -> bool:
+        """The walk of scenario `key` was left at steps[index] (steps: render.screens.walk_steps),
+        having reached steps[reached] on the way (a learner who went to Z and back to E has
+        reached Z); `reached` defaults to `index`."""
         stage, head = steps[index]
+        reached = index if reached is None else max(index, min(reached, len(steps) - 1))
 
         def change(record: dict) -> None:
             old = record.get("walk") if isinstance(record.get("walk"), dict) else {}
             furthest = old.get("furthest") if isinstance(old.get("furthest"), int) else -1
             furthest_key = old.get("furthest_key")
-            if index >= furthest or furthest >= len(steps):  # further, or the file lost stages
-                furthest, furthest_key = index, stage.key
+            if reached >= furthest or furthest >= len(steps):  # further, or the file lost stages
+                furthest, furthest_key = reached, steps[reached][0].key
             record["walk"] = {"stage": index, "total": len(steps), "stage_key": stage.key,
                               "head": head, "furthest": furthest, "when": when or now()}
             if isinstance(furthest_key, str):
@@ -252,5 +256,6 @@ def resume_start(scenario: Any, steps: list, lang: str, store: Progress | None =
     return index, tx.t("progress.resume", index=index + 1, count=len(steps))
 
 
-def remember_stage(scenario: Any, steps: list, index: int, store: Progress | None = None) -> None:
-    (store or Progress()).record_stage(scenario_key(scenario), index, steps)
+def remember_stage(scenario: Any, steps: list, index: int, store: Progress | None = None,
+                   reached: int | None = None) -> None:
+    (store or Progress()).record_stage(scenario_key(scenario), index, steps, reached=reached)
