@@ -24,16 +24,16 @@ app = typer.Typer(
     name="attnwalk",
     help="Walk through one self-attention layer, stage by stage, with real numbers.\n\n"
     "\b\nExamples:\n"
-    "  attnwalk run river_bank                  walk a built-in lesson\n"
-    "  attnwalk step --scenario my.yaml         walk your own scenario file\n"
-    "  attnwalk compare girl_bangs              scaled vs unscaled vs uniform\n"
-    "  attnwalk explain girl_bangs A 撩 刘海    one cell's arithmetic\n"
-    "  attnwalk export girl_bangs --format json every matrix, for scripts\n"
-    "  attnwalk export girl_bangs -f latex      a handout (also markdown, csv)\n"
-    "  attnwalk quiz girl_bangs                 predict, then check: scored\n"
-    "  attnwalk run girl_bangs --resume         go on where you left off\n"
-    "  attnwalk list                            the built-in lessons\n"
-    "  attnwalk model \"I sat by the river\"      a real model's layer, your sentence",
+    "  attnwalk run river_bank                   walk a built-in lesson\n"
+    "  attnwalk step --scenario my.yaml          walk your own scenario file\n"
+    "  attnwalk compare girl_bangs               scaled vs unscaled vs uniform\n"
+    "  attnwalk explain girl_bangs A 撩 刘海     one cell's arithmetic\n"
+    "  attnwalk export girl_bangs --format json  every matrix, for scripts\n"
+    "  attnwalk export girl_bangs -f latex       a handout (also markdown, csv)\n"
+    "  attnwalk quiz girl_bangs                  predict, then check: scored\n"
+    "  attnwalk run girl_bangs --resume          go on where you left off\n"
+    "  attnwalk list                             the built-in lessons\n"
+    "  attnwalk model \"I sat by the river\"       a real model's layer, your words",
     no_args_is_help=True,
     add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -271,7 +271,8 @@ def walk_cmd(
 
 
 # run and step are one command under two names: a lesson by name, or the learner's own file.
-_KEYS = "keys: n next, b back, j/k scroll, g jump, c cell, m mode, h head, ? help, q quit."
+_KEYS = ("keys: n next, b back, arrows move the cursor, c cell, g jump, m mode, h head, p predict, "
+         "j/k scroll, ? help, q quit.")
 app.command("run", short_help="Walk a built-in lesson, stage by stage.",
             help=f"Walk a built-in lesson stage by stage; {_KEYS}\n\n\b\nExamples:\n  attnwalk run girl_bangs\n"
             "  attnwalk run river_bank --no-pause | less -R")(walk_cmd)
@@ -424,7 +425,7 @@ def explain_cmd(
     \b
     Examples:
       attnwalk explain girl_bangs A 撩 刘海
-      attnwalk explain causal_mask tiled T3 0 --tiles 2"""
+      attnwalk explain causal_mask tiled T3 1 --tiles 2"""
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
