@@ -480,3 +480,13 @@ def test_on_a_large_layer_the_worked_pane_catches_up_with_the_cursor() -> None:
     name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
     assert f"Worked cell: {name}" in shown
     assert f"{name} = {walk.matrix('A', 0)[cursor]:.4f}" in shown
+
+
+def test_a_masked_weight_under_the_cursor_reads_as_the_table_marks_it() -> None:
+    """causal_mask's A: the table marks a masked weight × (not 0.0000, which NO_COLOR could not
+    tell from a tiny weight); the cursor's line said "A[…] = 0.0000" (a new user's review)."""
+    d = drive("causal_mask", ["g", *typed("A"), "home", "up", "up", "up", "end"], size=(100, 40))
+    assert d.app.cursor == (0, 2)  # the first token's row, the last key: masked
+    lines = [line for line in d.screen.splitlines() if line.strip().startswith("A[")]
+    assert len(lines) == 1 and lines[0].strip().endswith("= × masked: weight 0"), lines
+    assert "0.0000" not in lines[0]

@@ -257,7 +257,10 @@ class MatrixGrid(Widget):
         """Two lines: the cursor's cell and value; then where the window is on a matrix that does
         not fit and how many cells m or h changed, or else how to move the cursor."""
         r, c = self.cursor
-        first = f"{v.symbol}[{v.rows[r]}, {v.cols[c]}] = {style.number(float(v.M[r, c]), v.opts)}"
+        value = self._cell_text(v, r, c, style.markers(v.opts)).rstrip()
+        if value == style.markers(v.opts).times:  # a masked weight reads as the table marks it
+            value = style.say(v.opts, "marks.masked_weight", mark=value)
+        first = f"{v.symbol}[{v.rows[r]}, {v.cols[c]}] = {value}"
         parts = []
         if win.rows < n_rows or win.cols < n_cols:
             last_col = min(n_cols, win.left + win.cols)
