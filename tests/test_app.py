@@ -85,10 +85,29 @@ def test_jump_by_number_and_by_stage_name() -> None:
 
 
 @pytest.mark.parametrize("value", ["0", "12", "nonsense"])
-def test_jump_out_of_range_says_so_and_stays(value: str) -> None:
+def test_jump_out_of_range_says_so_and_asks_again(value: str) -> None:
     d = drive("girl_bangs", ["n", "g", *typed(value)])
     assert d.app.index == 1
     assert f"No such stage: {value}; choose 1–11 or a stage name such as Z" in d.screen
+    assert "Jump to stage (1–11):" in d.screen  # the line stays open for another try
+    d = drive("girl_bangs", ["n", "g", *typed(value), *typed("Z")])
+    assert d.app.step[0].key == "Z"
+    d = drive("girl_bangs", ["n", "g", *typed(value), "escape", "n"])
+    assert d.app.index == 2  # Esc left the line: n is the walk's again
+
+
+def test_c_takes_row_and_column_on_one_line_and_asks_again_after_a_wrong_one() -> None:
+    """A new user typed `bank river` at c's row prompt, as `attnwalk explain` takes it: it said
+    "No such row: bank river", closed the line, and the retyped letters ran as keys (b, n)."""
+    d = drive("river_bank", ["g", *typed("QK^T"), "c", *typed("bank river")])
+    assert d.app.step[0].key == "QK^T" and d.app.cursor == (3, 2)
+    d = drive("river_bank", ["g", *typed("A"), "c", *typed("2 3")])
+    assert d.app.cursor == (1, 2)
+    d = drive("river_bank", ["g", *typed("A"), "c", *typed("shore"), *typed("bank"), *typed("river")])
+    assert "No such row: shore; rows are numbered from 1, so choose 1–4" in d.screens[-6 - 5]
+    assert d.app.step[0].key == "A" and d.app.cursor == (3, 2)
+    d = drive("river_bank", ["g", *typed("A"), "c", *typed("by"), *typed("9"), *typed("the")])
+    assert "No such column: 9" in d.screens[-4] and d.app.cursor == (0, 1)
 
 
 def test_a_jump_typed_before_the_prompt_line_is_mounted_still_asks() -> None:
@@ -418,10 +437,11 @@ def test_the_footer_is_rebuilt_only_when_the_keys_on_offer_change() -> None:
 
 
 def test_chinese_walk_speaks_chinese() -> None:
-    d = drive("girl_bangs", ["g", *typed("99"), "g", *typed("10"), "c", *typed("4"), "h"],
+    d = drive("girl_bangs", ["g", *typed("99"), *typed("10"), "c", *typed("4"), "escape", "h"],
               opts=ViewOptions(lang="zh"))
     assert "没有这个阶段：99；请输入 1–11 或阶段名，例如 Z" in d.screens[4]
-    assert "没有这一行：4；行号从 1 数起，请输入 1–3 或一个 token：女生、撩、刘海" in d.screens[-2]
+    assert d.app.index == 9  # asked again, 10 answered it
+    assert "没有这一行：4；行号从 1 数起，请输入 1–3 或一个 token：女生、撩、刘海" in d.screens[-3]
     assert "下一步" in footer(d.screen) and "退出" in footer(d.screen)
     assert "本场景只有一个头。" not in d.screen  # h is not offered with one head
 

@@ -90,18 +90,20 @@ class TypedAnswers(PromptLine):
 
     def action_jump(self) -> None:
         count = len(self.steps)
+        prompt = self.t("ui.jump_prompt", count=count)
 
         def jumped(answer: str | None) -> None:
             if answer is None or not answer.strip():
                 return
             target = self._find_step(answer.strip())
-            if target is None:
+            if target is None:  # say why and ask again: Esc leaves the line
                 example = plain(self.steps[-1][0].symbol, self.opts)
                 self.say_now(self.t("ui.no_stage", value=answer.strip(), count=count, example=example))
+                self.ask(prompt, jumped)
             else:
                 self.go(target)
 
-        self.ask(self.t("ui.jump_prompt", count=count), jumped)
+        self.ask(prompt, jumped)
 
     def _find_step(self, answer: str) -> int | None:
         """A 1-based step number, or a stage's name (in the current head when it is per head)."""
@@ -117,43 +119,69 @@ class TypedAnswers(PromptLine):
         return (same_head or matches or [None])[0]
 
     def action_cell(self) -> None:
-        """A row and a column typed as `attnwalk explain` takes them (layer/axes.py's pickers)."""
+        """A row and a column typed as `attnwalk explain` takes them (layer/axes.py's pickers):
+        one at a time, or both on the row's line ("bank river"). A wrong answer is said and
+        asked again; Esc leaves the line."""
         stage, head = self.step
         if stage.worked is None:
             self.say_now(self.t("ui.no_cells"))
             return
         scn = self.walk.scenario
         row_labels, col_labels = axes(self.walk, stage, head, self.opts.lang)
+        row_prompt = self.t("ui.row_prompt")
+        col_prompt = self.t("ui.col_prompt") if stage.square else self.t("ui.dim_prompt", count=len(col_labels))
+
+        def pick_row(answer: str) -> int:
+            return pick_index(answer, scn.key_tokens if stage.rows == "m" else scn.tokens, row_labels)
+
+        def pick_col(answer: str) -> int:
+            return pick_index(answer, scn.key_tokens, col_labels) if stage.square else pick_dim(answer, col_labels)
 
         def picked_row(answer: str | None) -> None:
             if answer is None or not answer.strip():
                 return
             try:
-                row = pick_index(answer, scn.key_tokens if stage.rows == "m" else scn.tokens, row_labels)
+                row = pick_row(answer)
             except PickError as err:
+                both = _row_and_col(answer.strip(), pick_row, pick_col)
+                if both is not None:
+                    self.move_cursor(*both)
+                    return
                 self.say_now(self._not_picked("ui.no_row", err, row_labels))
+                self.ask(row_prompt, picked_row)
                 return
 
             def picked_col(answer: str | None) -> None:
                 if answer is None or not answer.strip():
                     return
                 try:
-                    col = (pick_index(answer, scn.key_tokens, col_labels) if stage.square else
-                           pick_dim(answer, col_labels))
+                    col = pick_col(answer)
                 except PickError as err:
                     self.say_now(self._not_picked("ui.no_col", err, col_labels) if stage.square else
                                  self.t("ui.no_dim", value=err.value, count=len(col_labels)))
+                    self.ask(col_prompt, picked_col)
                     return
                 self.move_cursor(row, col)
 
-            self.ask(self.t("ui.col_prompt") if stage.square else
-                     self.t("ui.dim_prompt", count=len(col_labels)), picked_col)
+            self.ask(col_prompt, picked_col)
 
-        self.ask(self.t("ui.row_prompt"), picked_row)
+        self.ask(row_prompt, picked_row)
 
     def _not_picked(self, key: str, err: PickError, labels) -> str:
         sep = self.t("ui.list_sep")
         if err.repeated:
             return self.t("ui.repeated_token", value=err.value, rows=sep.join(map(str, err.repeated)))
         return self.t(key, value=err.value, count=len(labels), tokens=sep.join(labels))
+
+
+def _row_and_col(answer: str, pick_row, pick_col) -> tuple[int, int] | None:
+    """A row and a column typed on one line, as `attnwalk explain` takes them ("bank river",
+    "2 3"): split at the first space that leaves a row on the left and a column on the right
+    (a token may hold spaces of its own)."""
+    for at in (i for i, ch in enumerate(answer) if ch.isspace()):
+        try:
+            return pick_row(answer[:at].strip()), pick_col(answer[at:].strip())
+        except PickError:
+            continue
+    return None
 
