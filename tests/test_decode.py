@@ -350,7 +350,8 @@ def test_decode_steps_in_a_terminal_with_the_walks_keys() -> None:
 
     opts = ViewOptions()
     app = PagesApp(DecodePages(decode(load_scenario("causal_mask")), opts, None), opts)
-    d = drive("", ["n", "n", "b", "g", *"4", "enter", "m", "g", *"9", "enter", "b", "b", "b", "b", "q"],
+    d = drive("", ["n", "n", "b", "g", *"4", "enter", "m", "g", *"9", "enter", "escape", "b", "b", "b", "b",
+                          "q"],
               size=(100, 40), app=app)
     shown = [screen.splitlines()[0].split("   ")[0].strip() for screen in d.screens if screen is not None]
     assert shown[:7] == ["Step 1 / 4", "Step 2 / 4", "Step 3 / 4", "Step 2 / 4", "Step 2 / 4", "Step 2 / 4",
@@ -359,6 +360,7 @@ def test_decode_steps_in_a_terminal_with_the_walks_keys() -> None:
     assert "Mode: unscaled" in after_m
     assert app.pages.dec.mode.name == "unscaled"  # decoded again in the new mode, same step
     assert "No such step: 9; choose 1–4" in d.screens[10]
+    assert "Jump to step (1–4):" in d.screens[10]  # asked again, until a step or Esc
     assert "Already at the first step." in d.screens[-2]
     assert "q quit" in d.screens[-2].splitlines()[-1] and d.code == 0
     assert d.screens[-1] is None  # q ended it

@@ -136,6 +136,7 @@ class PagesApp(PromptLine, MessageAndExits, App[int]):
 
     def action_jump(self) -> None:
         count = self.pages.count
+        prompt = self.t(self.pages.jump_key, count=count)
 
         def jumped(answer: str | None) -> None:
             answer = (answer or "").strip()
@@ -143,7 +144,8 @@ class PagesApp(PromptLine, MessageAndExits, App[int]):
                 return
             if answer.isdecimal() and 1 <= int(answer) <= count:
                 self.go(int(answer) - 1)
-            else:
+            else:  # as the walk's g: say why and ask again, Esc leaves the line
                 self.say_now(self.t(self.pages.no_such_key, value=answer, count=count))
+                self.ask(prompt, jumped)
 
-        self.ask(self.t(self.pages.jump_key, count=count), jumped)
+        self.ask(prompt, jumped)
