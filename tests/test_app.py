@@ -330,6 +330,17 @@ def test_p_asks_before_s_a_and_z_once_each() -> None:
     assert "What will S[撩, 刘海] be?" in d.screens[9]
 
 
+def test_after_a_prediction_the_cursor_is_on_the_cell_asked_about() -> None:
+    """The worked pane then shows how the asked cell comes out (a new user found the cursor on
+    S[撩, 女生] after being asked about S[撩, 刘海])."""
+    from attnwalk.tutor.predict import StepPredictions
+
+    keys = ["g", *typed("QK^T"), "up", "up", "p", "n", *typed("5")]
+    d = drive("girl_bangs", keys, size=(120, 50), predictor=StepPredictions("en"))
+    assert d.app.step[0].key == "S" and d.app.cursor == (1, 2)  # 撩, 刘海
+    assert "S[撩, 刘海] = 5.1526" in d.screen
+
+
 def test_help_lists_the_keys_and_any_key_closes_it_q_quits() -> None:
     d = drive("girl_bangs", ["n", "question_mark", "x"])
     assert "Keys" in d.screens[2] and "jump to a stage by its number or its name" in d.screens[2]

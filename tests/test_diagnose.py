@@ -68,6 +68,9 @@ CASES = [
     ("girl_bangs", "S", 1, 0, False, "no_scale", RAW[1, 0]),
     # the rope lesson: every query is [3, 1, 0, 0] and every key [1.62, 1, 2.52, 0] before rotation
     ("rope", "QK^T", 5, 1, False, "unrotated", 3 * 1.62 + 1),
+    # "@unscaled": the walk in the unscaled mode (S = QKᵀ), answered with the usual √d_k
+    ("girl_bangs@unscaled", "S", 1, 0, False, "scaled_anyway", S[1, 0]),
+    ("girl_bangs@unscaled", "A", 1, 0, False, "scaled_anyway", A[1, 0]),
 ]
 
 
@@ -82,7 +85,8 @@ def test_an_answer_built_from_a_mistake_is_diagnosed_as_it(name, key, row, col, 
                                                            value, lang):
     if value is None:
         value = causal_mistake()
-    walk = compute(load_scenario(name))
+    name, _, mode = name.partition("@")
+    walk = compute(load_scenario(name), mode or "scaled")
     q = cell_question(walk, key, row, col, lang=lang, what_if=what_if)
     typed = f"{value:.4f}"  # as a learner types it, to the walk's four decimals
     assert abs(float(typed) - float(q.answer)) > q.tolerance  # a wrong answer …

@@ -61,6 +61,20 @@ def test_a_wrong_prediction_is_diagnosed():
     assert "No prediction; the walk: 1.6145" in out  # an empty line skips
 
 
+def test_in_the_unscaled_mode_the_question_names_the_mode_and_the_scaled_answer_is_diagnosed():
+    """A new user in the unscaled mode answered S with the scaled 5.1526 and was told only "off":
+    the question now names the mode, and the scaled value is named as the mistake it is."""
+    out = "\n".join(walk_lines("5.1526\n\n\n", "--mode", "unscaled"))
+    assert "What will S[撩, 刘海] be in the unscaled mode? QKᵀ[撩, 刘海] = 7.2868, d_k = 2." in out
+    assert "Your prediction: 5.1526 · the walk: 7.2868 · off" in out
+    assert "5.1526 is the scaled value, divided by √d_k. This walk is in the unscaled mode" in out
+    zh = "\n".join(walk_lines("5.1526\n\n\n", "--mode", "unscaled", "--lang", "zh"))
+    assert "在不缩放模式下，S[撩, 刘海] 会是多少？QKᵀ[撩, 刘海] = 7.2868，d_k = 2。" in zh
+    assert "5.1526 是除以 √d_k 之后的值。现在是不缩放模式" in zh
+    scaled = "\n".join(walk_lines("7.2868\n\n\n"))
+    assert "is the scaled value" not in scaled and "without dividing by √d_k" in scaled
+
+
 def test_predictions_speak_chinese_and_stop_when_input_ends():
     out = "\n".join(walk_lines("5.1526\n", "--lang", "zh"))
     assert "你的预测：5.1526 · 实际：5.1526 · 对了" in out

@@ -230,6 +230,8 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
             verdict = self.predictor.judge(self.walk, q, raw) if raw is not None else ""
             self.message = verdict
             self.go(self.index + 1)
+            if q.cell is not None:  # the cell asked about, its arithmetic in the worked pane
+                self.move_cursor(*q.cell[2:])
 
         self.ask(f"{self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))}: {q.text} ", judged)
 

@@ -28,7 +28,8 @@ from attnwalk.layer.walk import Walk, compute
 
 NAMES = ("column_softmax", "no_scale", "transposed", "k_for_v", "mask_forgotten", "neighbour_row",
          "neighbour_col", "rounded", "kept_scale",  # kept_scale: the what-if answered with √d_k still in
-         "unrotated")  # RoPE: q · k of the vectors before rotation
+         "unrotated",  # RoPE: q · k of the vectors before rotation
+         "scaled_anyway")  # the unscaled mode's S (or A, Z) worked out with the usual √d_k
 ROUND = 1  # decimal places of a learner's early rounding: 2 would mostly stay within tolerance
 
 
@@ -52,6 +53,8 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
             out.append(("mask_forgotten", _at(ops.softmax(S), mats, key, row, col)))
     if key in ("S", "A", "Z") and walk.scale != 1.0 and walk.mode.reads_scores:
         out.append(("no_scale", float(compute(scn, "unscaled", walk.amplify).matrix(key, head)[row, col])))
+    if key in ("S", "A", "Z") and not walk.mode.divides and walk.mode.reads_scores:  # unscaled
+        out.append(("scaled_anyway", float(compute(scn, "scaled", walk.amplify).matrix(key, head)[row, col])))
     if walk.stage(key).square and row != col and col < M.shape[0] and row < M.shape[1]:
         out.append(("transposed", float(M[col, row])))
     if key == "Z" and mats["K"].shape == mats["V"].shape:

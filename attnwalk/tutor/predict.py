@@ -53,9 +53,11 @@ def prediction(walk: Walk, key: str, head: int = 0, lang: str = "en") -> Questio
                             qid=f"predict:A:{head}:{row}")
     value = float(walk.matrix(key, head)[row, col])
     tol = tolerance(value)
-    if key == "S":
-        asked = tx.t("quiz.predict.s", row_token=rows[row], col_token=cols[col], tol=f"{tol:g}",
-                     value=number_text(float(mats["QK^T"][row, col])), d_k=scn.d_k)
+    if key == "S":  # in the unscaled mode the mode is part of the question: S = QKᵀ there
+        asked = tx.t("quiz.predict.s" if walk.mode.divides else "quiz.predict.s_mode",
+                     row_token=rows[row], col_token=cols[col], tol=f"{tol:g}",
+                     value=number_text(float(mats["QK^T"][row, col])), d_k=scn.d_k,
+                     mode=tx.t(f"mode.{walk.mode.name}.name"))
     elif key == "A":
         asked = tx.t("quiz.predict.a", row_token=rows[row], col_token=cols[col], tol=f"{tol:g}")
     else:
