@@ -97,3 +97,39 @@ def test_the_worked_answer_keeps_its_box_whole_at_80_columns() -> None:
     boxed = [line for line in lines if line.lstrip().startswith("│")]
     assert boxed, shown  # a worked answer in a box is on screen
     assert all(line.rstrip().rstrip("▁▂▃▄▅▆▇█").rstrip().endswith("│") for line in boxed), shown
+
+
+def test_at_80x24_the_verdict_stays_in_view_and_pgdn_reads_on_to_the_next_question() -> None:
+    """A new user answered 6.2388 (QKᵀ[女生, 撩], across the diagonal) at 80 × 24: the log
+    jumped to the end of the worked cell and question 2, the verdict out of view, and no key
+    scrolled back. Now the view starts at the answer; PgDn reads on, PgUp goes back."""
+    walk = compute(load_scenario("girl_bangs"))
+    asked = questions(walk, "en")[:2]
+
+    async def run():
+        app = QuizApp(lambda console, source: run_quiz(walk, asked, console, source, "en"),
+                      ViewOptions(), [Text("Quiz: girl_bangs")])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot, app, lambda a: a.waiting)
+            await pilot.press(*"6.2388", "enter")
+            await _settle(pilot, app, lambda a: a.waiting)
+            await pilot.pause()
+            after_answer = screen_text(app)
+            for _ in range(3):
+                await pilot.press("pagedown")
+            await pilot.pause()
+            read_on = screen_text(app)
+            for _ in range(6):
+                await pilot.press("pageup")
+            await pilot.pause()
+            back = screen_text(app)
+            await pilot.press("escape")
+            await _settle(pilot, app, lambda a: a.result is not None)
+        return after_answer, read_on, back
+
+    after_answer, read_on, back = asyncio.run(run())
+    assert "> 6.2388" in after_answer and "Not quite" in after_answer
+    assert "Question 2 / 2" not in after_answer  # below: the worked cell first
+    assert "Question 2 / 2" in read_on
+    assert "Quiz: girl_bangs" in back  # PgUp goes back to the start
+    assert "PgUp/PgDn scroll" in after_answer.splitlines()[-1]

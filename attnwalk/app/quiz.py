@@ -1,5 +1,6 @@
 """The interactive quiz as a Textual app: the questions, verdicts and worked cells scroll in a log,
-the answer is typed in a line below it.
+the answer is typed in a line below it. After an answer the log shows from that answer down, so
+the verdict stays in view however long the worked cell after it; PgUp/PgDn (and ↑/↓) scroll.
 
 The quiz's own loop (commands/quiz.run_quiz: ask, diagnose, retry, score) runs unchanged in a
 worker thread, given a console that writes to the log and an answer source that waits for the
@@ -69,6 +70,11 @@ class QuizApp(App[int]):
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [
         Binding("escape", "stop", "app.key.stop"),
+        # priority: the one-line Input binds these keys too (to scroll itself), and they are the log's
+        Binding("pagedown", "scroll_log(1)", "app.key.scroll", key_display="PgUp/PgDn", priority=True),
+        Binding("pageup", "scroll_log(-1)", show=False, priority=True),
+        Binding("down", "scroll_lines(1)", show=False, priority=True),
+        Binding("up", "scroll_lines(-1)", show=False, priority=True),
         Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
 
@@ -83,7 +89,7 @@ class QuizApp(App[int]):
     def compose(self) -> ComposeResult:
         # min_width: RichLog renders at least 78 cells by default, wider than its own content at 80
         # columns (padding and scrollbar), which cut the right edge off every panel
-        yield RichLog(wrap=True, markup=False, auto_scroll=True, min_width=20)
+        yield RichLog(wrap=True, markup=False, auto_scroll=False, min_width=20)  # scrolled by write
         with Horizontal(id="prompt"):
             yield Label(id="prompt-label")
             yield Input(id="answer")
@@ -101,8 +107,26 @@ class QuizApp(App[int]):
         result = self.quiz(LogConsole(self), self.answers)
         self.call_from_thread(self.finished, result)
 
+    _anchor: int | None = None  # the log line of the last answer: the view starts no lower
+
     def write(self, renderable) -> None:
-        self.query_one(RichLog).write(renderable)
+        log = self.query_one(RichLog)
+        log.write(renderable)
+        self.call_after_refresh(self._follow)
+
+    def _follow(self) -> None:
+        """To the end of the log, but never past the learner's last answer: what comes after it
+        (verdict, worked cell, next question) shows from its top; PgDn reads on."""
+        log = self.query_one(RichLog)
+        y = log.max_scroll_y if self._anchor is None else min(self._anchor, log.max_scroll_y)
+        log.scroll_to(y=y, animate=False)
+
+    def action_scroll_log(self, pages: int) -> None:
+        log = self.query_one(RichLog)
+        self.action_scroll_lines(pages * max(log.size.height - 1, 1))
+
+    def action_scroll_lines(self, lines: int) -> None:
+        self.query_one(RichLog).scroll_relative(y=lines, animate=False)
 
     def ask(self, prompt: str) -> None:
         self.waiting = True
@@ -116,6 +140,7 @@ class QuizApp(App[int]):
             self.exit(0)  # the quiz is over: Enter closes it
             return
         self.waiting = False
+        self._anchor = len(self.query_one(RichLog).lines)
         self.write(Text(f"> {event.value}", style="dim"))
         self.answers.typed.put(event.value)
 
