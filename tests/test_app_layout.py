@@ -156,3 +156,17 @@ def test_a_tiny_terminal_still_shows_where_the_learner_is() -> None:
         assert screen.splitlines()[0].startswith(f" Stage {facts['index'] + 1} / "), facts["stage"].key
         if facts["stage"].kind != TOKENS:
             assert "▸ " in screen, facts["stage"].key  # the window keeps the cursor's row in view
+
+
+def test_the_heads_blocks_are_named_under_the_matrix_where_h_and_q_s_text_point() -> None:
+    """grouped_query's Q and K hold several heads' columns side by side. Q's text and h's message
+    say the line under the table names the blocks; in the walk that line was at the end of the
+    notes, below the worked cell. It is the matrix's legend now, above the notes."""
+    seen = {facts["stage"].key: screen for _, screen, facts in every_screen("grouped_query", (80, 24))}
+    q_lines = seen["Q"].splitlines()
+    at = next(i for i, line in enumerate(q_lines) if "Q holds 4 heads side by side" in line)
+    assert "head 1 = columns 1–2" in q_lines[at]
+    assert at < next(i for i, line in enumerate(q_lines) if "╭─ Queries" in line)
+    k = seen["K"]
+    assert "K holds 2 K/V heads side by side: K/V head 1 = columns 1–2" in k
+    assert k.index("K holds 2 K/V heads") < k.index("╭─ Keys")

@@ -429,3 +429,17 @@ def test_chinese_fixes() -> None:
     # the English labels the same text names
     en = text("en")
     assert en.t("heads.same_text", index=5).startswith("What, why and the common mistake")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("name", builtin_names())
+def test_q_says_how_many_columns_it_has_for_the_heads_at_hand(name: str, lang: str) -> None:
+    """"One row per token, d_k columns" was false wherever Q holds several heads (grouped_query's
+    Q is 4 × 8 = n × h·d_k; a new user's review): there Q's text names the heads' blocks."""
+    scn = load_scenario(name)
+    what = squeeze(stage_text(lang, stage_named("Q"), scn, field="what"))
+    several = ("h·d_k", "d_kcolumnsforeachhead") if lang == "en" else ("h·d_k", "每个头占d_k列")
+    if scn.heads > 1:
+        assert all(word in what for word in several), what
+    else:
+        assert "h·d_k" not in what and "d_k" in what, what

@@ -15,7 +15,7 @@ from attnwalk.render import style
 from attnwalk.render.bars import attention_bars
 from attnwalk.render.lesson import lesson_panel, notice
 from attnwalk.render.options import ViewOptions
-from attnwalk.render.overview import (head_blocks, head_intro, shapes_overview, source_view, starts_head,
+from attnwalk.render.overview import (head_blocks_line, head_intro, shapes_overview, source_view, starts_head,
                                       tokens_table, wants_overview)
 from attnwalk.render.screens import explanation, matrix_legend
 from attnwalk.render.worked import worked_cell
@@ -32,9 +32,13 @@ def changed_cells(old: np.ndarray | None, new: np.ndarray) -> np.ndarray | None:
 
 
 def legend(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> tuple[str, ...]:
-    """The lines under the matrix that say what its marks mean (render/screens.matrix_legend)."""
+    """The lines under the matrix that say what its marks mean (render/screens.matrix_legend),
+    and which columns are which head's where the matrix holds several side by side (the printed
+    walk's note under the table; h's message points to it)."""
     masked = walk.scenario.masked and stage.kind == WEIGHTS
-    return tuple(matrix_legend(stage, walk.matrix(stage.key, head), opts, masked_mark=masked))
+    marks = tuple(matrix_legend(stage, walk.matrix(stage.key, head), opts, masked_mark=masked))
+    blocks = head_blocks_line(walk, stage, opts)
+    return marks if blocks is None else (*marks, blocks)
 
 
 def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,
@@ -63,7 +67,7 @@ def explain_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
 
 def extras_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions, index: int) -> RenderableType | None:
     """Below the worked cell: the lesson's opening, the shapes, a head's introduction, A's bars,
-    the head blocks and a cross-attention source, where the stage has them."""
+    and a cross-attention source, where the stage has them (the head blocks are in the legend)."""
     parts: list[RenderableType] = []
     if stage is walk.stages[0]:
         opening = lesson_panel(walk, opts)
@@ -77,9 +81,6 @@ def extras_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions, index: i
         scn = walk.scenario
         parts.append(attention_bars(walk.matrix(stage.key, head), axes(walk, stage, head, opts.lang)[0],
                                     token_labels(scn.key_tokens), opts))
-    blocks = head_blocks(walk, stage, opts)
-    if blocks is not None:
-        parts.append(blocks)
     source = source_view(walk, stage, opts)
     if source is not None:
         parts.append(source)

@@ -217,6 +217,12 @@ def _learned_bias_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     return ("biased_rope", "biased") if scn.rope is not None else ("biased",)
 
 
+def _q_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    """A real model's bias first (its text names the heads' blocks too), then several heads:
+    Q is n × h·d_k there, not "d_k columns"."""
+    return _learned_bias_variants(scn, mode) + (("heads",) if scn.heads > 1 else ())
+
+
 def _o_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     return ("biased",) if realmodel.is_model(scn) and scn.b_O is not None else ()  # Qwen2: b_Q, no b_O
 
@@ -465,7 +471,7 @@ STAGES: tuple[Stage, ...] = (
           variants=_x_variants, worked=_x_cell, overflow="use smaller embeddings or positions",
           inputs=_X),
     Stage("Q", "Q", "Q = X · W_Q", "n", "d_k", _projection("W_Q"), split=True, weight="W_Q",
-          formula_for=_projection_formula, variants=_learned_bias_variants, notes=_q_notes,
+          formula_for=_projection_formula, variants=_q_variants, notes=_q_notes,
           worked=cells.projection, overflow=_BIG,
           inputs=_X + ("W_Q",)),
     Stage("K", "K", "K = X · W_K", "m", "d_k", _projection("W_K"), split=True, shared=True, weight="W_K",

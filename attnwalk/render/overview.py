@@ -172,7 +172,13 @@ def starts_head(walk: Walk, stage: Stage) -> bool:
 
 def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
     """"Q holds 2 heads side by side: head 1 = columns 1–2 · head 2 = columns 3–4", for the
-    full-width matrices made of one block per head; None elsewhere."""
+    full-width matrices made of one block per head, as a note under the table; None elsewhere."""
+    line = head_blocks_line(walk, stage, opts)
+    return None if line is None else Prose(line, style=style.NOTE)
+
+
+def head_blocks_line(walk: Walk, stage: Stage, opts: ViewOptions) -> str | None:
+    """head_blocks' line as text (the interactive walk puts it in the matrix's legend)."""
     scn = walk.scenario
     if scn.heads == 1 or not stage.split:
         return None
@@ -185,17 +191,15 @@ def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
                             sharers=text(opts.lang).t("gqa.sep").join(
                                 str(h + 1) for h in range(scn.heads) if scn.kv_head(h) == g))
                   for g in range(scn.groups)]
-        line = style.say(opts, "gqa.blocks", symbol=style.plain(stage.symbol, opts),
+        return style.say(opts, "gqa.blocks", symbol=style.plain(stage.symbol, opts),
                          kv_heads=scn.groups, blocks=f" {style.markers(opts).dot} ".join(blocks))
-        return Prose(line, style=style.NOTE)
     width = walk.matrix(stage.key).shape[1] // scn.heads
     blocks = [style.say(opts, "heads.block",
                         head=h + 1, start=h * width + 1, end=(h + 1) * width)  # as labelled, from 1
               for h in range(scn.heads)]
-    line = style.say(opts, "heads.blocks",
+    return style.say(opts, "heads.blocks",
                      symbol=style.plain(stage.symbol, opts), heads=scn.heads,
                      blocks=f" {style.markers(opts).dot} ".join(blocks))
-    return Prose(line, style=style.NOTE)
 
 
 def source_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType | None:
