@@ -349,6 +349,19 @@ def test_help_lists_the_keys_and_any_key_closes_it_q_quits() -> None:
     assert drive("girl_bangs", ["question_mark", "q"]).code == 0
 
 
+def test_at_80_columns_a_wrapped_help_line_stays_under_its_description() -> None:
+    """A new user saw "m   switch mode: … (same stage, same" with "cell)" back under the keys."""
+    d = drive("river_bank", ["question_mark"], size=(80, 24))
+    lines = [line for line in d.screen.splitlines() if line.startswith("│")]
+    start = next(i for i, line in enumerate(lines) if "switch mode: scaled, unscaled, uniform" in line)
+    column = lines[start].index("switch mode")
+    wrapped = lines[start + 1]
+    assert wrapped[1:column].strip() == "" and wrapped[column:].strip().startswith("cell)"), wrapped
+    for line in lines:  # every line's text starts at the description column or at the key
+        text = line.strip("│ ")
+        assert line.index(text[0]) in (2, column), line
+
+
 def test_keys_typed_in_a_burst_close_the_help_once() -> None:
     """A paste, or a command typed ahead, reaches the help screen as several keys before it is
     gone: each one dismissing it popped the walk's own screen too (ScreenStackError, a traceback)."""

@@ -3,10 +3,11 @@ decode's pager share: the message line, ? for help, q and Ctrl-C."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from rich.panel import Panel
-from rich.text import Text
+from rich.table import Table
 from textual.app import ComposeResult
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -24,6 +25,25 @@ def translated(node, opts: ViewOptions) -> None:
                          if b.description.startswith("app.") else b for b in found]
 
 
+def keys_table(body: str) -> Table:
+    """The help's text ("key   what it does" lines, a continuation indented under its
+    description) as two columns, so a description that wraps at 80 columns stays under itself
+    instead of running back under the keys."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column()
+    rows: list[list[str]] = []
+    for line in body.strip("\n").splitlines():
+        if line[:1].isspace() and rows:  # the description goes on, on its own line
+            rows[-1][1] += "\n" + line.strip()
+        else:
+            parts = re.split(r"\s{2,}", line.strip(), maxsplit=1)
+            rows.append([parts[0], parts[1] if len(parts) > 1 else ""])
+    for key, what in rows:
+        table.add_row(key, what)
+    return table
+
+
 class HelpScreen(ModalScreen[bool]):
     """Every key of the walk (or of decode's pager); any key closes it, q closes it and quits."""
 
@@ -38,7 +58,7 @@ class HelpScreen(ModalScreen[bool]):
         self._dismissing = False
 
     def compose(self) -> ComposeResult:
-        body = Text(style.say(self.opts, self.body_key).strip("\n"))
+        body = keys_table(style.say(self.opts, self.body_key))
         yield Static(Panel(body, title=style.say(self.opts, "ui.help_title"),
                            subtitle=style.say(self.opts, "ui.help_close"), expand=False,
                            box=style.panel_box(self.opts), border_style=style.PANEL_BORDER))
