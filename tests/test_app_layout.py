@@ -132,6 +132,7 @@ def test_a_matrix_that_fits_is_shown_whole_and_a_large_one_in_a_window_at_80x24(
     screen, facts = seen["A"]
     assert facts["window"].rows == 8 and "rows 1–8 of 8" in screen
     assert facts["notes"].height >= 4 and "│ What            A = softmax(S + M)" in screen
+    assert "× masked: weight 0" in screen  # the legend breaks between its items, not inside one
 
     async def run():
         app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1

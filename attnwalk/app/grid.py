@@ -111,10 +111,18 @@ class MatrixGrid(Widget):
     # -- size --------------------------------------------------------------------------------
 
     def _legend_lines(self, width: int) -> list[Text]:
+        """The legend's items joined by " · ", a line broken only between items ("× masked:
+        weight 0" stays together); an item wider than the line wraps on its own."""
         if self.view is None or not self.view.legend:
             return []
-        legend = Text(f" {style.markers(self.view.opts).dot} ".join(self.view.legend), style=style.NOTE)
-        return list(legend.wrap(self.app.console, max(width, 1)))
+        width, sep = max(width, 1), f" {style.markers(self.view.opts).dot} "
+        lines: list[str] = []
+        for item in self.view.legend:
+            if lines and cell_len(lines[-1] + sep + item) <= width:
+                lines[-1] += sep + item
+            else:
+                lines += [line.plain for line in Text(item).wrap(self.app.console, width)]
+        return [Text(line, style=style.NOTE) for line in lines]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The whole matrix where it fits above the notes' least room (a sliding window's band
