@@ -171,3 +171,28 @@ def test_the_heads_blocks_are_named_under_the_matrix_where_h_and_q_s_text_point(
     k = seen["K"]
     assert "K holds 2 K/V heads side by side: K/V head 1 = columns 1–2" in k
     assert k.index("K holds 2 K/V heads") < k.index("╭─ Keys")
+
+
+def test_a_window_whose_rows_have_longer_labels_still_fits_its_lines() -> None:
+    """shapes' QKᵀ at 80 × 24 with a two-line message under it: the window (rows t95–t99) was
+    laid out with the label width of rows t0–t9 and a narrower column, so every row ran one
+    cell past the pane and wrapped its last number onto a line of its own."""
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            app.say_now("A message of two lines at 80 columns, as the first screen's lesson pointer is: "
+                        "it takes the room the matrix had")
+            app.go(next(i for i, (s, h) in enumerate(app.steps) if s.key == "QK^T"))
+            await pilot.pause()
+            return app.query_one(MatrixGrid).shown, screen_text(app)
+
+    shown, screen = asyncio.run(run())
+    lines = screen.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.strip().startswith("──"))
+    body = lines[rule + 1:rule + 1 + shown.rows]
+    assert shown.rows >= 3 and all(re.match(r" [ ▸] t\d+ ", line) for line in body), body
+    assert lines[rule + 1 + shown.rows].startswith(" QKᵀ[")  # the cursor's line right after them
+    assert f"columns {shown.left + 1}–{shown.left + shown.cols} of 100" in screen
+

@@ -190,15 +190,23 @@ class MatrixGrid(Widget):
             return max([cell_len(v.cols[j])] + [cell_len(s) for s in cells(j)])
 
         win = self._window(width, room_rows, col_width)
-        self.shown = win
         rows = range(win.top, win.top + win.rows)
         cols = range(win.left, min(n_cols, win.left + win.cols))
+        widths = {j: max([cell_len(v.cols[j])] + [cell_len(self._cell_text(v, i, j, mk)) for i in rows])
+                  for j in cols}
+        # the columns were chosen by the rows near the cursor; a row in view may have a longer
+        # label (t95 after t9) or a wider number ("-14.6266"): drop columns until the lines fit,
+        # the cursor's column kept
+        self._label_width = max(self._label_width, 2 + max(cell_len(v.rows[i]) for i in rows))
+        while len(cols) > 1 and self._label_width + sum(GAP + widths[j] for j in cols) > width:
+            cols = range(cols.start + 1, cols.stop) if cols.stop - 1 == c_cur else range(cols.start, cols.stop - 1)
+        win = win._replace(left=cols.start, cols=len(cols))
+        self.left = cols.start
+        self.shown = win
         block = v.M[win.top:win.top + win.rows, cols.start:cols.stop]  # (rows, cols) in view
         finite = block[np.isfinite(block)]
         top_abs = float(np.max(np.abs(finite))) if finite.size else 0.0
         maxima = (row_maxima(v.M[win.top:win.top + win.rows]) if v.kind == WEIGHTS else None)
-        widths = {j: max([cell_len(v.cols[j])] + [cell_len(self._cell_text(v, i, j, mk)) for i in rows])
-                  for j in cols}
 
         out = Text(no_wrap=True, overflow="crop", end="")
         out.append(" " * self._label_width)
