@@ -35,6 +35,7 @@ def every_screen(name: str, size: tuple[int, int], lang: str = "en") -> list[tup
                 if head > 1:
                     continue
                 if i:
+                    app.message = ""  # as the key that goes there clears the first screen's message
                     app.go(i)
                     await pilot.pause()
                 grid = app.query_one(MatrixGrid)
@@ -196,3 +197,17 @@ def test_a_window_whose_rows_have_longer_labels_still_fits_its_lines() -> None:
     assert lines[rule + 1 + shown.rows].startswith(" QKᵀ[")  # the cursor's line right after them
     assert f"columns {shown.left + 1}–{shown.left + shown.cols} of 100" in screen
 
+
+def test_the_first_screen_says_what_the_lesson_is_and_d_reaches_its_introduction() -> None:
+    """A new user found the lesson's introduction only by paging stage 1's notes: the first
+    screen names the lesson and says where its introduction is; d (twice at most) brings it."""
+    from appdriver import drive
+
+    d = drive("river_bank", ["d", "d"], size=(80, 24))
+    first = " ".join(d.screens[0].split())
+    assert "This lesson: by the river bank: context makes bank a place. Its introduction follows" in first
+    assert any("╭─ by the river bank: context makes bank a place" in s for s in d.screens[1:])
+    zh = drive("river_bank", [], size=(80, 24), opts=ViewOptions(lang="zh"))
+    assert "本课：" in zh.screen and "课程介绍在分词说明的后面" in "".join(zh.screen.split())
+    resumed = drive("river_bank", [], size=(80, 24), start=3)
+    assert "This lesson" not in resumed.screen  # not where the walk resumes later on

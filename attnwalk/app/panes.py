@@ -20,6 +20,7 @@ from attnwalk.render.overview import (head_blocks_line, head_intro, shapes_overv
 from attnwalk.render.screens import explanation, matrix_legend
 from attnwalk.render.worked import worked_cell
 from attnwalk.render.wrap import Prose
+from attnwalk.text import pick
 
 
 def changed_cells(old: np.ndarray | None, new: np.ndarray) -> np.ndarray | None:
@@ -54,6 +55,15 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,
 def tokens_view(walk: Walk, opts: ViewOptions) -> RenderableType:
     scn = walk.scenario
     return tokens_table(scn.tokens, scn.main.ids, opts)
+
+
+def lesson_pointer(walk: Walk, opts: ViewOptions) -> str:
+    """The first screen's message where the lesson has an introduction (extras_view puts it after
+    the first stage's notes, below the fold at 80 × 24): its title and where to find it."""
+    scn = walk.scenario
+    if scn.model is not None or not scn.title or lesson_panel(walk, opts) is None:
+        return ""
+    return style.say(opts, "lesson.below", title=style.plain(pick(scn.title, opts.lang), opts))
 
 
 def explain_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:

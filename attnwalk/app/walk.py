@@ -84,7 +84,7 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
         self.before: tuple[Walk, int, str] | None = None  # after m or h: what the marks compare with
         self.predictor, self.predict = predictor, predict
         self.predicted: set[tuple[str, int]] = set()
-        self.message = message
+        self.message = message or (panes.lesson_pointer(walk, opts) if start == 0 else "")
         self.ended = False  # n on the last stage
         self._next_walks: dict[str, Future] = {}  # modes computed ahead, while the learner reads
         self._drawn_at = None  # the app's size when the panes were last drawn
