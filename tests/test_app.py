@@ -96,6 +96,16 @@ def test_jump_out_of_range_says_so_and_asks_again(value: str) -> None:
     assert d.app.index == 2  # Esc left the line: n is the walk's again
 
 
+def test_while_a_line_is_open_the_footer_says_how_to_answer_or_leave_it() -> None:
+    """The walk's keys are letters the line takes as typing, so Textual drops them from the
+    footer while it is open: the footer was blank. It now offers enter and esc, in zh too."""
+    d = drive("girl_bangs", ["n", "g", "x", "escape", "n"], size=(80, 24))
+    assert footer(d.screens[2]).split() == ["enter", "answer", "esc", "cancel"]
+    assert d.app.index == 2 and "q quit" in footer(d.screen)  # esc left the line, n went on
+    zh = drive("girl_bangs", ["n", "c"], size=(80, 24), opts=ViewOptions(lang="zh"))
+    assert footer(zh.screen).split() == ["enter", "确定", "esc", "取消"]
+
+
 def test_c_takes_row_and_column_on_one_line_and_asks_again_after_a_wrong_one() -> None:
     """A new user typed `bank river` at c's row prompt, as `attnwalk explain` takes it: it said
     "No such row: bank river", closed the line, and the retyped letters ran as keys (b, n)."""

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widget import AwaitMount
 from textual.widgets import Footer, Input, Label
 
 from attnwalk.app.grid import MatrixGrid
+from attnwalk.app.help import translated
 from attnwalk.layer.axes import PickError, axes, pick_dim, pick_index
 from attnwalk.layer.stages import stage_by_name
 from attnwalk.render.style import plain
@@ -25,6 +27,19 @@ PROMPT_CSS = """
 """
 
 
+class PromptInput(Input):
+    """The line's Input, whose two keys the footer shows while it is open (the walk's own keys are
+    letters the line takes as typing, so Textual leaves them out of the footer meanwhile)."""
+
+    BINDINGS = [
+        Binding("enter", "submit", "app.key.answer", key_display="enter"),
+        Binding("escape", "cancel", "app.key.cancel", key_display="esc"),
+    ]
+
+    def action_cancel(self) -> None:
+        self.app.cancel_prompt()
+
+
 class PromptLine:
     """A line to type an answer in, above the footer, hidden until asked (a mixin of the walk and
     of decode's pager; each adds PROMPT_CSS to its CSS)."""
@@ -37,7 +52,9 @@ class PromptLine:
         after its first frame: composed with the rest, the Input's styling and mounting took
         ~15 ms of the first screen (benchmarks/README.md), for a line no one has asked for yet."""
         if self._prompt_mount is None:
-            line = Vertical(Label(id="prompt-label"), Input(id="prompt-input"), id="prompt")
+            field = PromptInput(id="prompt-input")
+            translated(field, self.opts)
+            line = Vertical(Label(id="prompt-label"), field, id="prompt")
             self._prompt_mount = self.mount(line, before=self.query_one(Footer))
         return self._prompt_mount
 
@@ -71,9 +88,9 @@ class PromptLine:
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self._close_prompt(event.value)
 
-    def on_key(self, event) -> None:
-        if event.key == "escape" and self._answer is not None:
-            event.stop()
+    def cancel_prompt(self) -> None:
+        """Esc on the line: no answer (PromptInput's binding)."""
+        if self._answer is not None:
             self._close_prompt(None)
 
     def focus_after_prompt(self) -> None:
