@@ -676,3 +676,17 @@ def test_the_what_if_question_gives_the_row_of_qkt_not_of_s() -> None:
     given = {q["topic"]: q["given"] for q in json.loads(result.stdout)["questions"] if q.get("given")}
     # the lesson's QKᵀ row of 撩 (seed 001: 4.5140, 5.4184, 7.2868), under its own name
     assert given["what_if"] == "Given: row 撩 of QKᵀ = [4.5140, 5.4184, 7.2868]"
+
+
+def test_the_quiz_wraps_chinese_between_characters_as_the_walk_does():
+    """console.print joined the quiz's lines into plain Text before wrapping, so a diagnosis broke
+    at the only space ("…行是发起查询的" / "token，列是键…") and left the line half empty."""
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+
+    out = CliRunner().invoke(app, ["quiz", "girl_bangs", "--lang", "zh", "--count", "1"], input="6.2388\n",
+                             env={"COLUMNS": "80"}).stdout
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("6.2388 是对角线另一侧的格子"))
+    assert "行是发起查询的 token，列是键" in lines[at]  # the first line filled, not cut at the space
