@@ -643,3 +643,14 @@ def test_token_labels_are_never_split_across_lines(lang: str) -> None:
                         for k in range(1, len(token)):
                             assert not (line.endswith(token[:k]) and after.startswith(token[k:])), \
                                 (name, width, stage.key, line, after)
+
+
+def test_the_stable_softmax_weight_is_its_own_line_and_never_split_at_80_columns() -> None:
+    """`explain river_bank A 3 2` at 80 columns broke "…row sum = 1.483, 0.1353" / "/ 1.483 =
+    0.0912" (a new user's review): the sum and the weight are two lines now, as in the e^s form.
+    river_bank's row river: S = [0.2, 0, 2, 0.3] (QKᵀ / √4), so the key the has e^(0 − 2)."""
+    out = CliRunner().invoke(app, ["explain", "river_bank", "A", "3", "2"], env={"COLUMNS": "80"}).stdout
+    lines = [line.strip("│ ") for line in out.splitlines()]
+    assert "exponentials (after subtracting the row max 2.0000): row sum = 1.483" in lines
+    assert "the: 0.1353 / 1.483 = 0.0912" in lines
+    assert abs(math.exp(-2) - 0.1353) < 5e-5 and abs(math.exp(-2) / (math.exp(-1.8) + math.exp(-2) + 1 + math.exp(-1.7)) - 0.0912) < 5e-5

@@ -369,9 +369,9 @@ def softmax(c: Cell) -> list:
                      f" = {c.num(weight)}")
     shown_e, total, weight = _quotient(c, stable, digits)
     c.lands(weight)
-    lines.append(c.say("ui.exponentials", max=c.num(top)) + f"{c.colon()}{row_sum} = "
-                 f"{c.exp(total, digits)}, {c.exp(shown_e, digits)} / {c.exp(total, digits)}"
-                 f" = {c.num(weight)}")
+    # two lines, as the form above: the sum, then the weight (one line broke inside "a / b")
+    lines.append(c.say("ui.exponentials", max=c.num(top)) + f"{c.colon()}{row_sum} = {c.exp(total, digits)}")
+    lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, digits)} / {c.exp(total, digits)} = {c.num(weight)}")
     return lines
 
 
