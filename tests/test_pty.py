@@ -142,10 +142,10 @@ def test_no_pause_prints_everything_without_waiting_or_the_alternate_screen() ->
 def test_the_quiz_asks_in_the_app_and_leaves_the_score_on_the_terminal() -> None:
     child = spawn("quiz", "girl_bangs", "--count", "2")
     child.expect_exact("Question 1 / 2")
-    child.expect_exact("Your answer:")
+    child.expect_exact("Your answer to question 1:")
     child.send("4.514\r")  # QKᵀ[撩, 女生] = 0.3274 × 1.6 + 1.2872 × 3.1 (lesson 002)
     child.expect_exact("Question 2 / 2")
-    child.expect_exact("Your answer:")
+    child.expect_exact("Your answer to question 2:")  # the prompt names it: it may be out of view
     child.send("3x3\r")
     child.expect_exact("The quiz is over")  # the last verdict stays in view until Enter
     child.send("\r")

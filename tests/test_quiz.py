@@ -456,13 +456,13 @@ def test_a_terminal_prompts_reasks_and_q_quits(tmp_path):
     program = _program()
     child = pexpect.spawn(program[0], program[1:] + ["quiz", "girl_bangs"], env=_env(tmp_path),
                           encoding="utf-8", timeout=20, dimensions=(40, 100))
-    child.expect_exact("Your answer:")
+    child.expect_exact("Your answer to question 1:")
     child.send("seven\r")
     child.expect_exact("Please type a number.")
-    child.expect_exact("Your answer:")  # asked again: a typo on a terminal is not an answer
+    child.expect_exact("Your answer to question 1:")  # asked again: a typo on a terminal is not an answer
     child.send("4.51\r")
     child.expect_exact("Correct!")
-    child.expect_exact("Your answer:")
+    child.expect_exact("Your answer to question 2:")
     child.send("q\r")
     child.expect_exact("\x1b[?1049l")  # q stops the quiz and closes the app
     child.expect_exact("Score: 1 / 1")
@@ -476,10 +476,10 @@ def test_ctrl_c_at_a_terminal_still_scores_records_and_exits_130(tmp_path):
     program = _program()
     child = pexpect.spawn(program[0], program[1:] + ["quiz", "girl_bangs", "--lang", "zh"],
                           env=_env(tmp_path), encoding="utf-8", timeout=20, dimensions=(40, 100))
-    child.expect_exact("你的答案：")
+    child.expect_exact("第 1 题，你的答案：")
     child.send("4.51\r")
     child.expect_exact("正确！")
-    child.expect_exact("你的答案：")
+    child.expect_exact("第 2 题，你的答案：")
     child.sendcontrol("c")
     child.expect_exact("得分：1 / 1")
     child.expect(pexpect.EOF)

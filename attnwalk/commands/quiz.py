@@ -118,7 +118,7 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
                 console.print(_line(q.given, style="dim"))
             if q.choices:
                 console.print(_choices(q))
-            verdict, read, raw = _answer(q, console, answers, tx)
+            verdict, read, raw = _answer(q, console, answers, tx, index)
             if verdict is None:
                 break
             answered += 1
@@ -131,7 +131,7 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
             missed.append(q.qid)
             if q.kind == CHOICE and read:
                 _add(shown, q.covers)
-                if not _retry(walk, q, raw, console, answers, tx, opts):
+                if not _retry(walk, q, raw, console, answers, tx, opts, index):
                     break
             elif q.kind == NUMBER and read and _diagnosed(walk, q, raw, console, tx, opts, shown):
                 pass
@@ -152,13 +152,13 @@ def _add(shown: list[str], names) -> None:
 
 
 def _retry(walk: Walk, q: Question, raw: str, console: Console, answers: AnswerSource, tx,
-           opts: ViewOptions) -> bool:
+           opts: ViewOptions, index: int = 0) -> bool:
     """Why the chosen option is wrong, then one more try; the answer if that is wrong too.
     False when the learner stopped instead of trying again."""
     chosen = parse_choice(raw, len(q.choices))
     console.print(_line(tx.t("quiz.diagnosis.wrong_option", why=q.why[chosen]), style="yellow"))
     console.print(_line(tx.t("quiz.diagnosis.retry")))
-    again, read, _ = _answer(q, console, answers, tx)
+    again, read, _ = _answer(q, console, answers, tx, index)
     if again:
         console.print(_line(tx.t("quiz.diagnosis.second_try"), style="green"))
         return True
@@ -207,11 +207,17 @@ def _choices(q: Question) -> Table:
     return grid
 
 
-def _answer(q: Question, console: Console, answers: AnswerSource, tx) -> tuple[bool | None, bool, str]:
+def _answer(q: Question, console: Console, answers: AnswerSource, tx,
+            index: int = 0) -> tuple[bool | None, bool, str]:
     """True or False for the learner's answer (None when they stop: q, end of input), whether
     it was an answer at all (a piped line that was not is counted wrong, not asked again), and
-    the line typed."""
-    prompt = tx.t("quiz.choose", choices=choice_list(q)) if q.kind == CHOICE else tx.t("quiz.prompt")
+    the line typed. At a terminal the prompt names question `index`: in the app the question
+    may be below the verdict still in view, so "Your answer:" alone did not say to what."""
+    numbered = answers.interactive and index > 0
+    if q.kind == CHOICE:
+        prompt = tx.t("quiz.choose_n" if numbered else "quiz.choose", choices=choice_list(q), index=index)
+    else:
+        prompt = tx.t("quiz.prompt_n" if numbered else "quiz.prompt", index=index)
     while True:
         raw = answers.ask(prompt)
         if raw is None:
