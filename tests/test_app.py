@@ -118,6 +118,14 @@ def test_c_takes_row_and_column_on_one_line_and_asks_again_after_a_wrong_one() -
     assert d.app.step[0].key == "A" and d.app.cursor == (3, 2)
     d = drive("river_bank", ["g", *typed("A"), "c", *typed("by"), *typed("9"), *typed("the")])
     assert "No such column: 9" in d.screens[-4] and d.app.cursor == (0, 1)
+    # both on one line, the column wrong: the column is named, and asked for that row
+    d = drive("river_bank", ["g", *typed("A"), "c", *typed("2 9")])
+    assert "No such column: 9; columns are numbered from 1, so choose 1–4" in d.screen
+    assert "Column (number from 1, or token):" in d.screen
+    d = drive("river_bank", ["g", *typed("A"), "c", *typed("2 9"), *typed("river")])
+    assert d.app.cursor == (1, 2)
+    d = drive("girl_bangs", ["g", *typed("Q"), "c", *typed("撩 刘海")], opts=ViewOptions(lang="zh"))
+    assert "没有这一列：刘海" in d.screen and "没有这一行" not in d.screen  # Q's columns are dimensions
 
 
 def test_a_jump_typed_before_the_prompt_line_is_mounted_still_asks() -> None:

@@ -5,6 +5,7 @@ line itself (PromptLine) serves decode's pager too."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -154,6 +155,24 @@ class TypedAnswers(PromptLine):
         def pick_col(answer: str) -> int:
             return pick_index(answer, scn.key_tokens, col_labels) if stage.square else pick_dim(answer, col_labels)
 
+        def ask_col(row: int) -> None:
+            def picked_col(answer: str | None) -> None:
+                if answer is None or not answer.strip():
+                    return
+                try:
+                    col = pick_col(answer)
+                except PickError as err:
+                    say_col_error(err)
+                    self.ask(col_prompt, picked_col)
+                    return
+                self.move_cursor(row, col)
+
+            self.ask(col_prompt, picked_col)
+
+        def say_col_error(err: PickError) -> None:
+            self.say_now(self._not_picked("ui.no_col", err, col_labels) if stage.square else
+                         self.t("ui.no_dim", value=err.value, count=len(col_labels)))
+
         def picked_row(answer: str | None) -> None:
             if answer is None or not answer.strip():
                 return
@@ -161,26 +180,16 @@ class TypedAnswers(PromptLine):
                 row = pick_row(answer)
             except PickError as err:
                 both = _row_and_col(answer.strip(), pick_row, pick_col)
-                if both is not None:
+                if isinstance(both, _WrongColumn):  # a row, then a column that is not one: say so, ask it
+                    say_col_error(both.error)
+                    ask_col(both.row)
+                elif both is not None:
                     self.move_cursor(*both)
-                    return
-                self.say_now(self._not_picked("ui.no_row", err, row_labels))
-                self.ask(row_prompt, picked_row)
+                else:
+                    self.say_now(self._not_picked("ui.no_row", err, row_labels))
+                    self.ask(row_prompt, picked_row)
                 return
-
-            def picked_col(answer: str | None) -> None:
-                if answer is None or not answer.strip():
-                    return
-                try:
-                    col = pick_col(answer)
-                except PickError as err:
-                    self.say_now(self._not_picked("ui.no_col", err, col_labels) if stage.square else
-                                 self.t("ui.no_dim", value=err.value, count=len(col_labels)))
-                    self.ask(col_prompt, picked_col)
-                    return
-                self.move_cursor(row, col)
-
-            self.ask(col_prompt, picked_col)
+            ask_col(row)
 
         self.ask(row_prompt, picked_row)
 
@@ -191,14 +200,24 @@ class TypedAnswers(PromptLine):
         return self.t(key, value=err.value, count=len(labels), tokens=sep.join(labels))
 
 
-def _row_and_col(answer: str, pick_row, pick_col) -> tuple[int, int] | None:
+class _WrongColumn(NamedTuple):
+    row: int
+    error: PickError
+
+
+def _row_and_col(answer: str, pick_row, pick_col) -> tuple[int, int] | _WrongColumn | None:
     """A row and a column typed on one line, as `attnwalk explain` takes them ("bank river",
     "2 3"): split at the first space that leaves a row on the left and a column on the right
-    (a token may hold spaces of its own)."""
+    (a token may hold spaces of its own). Where no split gives both but one leaves a row, that
+    row and what was wrong with the column after it ("2 9": row 2, no column 9); else None."""
+    wrong: _WrongColumn | None = None
     for at in (i for i, ch in enumerate(answer) if ch.isspace()):
         try:
-            return pick_row(answer[:at].strip()), pick_col(answer[at:].strip())
+            row = pick_row(answer[:at].strip())
         except PickError:
             continue
-    return None
-
+        try:
+            return row, pick_col(answer[at:].strip())
+        except PickError as err:
+            wrong = wrong or _WrongColumn(row, err)
+    return wrong
