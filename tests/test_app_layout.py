@@ -9,6 +9,7 @@ import asyncio
 import re
 
 import pytest
+from rich.cells import cell_len
 
 from appdriver import screen_text
 from attnwalk.app.grid import MatrixGrid
@@ -209,5 +210,9 @@ def test_the_first_screen_says_what_the_lesson_is_and_d_reaches_its_introduction
     assert any("╭─ by the river bank: context makes bank a place" in s for s in d.screens[1:])
     zh = drive("river_bank", [], size=(80, 24), opts=ViewOptions(lang="zh"))
     assert "本课：" in zh.screen and "课程介绍在分词说明的后面" in "".join(zh.screen.split())
+    # the message wraps Chinese between characters: its first line is filled, not cut at "按 d"
+    gb = drive("girl_bangs", [], size=(80, 24), opts=ViewOptions(lang="zh"))
+    said = [line for line in gb.screen.splitlines() if line.startswith(" 本课：")][0]
+    assert cell_len(said.rstrip()) >= 74, said  # was cut at "按 d" (69 cells)
     resumed = drive("river_bank", [], size=(80, 24), start=3)
     assert "This lesson" not in resumed.screen  # not where the walk resumes later on

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from textual.app import ComposeResult
@@ -14,6 +15,7 @@ from textual.widgets import Static
 
 from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
+from attnwalk.render.wrap import Prose
 
 
 def translated(node, opts: ViewOptions) -> None:
@@ -80,7 +82,9 @@ class MessageAndExits:
 
     def show_message(self) -> None:
         shown = self.query_one("#message", Static)
-        shown.update(self.message)
+        # Prose in a Group: rendered by Rich, so Chinese breaks between characters (a str or a
+        # bare Text is wrapped by Textual at spaces only, and a line of Chinese jumped down whole)
+        shown.update(Group(Prose(self.message)) if self.message else "")
         shown.set_class(bool(self.message), "-shown")
 
     def say_now(self, message: str) -> None:
