@@ -176,8 +176,8 @@ def test_the_heads_blocks_are_named_under_the_matrix_where_h_and_q_s_text_point(
 
 
 def test_a_window_whose_rows_have_longer_labels_still_fits_its_lines() -> None:
-    """shapes' QKᵀ at 80 × 24 with a two-line message under it: the window (rows t95–t99) was
-    laid out with the label width of rows t0–t9 and a narrower column, so every row ran one
+    """shapes' QKᵀ at 80 × 24 with a two-line message under it: the window (rows t96–t100) was
+    laid out with the label width of rows t1–t9 and a narrower column, so every row ran one
     cell past the pane and wrapped its last number onto a line of its own."""
 
     async def run():

@@ -117,15 +117,15 @@ def test_run_shapes_piped_shows_head_1_in_full_and_every_head_in_a_summary(shape
 def test_heads_summary_shows_where_the_query_looks_in_every_head(shapes_walk) -> None:
     text, _ = shapes_walk
     summary = text[text.index("All 8 heads at a glance"):text.index("Stage 40 /")]
-    assert "Where does query t99 (row 100) look in each?" in " ".join(summary.split())
+    assert "Where does query t100 (row 100) look in each?" in " ".join(summary.split())
     walk = compute(load_scenario("shapes"))
     for h in range(8):
         a = walk.heads[h].mats["A"][99]  # the last query: shapes has no focus
         p = a[a > 0]
         bits = float(-(p * np.log2(p)).sum())  # entropy, written out here
-        top = int(np.argmax(a))
+        top = int(np.argmax(a))  # its token is t{top + 1}: shapes names its tokens t1 … t100, as rows count
         mark = "   shown in full above" if h == 0 else ""
-        assert re.search(rf"(?m)^ +{h + 1} +{64 * h + 1}–{64 * h + 64} +t{top} +{a[top]:.4f} +{bits:.2f}"
+        assert re.search(rf"(?m)^ +{h + 1} +{64 * h + 1}–{64 * h + 64} +t{top + 1} +{a[top]:.4f} +{bits:.2f}"
                          rf"{mark}", summary), h
     assert "6.64 bits when it is spread evenly over the 100 keys" in " ".join(summary.split())
     assert "--head N" in summary and "--head all" in summary
