@@ -552,3 +552,29 @@ def test_a_masked_weight_under_the_cursor_reads_as_the_table_marks_it() -> None:
     lines = [line for line in d.screen.splitlines() if line.strip().startswith("A[")]
     assert len(lines) == 1 and lines[0].strip().endswith("= × masked: weight 0"), lines
     assert "0.0000" not in lines[0]
+
+
+def test_j_k_d_u_scroll_the_notes_and_keep_the_message() -> None:
+    """The walk's scrolling keys (PaneScroll, shared with decode's pager and the quiz): j/k a
+    line, d/u a page of the notes' height less one; a message on screen stays, as the help says."""
+    import asyncio
+
+    from attnwalk.app.walk import WalkApp
+
+    app = WalkApp(compute(load_scenario("river_bank")), ViewOptions())
+
+    async def run() -> list[tuple[float, str]]:
+        seen = []
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            notes = app.query_one("#notes")
+            for key in ("j", "j", "k", "d", "u"):
+                await pilot.press(key)
+                await pilot.pause()
+                seen.append((notes.scroll_y, app.message))
+            page = max(notes.size.height - 1, 1)
+        return seen, page
+
+    seen, page = asyncio.run(run())
+    assert [y for y, _ in seen] == [1, 2, 1, 1 + page, 1]
+    assert all(message.startswith("This lesson: by the river bank") for _, message in seen)

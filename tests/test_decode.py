@@ -425,3 +425,29 @@ def test_a_model_layers_biases_are_added_to_each_tokens_projections() -> None:
             assert np.max(np.abs(step.heads[h].z - heads[-1])) <= 1e-12
         o = np.concatenate(heads) @ np.array(doc["W_O"]) + b["b_O"]
         assert np.max(np.abs(step.o - o)) <= 1e-12
+
+
+def test_the_pagers_j_and_d_scroll_its_page() -> None:
+    """decode's pager scrolls its one page with the walk's keys (PaneScroll): j a line, d a page."""
+    import asyncio
+
+    from attnwalk.app.pages import PagesApp
+    from attnwalk.commands.decodepages import DecodePages
+    from attnwalk.render.options import ViewOptions
+
+    opts = ViewOptions()
+    app = PagesApp(DecodePages(decode(load_scenario("kv_cache")), opts, None), opts)
+
+    async def run() -> tuple[list[float], int]:
+        seen = []
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            page = app.query_one("#page")
+            for key in ("j", "d", "k"):
+                await pilot.press(key)
+                await pilot.pause()
+                seen.append(page.scroll_y)
+            return seen, max(page.size.height - 1, 1)
+
+    seen, height = asyncio.run(run())
+    assert seen == [1, 1 + height, height]

@@ -93,7 +93,7 @@ class MessageAndExits:
 
     async def run_action(self, action, default_namespace=None) -> bool:
         """Every key's action: a message stays until the next key (a resize draws it again)."""
-        if self.message and not action.startswith(("scroll", "page")):
+        if self.message and not action.startswith("scroll_"):  # PaneScroll's keys keep it
             self.message = ""
             self.show_message()
         return await super().run_action(action, default_namespace)

@@ -15,6 +15,7 @@ from textual.widgets import Static
 from attnwalk.app import collect_again
 from attnwalk.app.footer import KeysFooter
 from attnwalk.app.help import MessageAndExits, translated
+from attnwalk.app.scrolling import PaneScroll
 from attnwalk.app.typed import PROMPT_CSS, PromptLine
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
@@ -37,7 +38,7 @@ class Pages(Protocol):
     def next_mode(self) -> str: ...
 
 
-class PagesApp(PromptLine, MessageAndExits, App[int]):
+class PagesApp(PromptLine, PaneScroll, MessageAndExits, App[int]):
     """Step through `pages` from the first; the return code is 0 on q or at the end, 130 on Ctrl-C."""
 
     CSS = """
@@ -47,6 +48,7 @@ class PagesApp(PromptLine, MessageAndExits, App[int]):
     #message.-shown { display: block; }
     """ + PROMPT_CSS
     ENABLE_COMMAND_PALETTE = False
+    scrolled = "#page"  # j/k, d/u: PaneScroll
     AUTO_FOCUS = None  # the keys are the app's; the prompt's line takes focus only while shown
     BINDINGS = [
         Binding("n,enter,space,right", "next", "app.key.next", key_display="n"),
@@ -56,10 +58,10 @@ class PagesApp(PromptLine, MessageAndExits, App[int]):
         Binding("question_mark", "help", "app.key.help", key_display="?"),
         Binding("q", "leave", "app.key.quit"),
         Binding("ctrl+d", "leave", show=False),
-        Binding("j,down", "scroll_page(1)", show=False),
-        Binding("k,up", "scroll_page(-1)", show=False),
-        Binding("d,pagedown", "page(1)", show=False),
-        Binding("u,pageup", "page(-1)", show=False),
+        Binding("j,down", "scroll_lines(1)", show=False),
+        Binding("k,up", "scroll_lines(-1)", show=False),
+        Binding("d,pagedown", "scroll_pages(1)", show=False),
+        Binding("u,pageup", "scroll_pages(-1)", show=False),
         Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
 
@@ -122,13 +124,6 @@ class PagesApp(PromptLine, MessageAndExits, App[int]):
             self.say_now(self.t("decode.first_step"))
         else:
             self.go(self.index - 1)
-
-    def action_scroll_page(self, lines: int) -> None:
-        self.query_one("#page").scroll_relative(y=lines, animate=False)
-
-    def action_page(self, pages: int) -> None:
-        page = self.query_one("#page")
-        page.scroll_relative(y=pages * max(page.size.height - 1, 1), animate=False)
 
     def action_mode(self) -> None:
         self.message = self.pages.next_mode()

@@ -21,6 +21,7 @@ from textual.widgets import Input, Label, RichLog
 from attnwalk.app import collect_again
 from attnwalk.app.footer import KeysFooter
 from attnwalk.app.help import translated
+from attnwalk.app.scrolling import PaneScroll
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
 
@@ -58,7 +59,7 @@ class TypedAnswers:
         return answer
 
 
-class QuizApp(App[int]):
+class QuizApp(PaneScroll, App[int]):
     """Runs `quiz(console, answers)` (returning a QuizResult) and keeps its result in `result`."""
 
     CSS = """
@@ -68,11 +69,12 @@ class QuizApp(App[int]):
     #prompt Input { border: none; height: 1; padding: 0; width: 1fr; }
     """
     ENABLE_COMMAND_PALETTE = False
+    scrolled = "RichLog"  # PgUp/PgDn, ↑/↓: PaneScroll
     BINDINGS = [
         Binding("escape", "stop", "app.key.stop"),
         # priority: the one-line Input binds these keys too (to scroll itself), and they are the log's
-        Binding("pagedown", "scroll_log(1)", "app.key.scroll", key_display="PgUp/PgDn", priority=True),
-        Binding("pageup", "scroll_log(-1)", show=False, priority=True),
+        Binding("pagedown", "scroll_pages(1)", "app.key.scroll", key_display="PgUp/PgDn", priority=True),
+        Binding("pageup", "scroll_pages(-1)", show=False, priority=True),
         Binding("down", "scroll_lines(1)", show=False, priority=True),
         Binding("up", "scroll_lines(-1)", show=False, priority=True),
         Binding("ctrl+c", "interrupt", show=False, priority=True),
@@ -120,13 +122,6 @@ class QuizApp(App[int]):
         log = self.query_one(RichLog)
         y = log.max_scroll_y if self._anchor is None else min(self._anchor, log.max_scroll_y)
         log.scroll_to(y=y, animate=False)
-
-    def action_scroll_log(self, pages: int) -> None:
-        log = self.query_one(RichLog)
-        self.action_scroll_lines(pages * max(log.size.height - 1, 1))
-
-    def action_scroll_lines(self, lines: int) -> None:
-        self.query_one(RichLog).scroll_relative(y=lines, animate=False)
 
     def ask(self, prompt: str) -> None:
         self.waiting = True

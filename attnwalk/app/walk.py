@@ -21,6 +21,7 @@ from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import collect_again, panes
 from attnwalk.app.help import MessageAndExits, translated
 from attnwalk.app.offloop import OffTheLoop
+from attnwalk.app.scrolling import PaneScroll
 from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
 from attnwalk.layer.axes import default_cell
 from attnwalk.layer.stages import TOKENS, Stage
@@ -33,7 +34,7 @@ from attnwalk.render.style import plain, say
 WIDE = 160  # columns from which the notes sit beside the matrix (the CSS's Screen.-wide)
 
 
-class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
+class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     """Walk `walk` from step `start`; the return code is 0 on q or at the end, 130 on Ctrl-C."""
 
     CSS = """
@@ -51,6 +52,7 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
     """ + PROMPT_CSS
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     ENABLE_COMMAND_PALETTE = False
+    scrolled = "#notes"  # j/k, d/u: PaneScroll
     # descriptions are text keys, put into the learner's language when the app starts
     BINDINGS = [
         Binding("n,enter,space", "next", "app.key.next", key_display="n"),
@@ -63,10 +65,10 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
         Binding("question_mark", "help", "app.key.help", key_display="?"),
         Binding("q", "leave", "app.key.quit"),
         Binding("ctrl+d", "leave", show=False),  # the end of input, as in a shell
-        Binding("j", "scroll_notes(1)", show=False),
-        Binding("k", "scroll_notes(-1)", show=False),
-        Binding("d,pagedown", "page_notes(1)", show=False),
-        Binding("u,pageup", "page_notes(-1)", show=False),
+        Binding("j", "scroll_lines(1)", show=False),
+        Binding("k", "scroll_lines(-1)", show=False),
+        Binding("d,pagedown", "scroll_pages(1)", show=False),
+        Binding("u,pageup", "scroll_pages(-1)", show=False),
         Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
 
@@ -240,14 +242,6 @@ class WalkApp(TypedAnswers, OffTheLoop, MessageAndExits, App[int]):
             self.say_now(self.t("ui.first_stage"))
         else:
             self.go(self.index - 1)
-
-    def action_scroll_notes(self, lines: int) -> None:
-        notes = self.query_one("#notes")
-        notes.scroll_relative(y=lines, animate=False)
-
-    def action_page_notes(self, pages: int) -> None:
-        notes = self.query_one("#notes")
-        notes.scroll_relative(y=pages * max(notes.size.height - 1, 1), animate=False)
 
     def move_cursor(self, row: int, col: int) -> None:
         stage, head = self.step
