@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from textual.app import ComposeResult
@@ -15,7 +14,7 @@ from textual.widgets import Static
 
 from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
-from attnwalk.render.wrap import Prose
+from attnwalk.render.wrap import prose_line
 
 
 def translated(node, opts: ViewOptions) -> None:
@@ -82,9 +81,7 @@ class MessageAndExits:
 
     def show_message(self) -> None:
         shown = self.query_one("#message", Static)
-        # Prose in a Group: rendered by Rich, so Chinese breaks between characters (a str or a
-        # bare Text is wrapped by Textual at spaces only, and a line of Chinese jumped down whole)
-        shown.update(Group(Prose(self.message)) if self.message else "")
+        shown.update(prose_line(self.message) if self.message else "")  # Chinese wraps as in the panes
         shown.set_class(bool(self.message), "-shown")
 
     def say_now(self, message: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import queue
 from collections.abc import Callable
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -80,7 +81,7 @@ class QuizApp(PaneScroll, App[int]):
         Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
 
-    def __init__(self, quiz: Callable, opts: ViewOptions, intro: list[Text]) -> None:
+    def __init__(self, quiz: Callable, opts: ViewOptions, intro: list[RenderableType]) -> None:
         super().__init__()
         translated(self, opts)
         self.quiz, self.opts, self.intro = quiz, opts, intro

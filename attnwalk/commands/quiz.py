@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -24,16 +24,9 @@ from attnwalk.tutor.mistakes import diagnose
 from attnwalk.tutor.quiz import (CHOICE, LETTERS, NUMBER, Question, check, choice_list, counted_wrong,
                                  number_text, parse_choice, parse_number, unreadable)
 from attnwalk.render.options import ViewOptions
-from attnwalk.render.wrap import Prose
+from attnwalk.render.wrap import Prose, prose_line
 
 QUIT_WORDS = ("q", "quit", "exit", "退出")
-
-
-def _line(words: str, style: str = "") -> Group:
-    """A line of the quiz's prose, wrapped as the walk wraps it (render/wrap.Prose: Chinese breaks
-    between characters). In a Group: console.print joins bare Text objects into one plain Text
-    first, which would lose Prose's wrapping."""
-    return Group(Prose(words, style=style))
 
 
 class AnswerSource(Protocol):
@@ -108,14 +101,14 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
     missed: list[str] = []
     shown: list[str] = []
     opts = ViewOptions(precision=precision, lang=lang, width=console.width)
-    console.print(_line(tx.t("quiz.intro" if answers.interactive else "quiz.intro_piped", total=total)))
+    console.print(prose_line(tx.t("quiz.intro" if answers.interactive else "quiz.intro_piped", total=total)))
     try:
         for index, q in enumerate(questions, 1):
             console.print()
-            console.print(_line(tx.t("quiz.number", index=index, total=total), style="bold cyan"))
-            console.print(_line(q.text))
+            console.print(prose_line(tx.t("quiz.number", index=index, total=total), style="bold cyan"))
+            console.print(prose_line(q.text))
             if q.given:
-                console.print(_line(q.given, style="dim"))
+                console.print(prose_line(q.given, style="dim"))
             if q.choices:
                 console.print(_choices(q))
             verdict, read, raw = _answer(q, console, answers, tx, index)
@@ -124,9 +117,9 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
             answered += 1
             if verdict:
                 score += 1
-                console.print(_line(tx.t("quiz.correct"), style="bold green"))
+                console.print(prose_line(tx.t("quiz.correct"), style="bold green"))
                 if q.kind == NUMBER:
-                    console.print(_line(tx.t("quiz.answer", answer=q.shown)))
+                    console.print(prose_line(tx.t("quiz.answer", answer=q.shown)))
                 continue
             missed.append(q.qid)
             if q.kind == CHOICE and read:
@@ -142,8 +135,8 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
         console.print()
     console.print()
     if answered < total:
-        console.print(_line(tx.t("quiz.stopped_after", answered=answered, total=total)))
-    console.print(_line(tx.t("quiz.score", score=score, total=answered), style="bold"))
+        console.print(prose_line(tx.t("quiz.stopped_after", answered=answered, total=total)))
+    console.print(prose_line(tx.t("quiz.score", score=score, total=answered), style="bold"))
     return QuizResult(score, answered, total, interrupted, tuple(missed), tuple(shown))
 
 
@@ -156,11 +149,11 @@ def _retry(walk: Walk, q: Question, raw: str, console: Console, answers: AnswerS
     """Why the chosen option is wrong, then one more try; the answer if that is wrong too.
     False when the learner stopped instead of trying again."""
     chosen = parse_choice(raw, len(q.choices))
-    console.print(_line(tx.t("quiz.diagnosis.wrong_option", why=q.why[chosen]), style="yellow"))
-    console.print(_line(tx.t("quiz.diagnosis.retry")))
+    console.print(prose_line(tx.t("quiz.diagnosis.wrong_option", why=q.why[chosen]), style="yellow"))
+    console.print(prose_line(tx.t("quiz.diagnosis.retry")))
     again, read, _ = _answer(q, console, answers, tx, index)
     if again:
-        console.print(_line(tx.t("quiz.diagnosis.second_try"), style="green"))
+        console.print(prose_line(tx.t("quiz.diagnosis.second_try"), style="green"))
         return True
     _reveal(walk, q, console, tx, opts, read and again is not None)
     return again is not None
@@ -177,14 +170,14 @@ def _diagnosed(walk: Walk, q: Question, raw: str, console: Console, tx, opts: Vi
     from attnwalk.layer.axes import axes
 
     rows, cols = axes(walk, walk.stage(key), head, tx.lang)
-    console.print(_line(tx.t("quiz.diagnosis.not_quite"), style="yellow"))
+    console.print(prose_line(tx.t("quiz.diagnosis.not_quite"), style="yellow"))
     for name, value in found:
-        console.print(_line(tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
+        console.print(prose_line(tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
                                 col=cols[col]), style="yellow"))
     _add(shown, [name for name, _ in found])
-    console.print(_line(tx.t("quiz.diagnosis.done_right"), style="bold"))
+    console.print(prose_line(tx.t("quiz.diagnosis.done_right"), style="bold"))
     _worked(walk, q, console, opts)
-    console.print(_line(tx.t("quiz.answer", answer=q.shown), style="bold"))
+    console.print(prose_line(tx.t("quiz.answer", answer=q.shown), style="bold"))
     return True
 
 
@@ -228,20 +221,20 @@ def _answer(q: Question, console: Console, answers: AnswerSource, tx,
         if verdict is not None:
             return verdict, True, raw
         if not answers.interactive:
-            console.print(_line(counted_wrong(q, raw, tx), style="yellow"))
+            console.print(prose_line(counted_wrong(q, raw, tx), style="yellow"))
             return False, False, raw
-        console.print(_line(unreadable(q, tx, raw), style="yellow"))
+        console.print(prose_line(unreadable(q, tx, raw), style="yellow"))
 
 
 def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, read: bool = True) -> None:
     """After a wrong answer: the hint, the worked arithmetic and the right answer. ("Not quite"
     only when there was an answer to be not quite right.)"""
-    console.print(_line(tx.t("quiz.wrong" if read else "quiz.hint", hint=q.hint), style="yellow"))
+    console.print(prose_line(tx.t("quiz.wrong" if read else "quiz.hint", hint=q.hint), style="yellow"))
     if q.cell is not None:
         _worked(walk, q, console, opts)
     elif q.worked:
-        console.print(_line(q.worked))
-    console.print(_line(tx.t("quiz.answer", answer=q.shown), style="bold"))
+        console.print(prose_line(q.worked))
+    console.print(prose_line(tx.t("quiz.answer", answer=q.shown), style="bold"))
 
 
 def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | None,
@@ -288,16 +281,16 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
         intro.append(Text(title, style="dim"))
     if missed is not None:
         if not asked:
-            console.print(*intro, _line(tx.t("quiz.review.none", name=scenario.name)), sep="\n")
+            console.print(*intro, prose_line(tx.t("quiz.review.none", name=scenario.name)), sep="\n")
             return 0
-        intro.append(Prose(tx.t("quiz.review.intro", count=len(asked))))
+        intro.append(prose_line(tx.t("quiz.review.intro", count=len(asked))))
     if interactive():
         result, code = _quiz_app(walk, asked, intro, lang)
         if result is not None:  # the score, on the terminal the app leaves behind it
             console.print(intro[0])
             if result.answered < result.questions:
-                console.print(_line(tx.t("quiz.stopped_after", answered=result.answered, total=result.questions)))
-            console.print(_line(tx.t("quiz.score", score=result.score, total=result.answered), style="bold"))
+                console.print(prose_line(tx.t("quiz.stopped_after", answered=result.answered, total=result.questions)))
+            console.print(prose_line(tx.t("quiz.score", score=result.score, total=result.answered), style="bold"))
     else:
         for line in intro:
             console.print(line)

@@ -16,7 +16,7 @@ from bisect import bisect_right
 from functools import lru_cache
 
 from rich.cells import cell_len, chop_cells
-from rich.console import Console, ConsoleOptions
+from rich.console import Console, ConsoleOptions, Group
 from rich.containers import Lines
 from rich.measure import Measurement
 from rich.text import Text
@@ -135,6 +135,13 @@ class Prose(Text):
             return super().__rich_measure__(console, options)
         widest = max((cell_len(line) for line in plain.splitlines()), default=0)
         return Measurement(narrowest(plain), widest)
+
+
+def prose_line(words: str, style: str = "") -> Group:
+    """`words` as a Prose that keeps its wrapping wherever it is printed on its own: in a Group,
+    because console.print joins bare Text objects into one plain Text first, and Textual wraps a
+    Text given to a widget itself, at spaces only (the quiz's lines, the walk's message line)."""
+    return Group(Prose(words, style=style))
 
 
 @lru_cache(maxsize=256)  # a footnote or legend is measured on every screen that shows it
