@@ -61,9 +61,8 @@ def lesson_pointer(walk: Walk, opts: ViewOptions) -> str:
     """The first screen's message where the lesson has an introduction (extras_view puts it after
     the first stage's notes, below the fold at 80 × 24): its title and where to find it."""
     scn = walk.scenario
-    if scn.model is not None or not scn.title or lesson_panel(walk, opts) is None:
-        return ""
-    return style.say(opts, "lesson.below", title=style.plain(pick(scn.title, opts.lang), opts))
+    title = pick(scn.title, opts.lang) if scn.model is None else ""  # a model's walk opens otherwise
+    return style.say(opts, "lesson.below", title=style.plain(title, opts)) if title else ""
 
 
 def explain_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
