@@ -183,10 +183,10 @@ def _diagnosed(walk: Walk, q: Question, raw: str, console: Console, tx, opts: Vi
 
 def _worked(walk: Walk, q: Question, console: Console, opts: ViewOptions) -> None:
     from attnwalk.render.worked import worked_cell
-    from attnwalk.layer.walk import compute
+    from attnwalk.layer.walk import with_mode
 
     key, head, row, col = q.cell
-    shown_walk = compute(walk.scenario, q.mode, walk.amplify) if q.mode else walk
+    shown_walk = with_mode(walk, q.mode) if q.mode else walk
     console.print(worked_cell(shown_walk, key, row, col, head, opts))
 
 

@@ -1,7 +1,7 @@
 """What a learner's wrong number would be if they made one of the known mistakes, and which one.
 
 For a cell of QKᵀ, S, A or Z, `mistake_values` recomputes the cell as each misconception computes
-it, with the layer's own functions (another mode of `compute`, `ops.softmax` along the other
+it, with the layer's own functions (another mode by `with_mode`, `ops.softmax` along the other
 axis, the mask left off), so a diagnosis can never disagree with the walk's arithmetic:
 
     column_softmax  softmax down the column (over the queries) instead of along the row
@@ -24,7 +24,7 @@ import numpy as np
 
 from attnwalk.layer import ops
 from attnwalk.layer.scores import raw_scores
-from attnwalk.layer.walk import Walk, compute
+from attnwalk.layer.walk import Walk, with_mode
 
 NAMES = ("column_softmax", "no_scale", "transposed", "k_for_v", "mask_forgotten", "neighbour_row",
          "neighbour_col", "rounded", "kept_scale",  # kept_scale: the what-if answered with √d_k still in
@@ -52,9 +52,9 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
         if not scn.allowed.all():
             out.append(("mask_forgotten", _at(ops.softmax(S), mats, key, row, col)))
     if key in ("S", "A", "Z") and walk.scale != 1.0 and walk.mode.reads_scores:
-        out.append(("no_scale", float(compute(scn, "unscaled", walk.amplify).matrix(key, head)[row, col])))
+        out.append(("no_scale", float(with_mode(walk, "unscaled").matrix(key, head)[row, col])))
     if key in ("S", "A", "Z") and not walk.mode.divides and walk.mode.reads_scores:  # unscaled
-        out.append(("scaled_anyway", float(compute(scn, "scaled", walk.amplify).matrix(key, head)[row, col])))
+        out.append(("scaled_anyway", float(with_mode(walk, "scaled").matrix(key, head)[row, col])))
     if walk.stage(key).square and row != col and col < M.shape[0] and row < M.shape[1]:
         out.append(("transposed", float(M[col, row])))
     if key == "Z" and mats["K"].shape == mats["V"].shape:
