@@ -434,15 +434,14 @@ def explain_cmd(
     from attnwalk.render.screens import explain_view
     from attnwalk.scenario.model import load_scenario
 
-    from attnwalk.terminal.console import wants_ascii
+    from attnwalk.terminal.console import fitted
 
     from attnwalk.scenario.tiles import with_tiles
 
     lang = detect_lang(lang)
     walk = compute(with_tiles(load_scenario(scenario), tiles), mode.value)
     console = _console()
-    opts = ViewOptions(precision=precision, ascii=ascii or wants_ascii(console), lang=lang,
-                       width=console.size.width)
+    opts = fitted(ViewOptions(precision=precision, ascii=ascii, lang=lang), console)
     console.print(explain_view(walk, stage, row, col, head, opts))
 
 

@@ -31,9 +31,8 @@ def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, n
     """`attnwalk decode`: step through every step in a terminal, else print them all; returns the
     exit code. `scenario`, when given, is decoded instead of one named (`attnwalk model --decode`);
     --save records every screen as run's --save records the walk."""
-    from attnwalk.commands.walk import (ScreenRule, chosen_scenario, head_option, report_saved, save_format,
-                                        write_atomically)
-    from attnwalk.terminal.console import interactive, make_console, wants_ascii
+    from attnwalk.commands.walk import ScreenRule, chosen_scenario, head_option, save_format, save_reported
+    from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
@@ -42,10 +41,9 @@ def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, n
     heads = _heads(scenario, head, head_option)
     dec = decode_of(scenario, mode)
     console = make_console()
-    opts = opts.with_(width=console.size.width, ascii=ascii or wants_ascii(console))
+    opts = fitted(opts, console)
     if save is not None:
-        write_atomically(save, _recorded(dec, opts, heads, fmt))
-        report_saved(save, opts)
+        save_reported(save, _recorded(dec, opts, heads, fmt), opts)
     if not no_pause and interactive():
         from attnwalk.app.pages import PagesApp  # only in a terminal: the piped path never loads Textual
         from attnwalk.commands.decodepages import DecodePages

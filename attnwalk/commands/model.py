@@ -220,12 +220,11 @@ def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: s
     from attnwalk.layer.compare import compare
     from attnwalk.render.compareview import compare_view
     from attnwalk.render.options import ViewOptions
-    from attnwalk.terminal.console import make_console, wants_ascii
+    from attnwalk.terminal.console import fitted, make_console
     from attnwalk.text import detect_lang
 
     console = make_console()
-    opts = ViewOptions(precision=precision, ascii=ascii or wants_ascii(console),
-                       lang=detect_lang(lang), width=console.size.width)
+    opts = fitted(ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang)), console)
     if at is not None:
         from attnwalk.layer.cost import projected_dims
 

@@ -181,11 +181,13 @@ def saved_size(size: int, opts: ViewOptions) -> str:
     return say(opts, "save.mb", n=f"{int(size / (1024 * 1024) * 10 + 0.5) / 10:.1f}")
 
 
-def report_saved(path: str | Path, opts: ViewOptions) -> None:
-    """One line on stderr naming what --save wrote and its size, so a saved walk is not silent
-    (stdout keeps the walk itself). The path is shown as typed; a failure to say it is no error."""
+def save_reported(path: str | Path, content: str, opts: ViewOptions) -> None:
+    """--save: the recording written whole (write_atomically), then one line on stderr naming it
+    and its size, so a saved walk is not silent (stdout keeps the walk itself). The path is shown
+    as typed; a failure to say it is no error."""
     from attnwalk.render.style import say
 
+    write_atomically(path, content)
     size = saved_size(Path(path).stat().st_size, opts)
     try:
         print(say(opts, "save.saved", path=os.fspath(path), size=size), file=sys.stderr, flush=True)
@@ -203,7 +205,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     when given, is walked instead of one named (`attnwalk model` builds its own)."""
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
-    from attnwalk.terminal.console import interactive, make_console, wants_ascii
+    from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
@@ -218,10 +220,9 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     shown = head_option(scenario, head)
     walk = compute(scenario, mode)
     console = make_console()
-    opts = opts.with_(width=console.size.width, ascii=ascii or wants_ascii(console))
+    opts = fitted(opts, console)
     if save is not None:
-        write_atomically(save, recorded_walk(walk, opts, fmt, shown))
-        report_saved(save, opts)
+        save_reported(save, recorded_walk(walk, opts, fmt, shown), opts)
     start, note = 0, ""
     steps = walk_steps(walk)
     if resume:

@@ -77,6 +77,12 @@ def wants_ascii(console: Console) -> bool:
     return not _encodes(_PROBE, console.encoding)
 
 
+def fitted(opts, console: Console):
+    """`opts` (render.options.ViewOptions) for printing on `console`: its width, and the --ascii
+    spelling where its output cannot encode the Unicode symbols (wants_ascii)."""
+    return opts.with_(width=console.size.width, ascii=opts.ascii or wants_ascii(console))
+
+
 def _safe(segments: list[Segment], encoding: str) -> list[Segment] | None:
     """`segments` with their text escaped and fitted to `encoding`, or None when nothing needs it
     (checked once over the whole text: the common case costs one join and one search)."""
