@@ -195,13 +195,16 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
 
     # -- moving ------------------------------------------------------------------------------
 
-    def go(self, index: int) -> None:
-        """To step `index`, keeping the cursor's row (the query) where the new stage has it, and
-        its column where the columns mean the same (keys, or the same dimensions)."""
+    def go(self, index: int, cell: tuple[int, int] | None = None) -> None:
+        """To step `index`, the cursor on `cell` if given; else keeping its row (the query) where
+        the new stage has it, and its column where the columns mean the same (keys, or the same
+        dimensions)."""
         old_stage, _ = self.step
         self.index = index
         stage, head = self.step
-        if stage.kind != TOKENS:
+        if cell is not None:
+            self.cursor = cell
+        elif stage.kind != TOKENS:
             rows, cols = self.walk.matrix(stage.key, head).shape
             default = default_cell(self.walk, stage.key, head)
             row, col = self.cursor
@@ -231,9 +234,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         def judged(raw: str | None) -> None:
             verdict = self.predictor.judge(self.walk, q, raw) if raw is not None else ""
             self.message = verdict
-            self.go(self.index + 1)
-            if q.cell is not None:  # the cell asked about, its arithmetic in the worked pane
-                self.move_cursor(*q.cell[2:])
+            self.go(self.index + 1, cell=q.cell[2:] if q.cell else None)  # the asked cell, worked out
 
         self.ask(f"{self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))}: {q.text} ", judged)
 
