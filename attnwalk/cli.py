@@ -180,14 +180,14 @@ def export_cmd(
     from attnwalk.export.data import to_json, walk_data
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     from attnwalk.commands.walk import output_path, write_atomically
     from attnwalk.scenario.limits import check_export
 
     lang = detect_lang(lang)
     target = None if output is None else output_path(output, "--output", f"walk.{format.value}")
-    from attnwalk.scenario.tiles import with_tiles
+    from attnwalk.features.tiles import with_tiles
 
     walk = compute(with_tiles(load_scenario(scenario), tiles), mode.value)
     check_export(walk, format.value)  # before a string of every number is built
@@ -361,7 +361,7 @@ def compare_cmd(
     from attnwalk.errors import UsageError
     from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head
     from attnwalk.text import detect_lang
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     check_amplify(amplify)
     lang = detect_lang(lang)
@@ -432,11 +432,11 @@ def explain_cmd(
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
     from attnwalk.render.screens import explain_view
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     from attnwalk.terminal.console import fitted
 
-    from attnwalk.scenario.tiles import with_tiles
+    from attnwalk.features.tiles import with_tiles
 
     lang = detect_lang(lang)
     walk = compute(with_tiles(load_scenario(scenario), tiles), mode.value)

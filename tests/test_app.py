@@ -18,7 +18,7 @@ from attnwalk.layer.modes import WALK_MODES
 from attnwalk.layer.walk import compute, with_mode
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.builtins import builtin_names
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 STAGES_002 = ["tokens", "E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z"]
 

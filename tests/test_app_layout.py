@@ -19,7 +19,7 @@ from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import plain
 from attnwalk.scenario.builtins import builtin_names
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 from attnwalk.text import stage_text
 
 

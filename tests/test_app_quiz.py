@@ -15,7 +15,7 @@ from attnwalk.app.quiz import QuizApp
 from attnwalk.commands.quiz import run_quiz
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 from attnwalk.tutor.questions import questions
 
 

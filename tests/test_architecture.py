@@ -14,7 +14,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
 # package -> what it must never import: attnwalk packages, and third-party libraries
 FORBIDDEN = {
     "layer": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
-              "typer", "app", "textual", "atomic"},  # the core does no I/O
+              "typer", "app", "textual", "atomic", "features"},  # the core does no I/O
+    # one module per feature: the layer's math and the scenario's reading primitives, no I/O
+    "features": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
+                 "typer", "app", "textual", "atomic", "models"},
     "scenario": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "typer",
                  "app", "textual"},
     "text": {"render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml", "typer", "app",
@@ -51,7 +54,7 @@ def imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_each_package_imports_only_what_it_may(package: str) -> None:
-    modules = sorted((PACKAGE / package).glob("*.py"))
+    modules = sorted((PACKAGE / package).rglob("*.py"))
     assert modules, package
     wrong = {path.name: sorted(imports(path) & FORBIDDEN[package]) for path in modules}
     assert {name: bad for name, bad in wrong.items() if bad} == {}

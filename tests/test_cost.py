@@ -15,7 +15,7 @@ from attnwalk.layer.cost import matrices, projected_dims, quadratic_share, work
 from attnwalk.layer.walk import compute
 from attnwalk.render.costview import cost_panel, size_text
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 runner = CliRunner()
 

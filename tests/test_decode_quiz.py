@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from attnwalk.cli import app
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from attnwalk.tutor.cachequiz import cache_questions
 from attnwalk.tutor.questions import questions
 from attnwalk.tutor.quiz import CHOICE, LETTERS, check

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from attnwalk.commands.quiz import LineAnswers, run_quiz
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 from attnwalk.text import text
 from attnwalk.tutor.mistakes import NAMES, diagnose
 from attnwalk.tutor.questions import cell_question

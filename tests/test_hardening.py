@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from attnwalk.scenario import fields, limits
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = Path(__file__).resolve().parent / "fixtures" / "broken"

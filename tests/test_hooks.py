@@ -32,8 +32,8 @@ from attnwalk.errors import ScenarioError
 from attnwalk.export.data import walk_data
 from attnwalk.layer.kvcache import decode
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import scenario_from_text
-from attnwalk.scenario.tiles import with_tiles
+from attnwalk.scenario.load import scenario_from_text
+from attnwalk.features.tiles import with_tiles
 from modelwalk_layers import random_layer
 from reference import attention
 from variants_reference import paper_slopes, window_allowed

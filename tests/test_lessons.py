@@ -487,7 +487,7 @@ def test_every_lesson_has_notes_on_a_and_z_in_both_languages(name: str) -> None:
 def test_the_walk_shows_the_title_the_dimensions_and_every_note(name: str, lang: str) -> None:
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
     from attnwalk.text import text
 
     doc, out, tx = source(name), walk(name, lang), text(lang)

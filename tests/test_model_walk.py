@@ -1,4 +1,4 @@
-"""`attnwalk model`: a real layer walked as a scenario (commands/model.py, layer/realmodel.py).
+"""`attnwalk model`: a real layer walked as a scenario (commands/model.py, layer/headfocus.py).
 
 The layers are small random ones built by tests/modelwalk_layers.py as the models package hands
 them over; every stage's numbers are checked against numpy written here, apart from attnwalk's
@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.commands import model as model_command
 from attnwalk.commands.model import model_data, scenario_from_model
-from attnwalk.layer import realmodel
+from attnwalk.layer import headfocus
 from attnwalk.layer.axes import axes
 from attnwalk.layer.walk import compute
 from attnwalk.render.headmaps import looks_label
@@ -136,24 +136,24 @@ def one_hot(tops: list[int]) -> np.ndarray:
     ([3, 3, 3, 3, 3], PLAIN, ("token", 3, 2)),  # rows 2, 3, 4: next, itself, previous
 ])
 def test_looks_most_at_names_the_commonest_top_key(tops, special, want) -> None:
-    focus = realmodel.looks_most_at(one_hot(tops), special)
+    focus = headfocus.looks_most_at(one_hot(tops), special)
     assert (focus.kind, focus.key, focus.count, focus.of) == (*want, 5)
 
 
 def test_a_row_whose_top_weight_is_shared_has_no_one_key() -> None:
     A = np.full((5, 5), 0.2)  # uniform: every key ties
     A[0] = [0.4, 0.4, 0.1, 0.05, 0.05]
-    focus = realmodel.looks_most_at(A, PLAIN)
+    focus = headfocus.looks_most_at(A, PLAIN)
     assert (focus.kind, focus.key, focus.count) == ("tie", None, 5)
     assert looks_label(focus, ("a",) * 5, ViewOptions()) == "no one key, the top weight shared (5 of 5 queries)"
 
 
 def test_looks_labels_read_in_both_languages() -> None:
     labels = ("[CLS]", "the", "river", "bank", "[SEP]")
-    focus = realmodel.Focus("previous", None, 4, 5)
+    focus = headfocus.Focus("previous", None, 4, 5)
     assert looks_label(focus, labels, ViewOptions()) == "the previous token (4 of 5 queries)"
-    assert looks_label(realmodel.Focus("special", 4, 5, 5), labels, ViewOptions()) == "[SEP] (5 of 5 queries)"
-    assert looks_label(realmodel.Focus("first", 0, 3, 5), labels, ViewOptions(lang="zh")) == (
+    assert looks_label(headfocus.Focus("special", 4, 5, 5), labels, ViewOptions()) == "[SEP] (5 of 5 queries)"
+    assert looks_label(headfocus.Focus("first", 0, 3, 5), labels, ViewOptions(lang="zh")) == (
         "第一个词 [CLS]（5 个查询中有 3 个）")
 
 
@@ -307,7 +307,7 @@ def test_model_data_is_the_walks_own_numbers() -> None:
 
 
 def test_the_quiz_writes_the_projections_with_their_biases() -> None:
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
     from attnwalk.tutor.questions import questions
 
     asked = {q.topic: q for q in questions(compute(scenario_from_model(random_layer("bert"))), "en")}

@@ -21,8 +21,11 @@ from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import load_scenario, scenario_from_text
-from attnwalk.layer.stages import STAGES, stage_named
+from attnwalk.scenario.load import load_scenario, scenario_from_text
+from attnwalk.features import catalog
+from attnwalk.features import stage_named
+
+STAGES = catalog()  # every stage any layer can have
 from snippets import SMALL
 
 TWO_HEADS = """\
@@ -299,7 +302,7 @@ def test_formula_varies_only_where_the_scenario_does() -> None:
     plain = scenario_from_text(SMALL, "s.yaml")
     for stage in STAGES:
         if stage.key != "P":  # SMALL has no positional encoding: P = 0 (tests/test_stages.py)
-            assert stage.formula_in(plain) == stage.formula
+            assert stage.formula_in(plain) == stage.equation(plain)
     assert stage_named("S").formula_in(plain, "unscaled") == "S = QKᵀ"
     two = scenario_from_text(TWO_HEADS.replace("heads: 2", "heads: 4"), "t.yaml")
     assert stage_named("concat").formula_in(two) == "concat = [Z_1 | Z_2 | … | Z_4]"

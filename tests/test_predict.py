@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.commands.quiz import LineAnswers
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 from attnwalk.text import text
 from attnwalk.tutor.predict import Predictor, prediction
 

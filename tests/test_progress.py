@@ -16,7 +16,7 @@ from attnwalk.cli import app
 from attnwalk.layer.walk import compute
 from attnwalk.render.screens import walk_steps
 from attnwalk.tutor.progress import Progress, scenario_key, state_dir
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 runner = CliRunner()
 

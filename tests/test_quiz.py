@@ -29,7 +29,7 @@ from attnwalk.tutor.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN
                            parse_choice, parse_number, parse_shape, parse_token, tolerance)
 from attnwalk.tutor.questions import questions
 from attnwalk.commands.quiz import LineAnswers, run_quiz
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 
 import reference
 

@@ -31,8 +31,9 @@ from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import stage_screen, walk_renderables, walk_steps
 from attnwalk.layer.axes import default_cell, dim_labels
 from attnwalk.render.worked import worked_cell
-from attnwalk.scenario.model import load_scenario, scenario_from_text
-from attnwalk.layer.stages import SIGNED, stage_named
+from attnwalk.scenario.load import load_scenario, scenario_from_text
+from attnwalk.features import stage_named
+from attnwalk.layer.stages import SIGNED
 
 GOLDEN = Path(__file__).parent / "golden" / "girl_bangs"
 

@@ -272,7 +272,7 @@ def _half(text: str) -> float:
 @pytest.mark.parametrize("name", ["rope", "random"])
 def test_every_rotated_cell_checks_with_its_own_digits(tmp_path, name: str) -> None:
     from attnwalk.layer.walk import compute
-    from attnwalk.scenario.model import load_scenario, scenario_from_text
+    from attnwalk.scenario.load import load_scenario, scenario_from_text
 
     if name == "rope":
         scn = load_scenario("rope")

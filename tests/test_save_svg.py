@@ -92,7 +92,7 @@ def test_a_latin_walk_svg_keeps_richs_text_runs(tmp_path) -> None:
     from attnwalk.commands.walk import print_walk
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
     from attnwalk.terminal.console import make_console
 
     svg_path, _ = save(tmp_path, "river_bank", ".svg", "--lang", "en")

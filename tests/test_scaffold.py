@@ -55,7 +55,7 @@ def test_template_comments_show_the_three_forms() -> None:
 
 
 def test_template_is_a_valid_scenario(tmp_path: Path) -> None:
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     path = tmp_path / "custom.yaml"
     path.write_text(TEMPLATE, encoding="utf-8")
@@ -65,7 +65,7 @@ def test_template_is_a_valid_scenario(tmp_path: Path) -> None:
 
 
 def test_template_without_a_name_is_named_after_its_file(tmp_path: Path) -> None:
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     path = tmp_path / "mine.yaml"
     path.write_text(TEMPLATE.replace("name: my_scenario\n", ""), encoding="utf-8")
@@ -74,7 +74,7 @@ def test_template_without_a_name_is_named_after_its_file(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("name", builtin_names())
 def test_from_builtin_copies_the_file_under_a_header(name: str, tmp_path: Path) -> None:
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     text = scenario_text(name)
     original = builtin_path(name).read_text(encoding="utf-8")

@@ -22,8 +22,8 @@ from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.export.data import walk_data
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import load_scenario, scenario_from_text
-from attnwalk.scenario.tiles import with_tiles
+from attnwalk.scenario.load import load_scenario, scenario_from_text
+from attnwalk.features.tiles import with_tiles
 
 runner = CliRunner()
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -2,7 +2,7 @@
 sentence, walked, exported, compared or quizzed exactly as a scenario is.
 
 A `models.data.ModelLayer` becomes a Scenario (tokens, embeddings, weights, mask) carrying the
-layer itself for the stages only a real model has (layer/realmodel.py); from there the walk,
+layer itself for the stages only a real model has (features/model/); from there the walk,
 the stepper, the exports, compare and the quiz are the scenario's own code paths.
 """
 
@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.errors import UsageError
+from attnwalk.layer.masks import Mask
 from attnwalk.layer.rope import Rope
-from attnwalk.scenario.model import Scenario, Sequence
+from attnwalk.scenario.scenario import Scenario, Sequence
 
 if TYPE_CHECKING:
     from attnwalk.models.data import ModelLayer
@@ -38,23 +39,25 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
                         ids=ids)
         rope = None
     allowed = np.tril(np.ones((n, n), dtype=bool)) if layer.causal else np.ones((n, n), dtype=bool)
-    mask_kind = "causal" if layer.causal else "none"
+    mask = Mask("causal") if layer.causal else None
     window = layer.window if layer.window is not None and layer.window < n else None
     if window is not None:  # Mistral's sliding window, where the sentence is longer than it
         allowed &= np.triu(np.ones((n, n), dtype=bool), 1 - window)  # 0 ≤ i − j < window
-        mask_kind = "window"
+        mask = Mask("window", window, True)
     # the focus: the first piece of the last word ("bank" of "river bank"), else the last token
     last_word = max((w for w in tokens.word_of if w is not None), default=None)
     focus = None if last_word is None else tokens.word_of.index(last_word)
     heads = info.n_heads
     # the columns of the norm's statistics, and of the all-heads stage (heads from 1)
     stats = {"rms": {"": ("RMS",)}} if layer.norm_in.kind == "rmsnorm" else {"stats": {"": ("μ", "σ")}}
+    settings = {"model": layer, **({"mask": mask} if mask else {}), **({"rope": rope} if rope else {})}
+    biases = {name: bias for name, bias in (("b_Q", layer.b_Q), ("b_K", layer.b_K), ("b_V", layer.b_V),
+                                            ("b_O", layer.b_O)) if bias is not None}
     return Scenario(
         name=f"{info.name} L{layer.layer + 1}", main=main, W_Q=layer.W_Q, W_K=layer.W_K,
-        W_V=layer.W_V, W_O=layer.W_O, b_Q=layer.b_Q, b_K=layer.b_K, b_V=layer.b_V, b_O=layer.b_O,
-        mask_kind=mask_kind, allowed=allowed, window=window, window_causal=window is not None, heads=heads,
-        kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0, rope=rope,
-        label=f"model {info.name}", focus=focus, model=layer,
+        W_V=layer.W_V, W_O=layer.W_O, allowed=allowed, heads=heads,
+        kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0,
+        label=f"model {info.name}", focus=focus, settings=settings, params=biases,
         dimensions={**stats, "h": {"": tuple(str(h + 1) for h in range(heads))}})
 
 
@@ -73,7 +76,7 @@ def model_data(walk, head: int) -> dict:
     from attnwalk.export.data import walk_data
 
     scn = walk.scenario
-    layer = scn.model
+    layer = scn.setting("model")
     data = walk_data(walk)
     stages = data["stages"]
     if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's
@@ -85,8 +88,8 @@ def model_data(walk, head: int) -> dict:
             data["tiled"] = chosen["tiled"]
     weights = data["weights"]
     for name in ("b_Q", "b_K", "b_V", "b_O"):
-        if getattr(scn, name) is not None:
-            weights[name] = getattr(scn, name).tolist()
+        if name in scn.params:
+            weights[name] = scn.params[name].tolist()
     if layer.norm_in is not None and layer.norm_in.kind == "rmsnorm":  # no β: its own key, "RMS_in"
         weights["RMS_in"] = {"gamma": layer.norm_in.gamma.tolist(), "eps": layer.norm_in.eps}
     elif layer.norm_in is not None:
@@ -141,7 +144,7 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
         raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
     if layer < 1:
         raise UsageError(f"--layer {layer}: layers are numbered from 1")
-    from attnwalk.scenario.tiles import with_tiles
+    from attnwalk.features.tiles import with_tiles
 
     scenario = with_tiles(scenario_from_model(load_layer(sentence, model, layer)), tiles)
     if decode:

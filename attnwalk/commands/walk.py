@@ -15,7 +15,7 @@ from attnwalk.errors import UsageError
 from attnwalk.atomic import write_whole
 from attnwalk.layer.walk import Walk
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import Scenario
+from attnwalk.scenario.scenario import Scenario
 
 SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
 
@@ -72,7 +72,7 @@ def chosen_scenario(name: str | None, scenario_file: Path | None, scenario=None)
     in the file."""
     if scenario is not None:
         return scenario
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     return load_scenario(scenario_arg(name, scenario_file))
 
@@ -210,7 +210,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None
-    from attnwalk.scenario.tiles import with_tiles
+    from attnwalk.features.tiles import with_tiles
 
     scenario = with_tiles(chosen_scenario(name, scenario_file, scenario), tiles)
     if at is not None:  # the cost panel's projection, checked before any work

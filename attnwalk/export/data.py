@@ -7,8 +7,6 @@ import math
 import re
 from typing import Any
 
-from attnwalk.layer import alibi
-from attnwalk.layer.gqa import kv_head_of
 from attnwalk.layer.walk import Walk
 
 
@@ -22,7 +20,7 @@ def walk_data(walk: Walk) -> dict[str, Any]:
     K, V), and the full-width matrices stay under "stages"."""
     scn = walk.scenario
     exported = [s for s in walk.stages if s.exported and s.compute is not None]
-    head_keys = [s.key for s in exported if s.per_head or s.key in walk.heads[0].mats]
+    head_keys = [s.key for s in exported if s.per_head or s.split and s.key in walk.heads[0].mats]
     stages: dict[str, Any] = {}
     for stage in exported:  # in stage order, "heads" where the per-head stages begin
         if not stage.per_head or scn.heads == 1:
@@ -39,14 +37,7 @@ def walk_data(walk: Walk) -> dict[str, Any]:
         "shape": {"n": scn.n, "m": scn.m, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v,
                   "heads": scn.heads},
     }
-    if scn.groups < scn.heads:  # grouped-query: per query head, the K/V head it reads (0-based)
-        data["shape"]["kv_heads"] = scn.groups
-        data["kv_heads"] = kv_head_of(scn.heads, scn.groups)
-    if scn.bias == "alibi":
-        data["alibi_slopes"] = alibi.slopes(scn.heads)
-    if scn.mask_kind == "window":
-        data["window"] = {"width": scn.window, "causal": scn.window_causal}
-    data["weights"] = {s.weight: getattr(scn, s.weight).tolist() for s in walk.stages if s.weight}
+    data["weights"] = {s.weight: scn.param(s.weight).tolist() for s in walk.stages if s.weight}
     if scn.main.ids is not None:
         data["ids"] = list(scn.main.ids)
     if scn.source is not None:
@@ -54,29 +45,10 @@ def walk_data(walk: Walk) -> dict[str, Any]:
                           **{key: value.tolist() for key, value in walk.source.items()}}
     if walk.amplify != 1.0:
         data["amplify"] = walk.amplify
-    if "tiled" in walk.heads[0].mats:  # --tiles B: the online softmax's running state per block
-        if scn.heads == 1:
-            data["tiled"] = tiled_data(walk, 0)
-        else:
-            for h, entry in enumerate(stages["heads"]):
-                entry["tiled"] = tiled_data(walk, h)
+    for feature in scn.features:  # what a feature adds: alibi_slopes, window, kv_heads, tiled
+        if hasattr(feature, "export"):
+            feature.export(walk, data)
     return data
-
-
-def tiled_data(walk: Walk, head: int) -> dict[str, Any]:
-    """{"block": B, "rows": [...]}: per query row, per block of keys, the state after it: m (null
-    while it is −∞, before the row's first visible key: JSON has no −∞), alpha (null where a
-    fully masked block was skipped), l, and O, the running unnormalised output Õ."""
-    from attnwalk.layer.tiledcells import head_steps
-
-    steps = head_steps(walk, head)
-    rows = []
-    for i in range(walk.scenario.n):
-        rows.append([{"start": s.start, "stop": s.stop, "skipped": not bool(s.visible[i]),
-                      "m": float(s.m[i]) if math.isfinite(s.m[i]) else None,
-                      "alpha": float(s.alpha[i]) if math.isfinite(s.alpha[i]) else None,
-                      "l": float(s.l[i]), "O": s.O[i].tolist()} for s in steps])
-    return {"block": walk.scenario.tiles, "rows": rows}
 
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that a terminal or an editor would obey

@@ -20,7 +20,7 @@ from attnwalk.layer.ops import entropy_bits, row_maxima
 from attnwalk.layer.walk import compute
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 DEFAULT_SCENARIO = "river_bank"
 

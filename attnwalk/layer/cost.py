@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from attnwalk.errors import UsageError
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 NAMES = ("n", "m", "d_model", "heads", "d_k", "d_v")  # what --at may set
 MAX_AT = 10**9  # a size beyond any model: refused as a typo rather than printed as 19 digits

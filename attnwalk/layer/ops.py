@@ -7,9 +7,10 @@ import numpy as np
 from attnwalk.errors import ComputeError
 
 
-def sinusoidal(n: int, d_model: int) -> np.ndarray:
-    """The Transformer's positions: P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(same)."""
-    pos = np.arange(n, dtype=np.float64)[:, None]  # (n, 1)
+def sinusoidal(n: int | np.ndarray, d_model: int) -> np.ndarray:
+    """The Transformer's positions: P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(same),
+    for pos = 0 … n − 1, or for the positions given (decoding makes one row at a time)."""
+    pos = np.asarray(np.arange(n) if np.ndim(n) == 0 else n, dtype=np.float64)[:, None]  # (n, 1)
     pair = np.arange(d_model) // 2  # column j belongs to frequency pair i = j // 2
     angle = pos / np.power(10000.0, 2.0 * pair / d_model)  # (n, d_model)
     return np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))

@@ -21,7 +21,7 @@ from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk, compute
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 IDENTICAL = "identical"  # every float64 equal
 ROUNDING = "rounding"  # not bit for bit, but no difference beyond float64 rounding (ROUNDING_TOL)

@@ -10,14 +10,14 @@ from rich.panel import Panel
 from rich.text import Text
 
 from attnwalk.layer.cost import Dims, dims_of, matrices, quadratic_share, work
-from attnwalk.layer.stages import stage_named
+from attnwalk.features import stage_named
 from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
 

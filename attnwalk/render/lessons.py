@@ -6,7 +6,7 @@ from rich.table import Table
 
 from attnwalk.scenario.builtins import builtin_names
 from attnwalk.text import pick, text
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 
 def lesson_table(lang: str = "en", width: int = 80) -> Table:

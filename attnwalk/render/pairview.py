@@ -15,7 +15,8 @@ from rich.text import Text
 from attnwalk.layer.axes import axes, token_labels
 from attnwalk.layer.pair import (DIFFERENT, IDENTICAL, LEFT_ONLY, RIGHT_ONLY, ROUNDING, Difference,
                                  Pair, StagePair)
-from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_named
+from attnwalk.features import stage_named
+from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage
 from attnwalk.layer.walk import Walk
 from attnwalk.render import style
 from attnwalk.render.compareview import PANEL_GAP, SideBySide, small

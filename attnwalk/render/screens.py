@@ -12,6 +12,7 @@ from rich.text import Text
 from attnwalk.errors import UsageError
 from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_index, token_labels
 from attnwalk.layer.ops import row_maxima
+from attnwalk.features import catalog
 from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
 from attnwalk.layer.walk import Walk, segments
 from attnwalk.text import stage_notes, stage_text, text
@@ -284,7 +285,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
 def pick_stage(walk: Walk, name: str) -> Stage:
     """The stage `name` means, if this walk shows it and it has cells."""
     choices = ", ".join(s.key for s in walk.stages if s.worked is not None)
-    stage = stage_by_name(name, walk.stages) or stage_by_name(name)
+    stage = stage_by_name(name, walk.stages) or stage_by_name(name, catalog())
     if stage is None:
         raise UsageError(f"unknown stage '{name}'; choose one of: {choices}")
     if stage.worked is None:

@@ -303,3 +303,8 @@ def suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
         close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
         close = [lowered[c] for c in close]
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def shape_text(a: np.ndarray) -> str:
+    """"3 × 2": an array's shape as the messages write it."""
+    return " × ".join(str(s) for s in a.shape)

@@ -322,7 +322,7 @@ def _concepts(walk: Walk, tx: Text, head: int, row: int, pick: random.Random | N
             return None
         values = {"row_token": rows[cell[0]], "col_token": cols[cell[1]], "heads": scn.heads,
                   "kv_heads": scn.groups, "group": scn.heads // scn.groups, "window": scn.window or 0}
-        return _concept(tx, topic, values, "biased" if scn.b_Q is not None else "")
+        return _concept(tx, topic, values, "biased" if "b_Q" in scn.params else "")
 
     return concept
 

@@ -1,5 +1,6 @@
-"""How one cell of a real model's own stages is worked out (realmodel.py's stages), written against
-the same Cell as cells.py: every equation holds for the digits it prints.
+"""How one cell of a real model's own stages is worked out (the stages in __init__.py), written
+against the same Cell as layer/cells.py: every equation holds for the digits it prints, and every
+row, dimension and head is written as the tables label it, from 1.
 
 A model's rows are d_model = 384 (or 768) wide, so a vector is printed with its middle elided;
 `dims_shown` says which dimensions a printed vector holds.
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.layer import realmodel
+from attnwalk.features.model import layout
+from attnwalk.layer.cells import dims_shown
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -27,28 +29,11 @@ def _plain(recipe: Callable[[Cell], list]) -> Callable[[Cell], list]:
     return worked
 
 
-def dims_shown(c: Cell, count: int) -> list:
-    """"x has 384 dimensions; the vectors show 1–3 and 382–384", where a vector is elided."""
-    shown = [i for i in c.elided(count) if isinstance(i, int)]
-    if len(shown) == count:
-        return []
-    runs: list[list[int]] = []
-    for i in shown:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    dash = "-" if c.mk.minus == "-" else "–"
-    # as the tables label dimensions, from 1
-    parts = ", ".join(f"{run[0] + 1}{dash}{run[-1] + 1}" if len(run) > 1 else str(run[0] + 1) for run in runs)
-    return [c.prose(c.say("model.dims_shown", count=count, shown=parts))]
-
-
 @_plain
 def segment(c: Cell) -> list:
     tok = c.rows[c.row]
-    row = c.walk.mats["E_seg"][c.row]
-    key = "model.segment_cell_one_type" if realmodel.fairseq_positions(c.scn) else "model.segment_cell"
+    row = c.walk.matrix("E_seg")[c.row]
+    key = "model.segment_cell_one_type" if layout.fairseq_positions(c.scn) else "model.segment_cell"
     return [c.prose(c.say(key)), f"E_seg[{tok}] = W_seg[0] = {c.vec(row)}",
             *dims_shown(c, len(row))]
 
@@ -56,19 +41,19 @@ def segment(c: Cell) -> list:
 @_plain
 def embedding_sum(c: Cell) -> list:
     tok, r, j = c.rows[c.row], c.row, c.col
-    if realmodel.rms(c.scn):  # the Llama family: no position table, E_sum is E itself
-        row = c.walk.mats["E"][r]
+    if layout.rms(c.scn):  # the Llama family: no position table, E_sum is E itself
+        row = c.walk.matrix("E")[r]
         return [f"E_sum[{tok}] = E[{tok}] = {c.vec(row)}",
                 f"E_sum[{tok}, {c.cols[j]}] = E[{tok}, {c.cols[j]}] = {c.num(row[j])}"]
-    keys = ["E", "P"] + (["E_seg"] if "E_seg" in c.walk.mats else [])
-    parts = [c.walk.mats[k][r] for k in keys]
-    total = c.walk.mats["E_sum"][r]
+    keys = list(c.stage.reads)  # E, P (and BERT's E_seg)
+    parts = [c.walk.matrix(k)[r] for k in keys]
+    total = c.walk.matrix("E_sum")[r]
     names = " + ".join(f"{k}[{tok}]" for k in keys)
     # the element worked: each term as printed, summed as a learner adds them
     added = c.printed(sum(c.printed(p[j]) for p in parts))
     c.lands(added)
     terms = " + ".join(c.num(p[j]) if i == 0 else c.operand(p[j]) for i, p in enumerate(parts))
-    element = " + ".join(f"{k}[{tok}, {j}]" for k in keys)
+    element = " + ".join(f"{k}[{tok}, {c.cols[j]}]" for k in keys)
     return [*c.chain(f"E_sum[{tok}] = {names}", " + ".join(c.vec(p) for p in parts), c.vec(total)),
             *dims_shown(c, len(total)),
             f"{element} = {terms} = {c.num(added)}"]
@@ -76,10 +61,10 @@ def embedding_sum(c: Cell) -> list:
 
 @_plain
 def earlier(c: Cell) -> list:
-    layer = c.scn.model.layer
-    said = "model.llama.earlier_cell" if realmodel.rms(c.scn) else "model.earlier_cell"  # RMSNorm, SwiGLU
+    layer = layout.layer_of(c.scn).layer
+    said = "model.llama.earlier_cell" if layout.rms(c.scn) else "model.earlier_cell"  # RMSNorm, SwiGLU
     return [c.prose(c.say(said, layers=layer, layer=layer + 1)),
-            f"H[{c.rows[c.row]}] = {c.vec(c.walk.mats['H'][c.row])}",
+            f"H[{c.rows[c.row]}] = {c.vec(c.walk.matrix('H')[c.row])}",
             *dims_shown(c, c.scn.d_model)]
 
 
@@ -106,29 +91,30 @@ def _sigma_lines(c: Cell, name: str, x: np.ndarray, mu: float, sigma: float, eps
 
 @_plain
 def norm_stats(c: Cell) -> list:
-    key = realmodel.norm_input(c.scn)
-    x = c.walk.mats[key][c.row]  # (d_model,)
-    mu, sigma = c.walk.mats["LN_stats"][c.row]
+    key = c.stage.reads[0]  # E_sum, or H
+    x = c.walk.matrix(key)[c.row]  # (d_model,)
+    mu, sigma = c.walk.matrix("LN_stats")[c.row]
     name = f"{key}[{c.rows[c.row]}]"
     lines = [f"{name} = {c.vec(x)}", *dims_shown(c, len(x))]
     if c.col == 0:
         return lines + _mean_lines(c, name, x, mu)
     return lines + [f"μ = {c.num(mu)}"] + _sigma_lines(c, name, x, mu, sigma,
-                                                       realmodel.norm_before(c.scn).eps)
+                                                       layout.norm_before(c.scn).eps)
 
 
 def _normalized_cell(c: Cell, name: str, x: float, mu: float, sigma: float,
-                     params: realmodel.LayerNormParams, which: str = "") -> list:
+                     params: layout.LayerNormParams, which: str = "") -> list:
     """(x − μ) / σ · γ + β for one element, each step from the digits printed before it; `which`
     tells a second LayerNorm's γ₂, β₂ from the first's."""
     j, minus, t = c.col, c.mk.minus, c.mk.times
     g, b = params.gamma[j], params.beta[j]
+    dim = c.cols[j]  # as the tables label it, from 1
     centred = c.printed(c.printed(x) - c.printed(mu))
     scaled = c.printed(centred / c.printed(sigma))
     stretched = c.printed(scaled * c.printed(g))
     end = c.printed(stretched + c.printed(b))
     c.lands(end)
-    return [c.plain(f"γ{which}[{j}] = {c.num(g)}, β{which}[{j}] = {c.num(b)}"),
+    return [c.plain(f"γ{which}[{dim}] = {c.num(g)}, β{which}[{dim}] = {c.num(b)}"),
             *c.chain(f"{name} = ({c.num(x)} {minus} {c.operand(mu)}) / {c.num(sigma)} {t} "
                      f"{c.operand(g)} + {c.operand(b)}",
                      f"{c.num(centred)} / {c.num(sigma)} {t} {c.operand(g)} + {c.operand(b)}",
@@ -138,49 +124,47 @@ def _normalized_cell(c: Cell, name: str, x: float, mu: float, sigma: float,
 
 @_plain
 def layer_norm(c: Cell) -> list:
-    key = realmodel.norm_input(c.scn)
-    tok = c.rows[c.row]
-    x = c.walk.mats[key][c.row, c.col]
-    mu, sigma = c.walk.mats["LN_stats"][c.row]
+    key, stats = c.stage.reads  # E_sum or H, and its μ, σ
+    tok, dim = c.rows[c.row], c.cols[c.col]
+    x = c.walk.matrix(key)[c.row, c.col]
+    mu, sigma = c.walk.matrix(stats)[c.row]
     return [c.prose(c.say("model.ln_cell", x=key, token=tok)),
             f"μ = {c.num(mu)}, σ = {c.num(sigma)}",
-            *_normalized_cell(c, f"({key}[{tok}, {c.col}] {c.mk.minus} μ) / σ {c.mk.times} γ[{c.col}] "
-                              f"+ β[{c.col}]", x, mu, sigma, realmodel.norm_before(c.scn))]
+            *_normalized_cell(c, f"({key}[{tok}, {dim}] {c.mk.minus} μ) / σ {c.mk.times} γ[{dim}] "
+                              f"+ β[{dim}]", x, mu, sigma, layout.norm_before(c.scn))]
 
 
 @_plain
 def residual(c: Cell) -> list:
-    key = realmodel.residual_input(c.scn)
+    key, out = c.stage.reads  # X or the stream before the norm, and O
     tok, j = c.rows[c.row], c.col
-    a, o = c.walk.mats[key][c.row, j], c.walk.mats["O"][c.row, j]
+    dim = c.cols[j]  # as the tables label it, from 1
+    a, o = c.walk.matrix(key)[c.row, j], c.walk.matrix(out)[c.row, j]
     added = c.printed(c.printed(a) + c.printed(o))
     c.lands(added)
-    family = c.scn.model.info.family
+    family = layout.layer_of(c.scn).info.family
     said = "model.llama.residual_cell" if family == "llama" else f"model.residual_cell_{family}"
     return [c.prose(c.say(said, x=key)),
-            f"R[{tok}, {j}] = {key}[{tok}, {j}] + O[{tok}, {j}] = {c.num(a)} + {c.operand(o)} "
+            f"R[{tok}, {dim}] = {key}[{tok}, {dim}] + {out}[{tok}, {dim}] = {c.num(a)} + {c.operand(o)} "
             f"= {c.num(added)}"]
 
 
 @_plain
 def after_norm(c: Cell) -> list:
-    params = realmodel.norm_after(c.scn)
-    R = c.walk.mats["R"][c.row]  # (d_model,)
-    mu, sigma = realmodel.stats(R[None, :], params.eps)[0]
+    params = layout.norm_after(c.scn)
+    R = c.walk.matrix("R")[c.row]  # (d_model,)
+    mu, sigma = layout.stats(R[None, :], params.eps)[0]
     tok = c.rows[c.row]
     name = f"R[{tok}]"
     return [f"{name} = {c.vec(R)}", *dims_shown(c, len(R)), *_mean_lines(c, name, R, mu),
             *_sigma_lines(c, name, R, mu, sigma, params.eps),
-            *_normalized_cell(c, f"Y[{tok}, {c.col}]", R[c.col], mu, sigma, params, "₂")]
+            *_normalized_cell(c, f"Y[{tok}, {c.cols[c.col]}]", R[c.col], mu, sigma, params, "₂")]
 
 
 @_plain
 def glance(c: Cell) -> list:
     """A head's entropy in one query row: H = −Σ a log₂ a over the keys it gives weight to."""
-    from attnwalk.layer.walk import Layer
-
-    layer = Layer(c.scn, c.walk.mode, c.walk.amplify, c.walk.source)
-    a = realmodel.head_weights(c.walk.mats, layer, c.col)[c.row]  # (m,)
+    a = c.walk.matrix("A", c.col)[c.row]  # (m,) head c.col's weights, as its own walk computed them
     tok = c.rows[c.row]
     kept = [j for j in range(len(a)) if a[j] > 0]
     terms = np.array([-c.printed(a[j]) * np.log2(c.printed(a[j])) for j in kept])
@@ -196,14 +180,14 @@ def glance(c: Cell) -> list:
 @_plain
 def rms_stats(c: Cell) -> list:
     """RMS = √(mean(x²) + ε) for one row: the squares' mean, then the root; no mean is subtracted."""
-    key = realmodel.norm_input(c.scn)
+    key = c.stage.reads[0]  # E_sum, or H
     tok = c.rows[c.row]
-    x = c.walk.mats[key][c.row]  # (d_model,)
-    eps = realmodel.norm_before(c.scn).eps
+    x = c.walk.matrix(key)[c.row]  # (d_model,)
+    eps = layout.norm_before(c.scn).eps
     name = f"{key}[{tok}]"
     squares = float(np.mean(x ** 2))
     root = c.printed(np.sqrt(c.printed(squares) + eps))
-    c.lands(root, on=float(c.walk.mats["RMS"][c.row, 0]))
+    c.lands(root, on=float(c.walk.matrix("RMS")[c.row, 0]))
     shown = [i for i in c.elided(len(x)) if isinstance(i, int)]
     parts = c.terms({i: f"{c.operand(x[i])}²" for i in shown}, len(x))
     t = c.mk.sqrt
@@ -216,11 +200,11 @@ def rms_stats(c: Cell) -> list:
 @_plain
 def rms_norm(c: Cell) -> list:
     """X[i, j] = x / RMS · γ_j for one element, each step from the digits printed before it."""
-    key = realmodel.norm_input(c.scn)
+    key, stats = c.stage.reads  # E_sum or H, and its RMS
     tok, dim = c.rows[c.row], c.cols[c.col]
-    x = c.walk.mats[key][c.row, c.col]
-    rms = float(c.walk.mats["RMS"][c.row, 0])
-    g = realmodel.norm_before(c.scn).gamma[c.col]
+    x = c.walk.matrix(key)[c.row, c.col]
+    rms = float(c.walk.matrix(stats)[c.row, 0])
+    g = layout.norm_before(c.scn).gamma[c.col]
     scaled = c.printed(c.printed(x) / c.printed(rms))
     end = c.printed(scaled * c.printed(g))
     c.lands(end)
