@@ -23,6 +23,7 @@ from rich.text import Text
 
 import numpy as np
 
+from attnwalk.features import stage_named
 from attnwalk.layer.axes import axes
 from attnwalk.layer.cells import Hidden
 from attnwalk.layer.stages import TOKENS, Stage
@@ -76,8 +77,12 @@ class _Cell:
         self._exact = {} if exact is None else exact
 
     def sym(self, stage_key: str | None = None) -> str:
-        """The stage's symbol, bracketed when it is a sum: "(S + M)[撩, 刘海]"."""
-        stage = self.stage if stage_key is None else self.walk.stage(stage_key)
+        """The stage's symbol, bracketed when it is a sum: "(S + M)[撩, 刘海]" (a stage this layer
+        lacks, as S + M is with M = 0 where there is no mask, by its usual symbol)."""
+        if stage_key is None:
+            stage = self.stage
+        else:
+            stage = self.walk.stage(stage_key) if self.walk.has(stage_key) else stage_named(stage_key)
         symbol = style.plain(stage.symbol, self.opts)
         return f"({symbol})" if " " in symbol else symbol
 
