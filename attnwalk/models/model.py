@@ -37,17 +37,22 @@ class Model:
 
     def __init__(self, files: ModelFiles) -> None:
         self.files = files
-        self.config: Config = read_config(files.config)
-        anchor, family = FAMILIES[self.config.family]
-        self.weights = Weights(files.weights, anchor)
-        self.family = family(self.weights, self.config)
-        self.tokenizer = load_tokenizer(files.tokenizer)
+        if files.gguf is not None:  # one file: its metadata is the config and the tokenizer
+            from attnwalk.models.ggufmodel import open_gguf
+
+            self.config, self.weights, self.tokenizer = open_gguf(files.gguf)
+        else:
+            self.config = read_config(files.config)
+            self.weights = Weights(files.weights, FAMILIES[self.config.family][0])
+            self.tokenizer = load_tokenizer(files.tokenizer)
+        self.family = FAMILIES[self.config.family][1](self.weights, self.config)
         cfg = self.config
         self.info = ModelInfo(name=files.name, source=files.source, family=cfg.family,
                               model_type=cfg.model_type, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
                               n_kv_heads=cfg.n_kv_heads, d_model=cfg.d_model, d_head=cfg.d_head,
                               vocab_size=cfg.vocab_size, n_params=self.weights.n_params(),
-                              file_bytes=self.weights.file_bytes)
+                              file_bytes=self.weights.file_bytes,
+                              file_format="gguf" if files.gguf is not None else "safetensors")
 
     def tokenize(self, text: str) -> Tokenization:
         # RoBERTa's positions start at padding_idx + 1, so its table holds that many fewer tokens
@@ -93,7 +98,8 @@ class Model:
         return embedded, self.family.start(E_sum)
 
     def _layer(self, tokens: Tokenization, embedded: dict, l: int, state) -> ModelLayer:
-        return ModelLayer(info=self.info, layer=l, tokens=tokens, **embedded,
+        stored = self.weights.stored(l, self.config.d_model) if hasattr(self.weights, "stored") else None
+        return ModelLayer(info=self.info, layer=l, tokens=tokens, **embedded, stored=stored,
                           **self.family.layer(l, state))
 
 
