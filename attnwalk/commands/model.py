@@ -121,11 +121,16 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     `write` prints an export (content, is_json) as stdout's encoding can hold it. --tiles adds
     the tiled stage to the walk, the export and the compare as a scenario's --tiles does; --at
     projects the cost panel of the walk and the comparison."""
-    if sum((format is not None and not decode, compare, quiz, decode)) > 1:
-        raise UsageError("give at most one of --format, --compare, --quiz and --decode")
-    if decode and format not in (None, "json"):
-        raise UsageError(f"--decode --format {format}: decoding is written as json only "
-                         "(or walked on screen without --format)")
+    # --compare, --quiz and --decode are three different things to do with the layer; --format says
+    # how the chosen one is written (an export when none is chosen), -o where
+    if sum((compare, quiz, decode)) > 1:
+        raise UsageError("give at most one of --compare, --quiz and --decode (--format then says how "
+                         "the one you chose is written)")
+    written = {"--compare": ("json",), "--quiz": ("json", "markdown"), "--decode": ("json",)}
+    for option, chosen in (("--compare", compare), ("--quiz", quiz), ("--decode", decode)):
+        if chosen and format not in (None, *written[option]):
+            raise UsageError(f"{option} --format {format}: {option[2:]} is written as "
+                             f"{' or '.join(written[option])} only (or shown on screen without --format)")
     if decode and (tiles is not None or predict or resume):
         option = "--tiles" if tiles is not None else "--predict" if predict else "--resume"
         raise UsageError(f"{option} works on the walk of the layer, not with --decode (which steps the "
@@ -134,7 +139,8 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
         raise UsageError("--at projects the cost panel of the walk and of --compare; it has no place "
                          "in an export, the quiz or --decode")
     if output is not None and format is None:
-        raise UsageError("--output writes an export: add --format json, markdown, latex or csv")
+        raise UsageError("--output writes what --format prints: add --format json (or markdown, latex, "
+                         "csv for an export)")
     if count is not None and not quiz:
         raise UsageError("--count sets how many questions --quiz asks: add --quiz")
     if not sentence.strip():
@@ -143,18 +149,27 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
         raise UsageError(f"--layer {layer}: layers are numbered from 1")
     from attnwalk.scenario.tiles import with_tiles
 
+    target = None
+    if output is not None:  # checked before the model is read
+        from attnwalk.commands.walk import output_path
+
+        target = output_path(output, "--output", f"layer.{'md' if format == 'markdown' else format}")
+    emit = _emitter(target, write)
     scenario = with_tiles(scenario_from_model(load_layer(sentence, model, layer)), tiles)
     if decode:
-        return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, write)
-    if format is not None:
-        return _export(scenario, format, mode, lang, precision, output, _head(scenario, head), write)
-    if compare:
-        return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
+        return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, emit)
+    if compare and format is not None:
+        return _compare_json(scenario, _head(scenario, head), emit)
     if quiz:
         from attnwalk.commands.quiz import quiz_command
 
         return quiz_command(name=None, scenario_file=None, count=count, seed=None, lang=lang,
-                            scenario=scenario)
+                            scenario=scenario, format=format,
+                            write=None if format is None else (lambda sheet: emit(sheet, format == "json")))
+    if format is not None:
+        return _export(scenario, format, mode, lang, precision, _head(scenario, head), emit)
+    if compare:
+        return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
     from attnwalk.commands.walk import walk_command
 
     return walk_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause,
@@ -173,16 +188,27 @@ def _head(scenario: Scenario, head: str | None) -> int:
     return check_head(scenario, int(head))
 
 
+def _emitter(target, write):
+    """What prints a result: `write` (stdout, as its encoding can hold it), or with -o the file,
+    written whole or not at all."""
+    if target is None:
+        return write
+
+    def to_file(content: str, is_json: bool) -> None:
+        from attnwalk.commands.walk import write_atomically
+
+        write_atomically(target, content, option="--output")
+    return to_file
+
+
 def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precision: int,
-            output: str | None, head: int, write) -> int:
-    from attnwalk.commands.walk import output_path, write_atomically
+            head: int, emit) -> int:
     from attnwalk.export.data import to_json
     from attnwalk.layer.walk import compute
     from attnwalk.scenario.limits import check_export
     from attnwalk.text import detect_lang
 
     lang = detect_lang(lang)
-    target = None if output is None else output_path(output, "--output", f"walk.{format}")
     walk = compute(scenario, mode)
     check_export(walk, format)
     if format == "json":
@@ -192,15 +218,12 @@ def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precis
         from attnwalk.render.options import ViewOptions
 
         content = handout(walk, format, ViewOptions(precision=precision, lang=lang))
-    if target is None:
-        write(content, format == "json")
-    else:
-        write_atomically(target, content, option="--output")
+    emit(content, format == "json")
     return 0
 
 
 def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None, no_pause: bool,
-            precision: int, ascii: bool, lang: str | None, save: str | None, write) -> int:
+            precision: int, ascii: bool, lang: str | None, save: str | None, emit) -> int:
     """--decode: the layer's KV cache stepped (or written as JSON) by `attnwalk decode`'s own code;
     a bidirectional model (BERT) is refused there, as a scenario without a causal mask is."""
     from attnwalk.commands.decode import decode_command, decode_json
@@ -208,10 +231,19 @@ def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None,
     if format == "json":
         if save is not None:
             raise UsageError("--save records the screens; with --format json redirect the output instead")
-        write(decode_json(name=None, scenario_file=None, mode=mode, head=head, scenario=scenario), True)
+        emit(decode_json(name=None, scenario_file=None, mode=mode, head=head, scenario=scenario), True)
         return 0
     return decode_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause, precision=precision,
                           ascii=ascii, lang=lang, head=head, save=save, scenario=scenario)
+
+
+def _compare_json(scenario: Scenario, head: int, emit) -> int:
+    """--compare --format json: `attnwalk compare --format json`'s contract for the layer's head."""
+    from attnwalk.export.data import to_json
+    from attnwalk.layer.compare import compare, comparison_data
+
+    emit(to_json(comparison_data(compare(scenario, (), 1.0, head))) + "\n", True)
+    return 0
 
 
 def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: str | None,

@@ -68,7 +68,7 @@ def embedding_sum(c: Cell) -> list:
     added = c.printed(sum(c.printed(p[j]) for p in parts))
     c.lands(added)
     terms = " + ".join(c.num(p[j]) if i == 0 else c.operand(p[j]) for i, p in enumerate(parts))
-    element = " + ".join(f"{k}[{tok}, {j}]" for k in keys)
+    element = " + ".join(f"{k}[{tok}, {c.cols[j]}]" for k in keys)  # columns from 1, as the table
     return [*c.chain(f"E_sum[{tok}] = {names}", " + ".join(c.vec(p) for p in parts), c.vec(total)),
             *dims_shown(c, len(total)),
             f"{element} = {terms} = {c.num(added)}"]
@@ -83,25 +83,25 @@ def earlier(c: Cell) -> list:
             *dims_shown(c, c.scn.d_model)]
 
 
-def _mean_lines(c: Cell, name: str, x: np.ndarray, mu: float) -> list:
-    """μ = (x_0 + … + x_{d−1}) / d, from the sum of the entries as printed."""
+def _mean_lines(c: Cell, name: str, x: np.ndarray, mu: float) -> tuple[list, float]:
+    """μ = (x_0 + … + x_{d−1}) / d, from the sum of the entries as printed; and μ as printed."""
     d = len(x)
     total = float(sum(c.printed(v) for v in x))  # every entry as printed, the hidden ones too
     mean = c.printed(c.printed(total) / d)
     c.lands(mean, on=mu)
     shown = [i for i in c.elided(d) if isinstance(i, int)]  # only these are printed
     parts = c.terms({i: c.num(x[i]) if i == 0 else c.operand(x[i]) for i in shown}, d)
-    return [f"Σ {name} = {parts} = {c.num(total)}", f"μ = {c.num(total)} / {d} = {c.num(mean)}"]
+    return [f"Σ {name} = {parts} = {c.num(total)}", f"μ = {c.num(total)} / {d} = {c.num(mean)}"], mean
 
 
-def _sigma_lines(c: Cell, name: str, x: np.ndarray, mu: float, sigma: float, eps: float) -> list:
-    """σ = √(mean((x − μ)²) + ε)."""
+def _sigma_lines(c: Cell, name: str, x: np.ndarray, mu: float, sigma: float, eps: float) -> tuple[list, float]:
+    """σ = √(mean((x − μ)²) + ε); and σ as printed, which the lines after it divide by."""
     var = float(np.mean((x - mu) ** 2))
     root = c.printed(np.sqrt(c.printed(var) + eps))
     c.lands(root, on=sigma)
     t = c.mk.sqrt
     return [f"var = mean(({name} {c.mk.minus} μ)²) = {c.num(var)}",
-            c.plain(f"σ = {t}(var + ε) = {t}({c.num(var)} + {eps:g}) = {c.num(root)}")]
+            c.plain(f"σ = {t}(var + ε) = {t}({c.num(var)} + {eps:g}) = {c.num(root)}")], root
 
 
 @_plain
@@ -112,9 +112,9 @@ def norm_stats(c: Cell) -> list:
     name = f"{key}[{c.rows[c.row]}]"
     lines = [f"{name} = {c.vec(x)}", *dims_shown(c, len(x))]
     if c.col == 0:
-        return lines + _mean_lines(c, name, x, mu)
+        return lines + _mean_lines(c, name, x, mu)[0]
     return lines + [f"μ = {c.num(mu)}"] + _sigma_lines(c, name, x, mu, sigma,
-                                                       realmodel.norm_before(c.scn).eps)
+                                                       realmodel.norm_before(c.scn).eps)[0]
 
 
 def _normalized_cell(c: Cell, name: str, x: float, mu: float, sigma: float,
@@ -128,7 +128,8 @@ def _normalized_cell(c: Cell, name: str, x: float, mu: float, sigma: float,
     stretched = c.printed(scaled * c.printed(g))
     end = c.printed(stretched + c.printed(b))
     c.lands(end)
-    return [c.plain(f"γ{which}[{j}] = {c.num(g)}, β{which}[{j}] = {c.num(b)}"),
+    dim = c.cols[j]  # as the table labels the column, from 1
+    return [c.plain(f"γ{which}[{dim}] = {c.num(g)}, β{which}[{dim}] = {c.num(b)}"),
             *c.chain(f"{name} = ({c.num(x)} {minus} {c.operand(mu)}) / {c.num(sigma)} {t} "
                      f"{c.operand(g)} + {c.operand(b)}",
                      f"{c.num(centred)} / {c.num(sigma)} {t} {c.operand(g)} + {c.operand(b)}",
@@ -144,8 +145,9 @@ def layer_norm(c: Cell) -> list:
     mu, sigma = c.walk.mats["LN_stats"][c.row]
     return [c.prose(c.say("model.ln_cell", x=key, token=tok)),
             f"μ = {c.num(mu)}, σ = {c.num(sigma)}",
-            *_normalized_cell(c, f"({key}[{tok}, {c.col}] {c.mk.minus} μ) / σ {c.mk.times} γ[{c.col}] "
-                              f"+ β[{c.col}]", x, mu, sigma, realmodel.norm_before(c.scn))]
+            *_normalized_cell(c, f"({key}[{tok}, {c.cols[c.col]}] {c.mk.minus} μ) / σ {c.mk.times} "
+                              f"γ[{c.cols[c.col]}] + β[{c.cols[c.col]}]", x, mu, sigma,
+                              realmodel.norm_before(c.scn))]
 
 
 @_plain
@@ -158,7 +160,7 @@ def residual(c: Cell) -> list:
     family = c.scn.model.info.family
     said = "model.llama.residual_cell" if family == "llama" else f"model.residual_cell_{family}"
     return [c.prose(c.say(said, x=key)),
-            f"R[{tok}, {j}] = {key}[{tok}, {j}] + O[{tok}, {j}] = {c.num(a)} + {c.operand(o)} "
+            f"R[{tok}, {c.cols[j]}] = {key}[{tok}, {c.cols[j]}] + O[{tok}, {c.cols[j]}] = {c.num(a)} + {c.operand(o)} "
             f"= {c.num(added)}"]
 
 
@@ -169,9 +171,11 @@ def after_norm(c: Cell) -> list:
     mu, sigma = realmodel.stats(R[None, :], params.eps)[0]
     tok = c.rows[c.row]
     name = f"R[{tok}]"
-    return [f"{name} = {c.vec(R)}", *dims_shown(c, len(R)), *_mean_lines(c, name, R, mu),
-            *_sigma_lines(c, name, R, mu, sigma, params.eps),
-            *_normalized_cell(c, f"Y[{tok}, {c.col}]", R[c.col], mu, sigma, params, "₂")]
+    mean_lines, mu_shown = _mean_lines(c, name, R, mu)
+    sigma_lines, sigma_shown = _sigma_lines(c, name, R, mu, sigma, params.eps)
+    # Y's own line divides by the μ and σ just printed, not by their unrounded values: one σ a cell
+    return [f"{name} = {c.vec(R)}", *dims_shown(c, len(R)), *mean_lines, *sigma_lines,
+            *_normalized_cell(c, f"Y[{tok}, {c.cols[c.col]}]", R[c.col], mu_shown, sigma_shown, params, "₂")]
 
 
 @_plain
@@ -183,7 +187,8 @@ def glance(c: Cell) -> list:
     a = realmodel.head_weights(c.walk.mats, layer, c.col)[c.row]  # (m,)
     tok = c.rows[c.row]
     kept = [j for j in range(len(a)) if a[j] > 0]
-    terms = np.array([-c.printed(a[j]) * np.log2(c.printed(a[j])) for j in kept])
+    # a weight that prints as 0 adds 0 (0 · log 0 = 0, as entropy takes it), not NaN
+    terms = np.array([-p * np.log2(p) if p > 0 else 0.0 for p in (c.printed(a[j]) for j in kept)])
     total = c.printed(float(terms.sum()))
     c.lands(total)
     printed = [i for i in c.elided(len(kept)) if isinstance(i, int)]

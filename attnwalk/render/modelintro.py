@@ -24,10 +24,10 @@ def count_text(count: int) -> str:
 
 
 def bytes_text(size: int) -> str:
-    """A file's size: MB to one decimal (1 MB = 1024 × 1024 bytes, as ls -h counts), else KB."""
+    """A file's size: MiB to one decimal (1 MiB = 1024 × 1024 bytes, as ls -h counts), else KiB."""
     if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MB"
-    return f"{max(size, 0) / 1024:.1f} KB"
+        return f"{size / (1024 * 1024):.1f} MiB"
+    return f"{max(size, 0) / 1024:.1f} KiB"
 
 
 def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
