@@ -169,8 +169,9 @@ def _biased(c: Cell, lhs: str, x: np.ndarray, w: np.ndarray, bias: np.ndarray | 
         lines.append(f"{dot} + b_{c.stage.weight[2:]}[{c.cols[c.col]}] = {dot} + {c.operand(b)} = {c.num(end)}")
     if c.scn.model is not None:  # a model's rows are too wide to print whole: say what is shown
         from attnwalk.layer.modelcells import dims_shown
+        from attnwalk.layer.quantcells import stored_weight
 
-        lines += dims_shown(c, len(x))
+        lines += dims_shown(c, len(x)) + stored_weight(c, c.stage.weight or "W_O")  # a GGUF's block
     return lines
 
 
