@@ -613,6 +613,8 @@ def run() -> None:
     (benchmarks/README.md). A printed walk or an export ends soon after (os._exit); a Textual
     app turns the collector back on once it is mounted (app.collect_again)."""
     gc.disable()
+    if sys.argv[1:2] == ["model"]:
+        _one_blas_thread()
     try:
         _run()
         code: object = 0
@@ -627,6 +629,17 @@ def run() -> None:
         except (OSError, ValueError):  # already reported, or a stream closed by a gone reader
             pass
     os._exit(code if isinstance(code, int) else 0)
+
+
+def _one_blas_thread() -> None:
+    """`attnwalk model` runs OpenBLAS on one thread (unless the environment says otherwise). A real
+    layer's products are a few rows by hundreds of columns: too small to share, big enough for
+    OpenBLAS to wake its second thread, which then spins for a CPU that the rest of the program
+    (or another process) holds. Measured on SmolLM2's layer 30 at load 7 to 13: 20 s of wall time
+    and 6.7 s of CPU with the default threads, 4.5 s and 1.6 s with one (benchmarks/README.md).
+    Set before numpy is imported, which reads it once; scenario walks keep the default, whose
+    last digits their golden exports were written with."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _run() -> None:

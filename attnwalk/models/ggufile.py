@@ -118,6 +118,8 @@ class GGUFFile:
         except NotImplementedError:
             raise ModelError(f"{self.path}: tensor {name} is stored as {info.kind}, which the gguf "
                              f"library cannot dequantize") from None
+        if not np.isfinite(values).all():  # a damaged file: say so, rather than walk a layer of NaN
+            raise ModelError(f"{self.path}: tensor {name} holds NaN or infinite values: the file is damaged")
         shape = (len(rows), *info.shape[1:]) if rows is not None else info.shape
         return np.asarray(values, dtype=np.float64).reshape(shape)
 

@@ -63,6 +63,8 @@ class Model:
         """Layer `layer` (0-based) on these tokens: what its walk needs. The layers before it run
         in full; its own feed-forward is neither read nor run."""
         self._check(layer)
+        if hasattr(self.weights, "plan"):  # a GGUF: dequantize the next layer while one is computed
+            self.weights.plan(layer)
         embedded, state = self._start(tokens)
         for l in range(layer):
             state = self.family.finish(l, attend(self._layer(tokens, embedded, l, state)))
