@@ -5,6 +5,7 @@ under the names the families read (ggufweights.py), its tokenizer from `tokenize
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from attnwalk.models.config import Config
 from attnwalk.models.ggufconfig import gguf_config
@@ -13,13 +14,17 @@ from attnwalk.models.gguftokens import gguf_tokenizer
 from attnwalk.models.ggufweights import GGUFWeights
 
 
-def open_gguf(path: Path) -> tuple[Config, GGUFWeights, object]:
-    """(config, weights, tokenizer) of the model in the GGUF file at `path`."""
+def open_gguf(path: Path) -> tuple[Config, GGUFWeights, Callable[[], object]]:
+    """(config, weights, the function that builds the tokenizer) of the model in the GGUF file at
+    `path`. The tokenizer is built when first needed, so the weights' threads can start first."""
     file = GGUFFile(path)
     config = gguf_config(file)
     weights = GGUFWeights(file, config.family, file.fields["general.architecture"], config.n_heads,
                           config.n_kv_heads)
-    tokenizer = gguf_tokenizer(file.fields, path)
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
+
+    def tokenizer():
+        built = gguf_tokenizer(file.fields, path)
+        built.no_padding()
+        built.no_truncation()
+        return built
     return config, weights, tokenizer

@@ -78,8 +78,9 @@ class GGUFWeights:
         of CPU for one 576 × 1536 Q4_1 matrix, ~1.3 s for SmolLM2's 29 layers before layer 30), so
         two threads dequantize the next layer's tensors while this one is computed; at most two
         layers' weights are held at once. The numbers are the same in whatever thread they are made."""
-        self._last = last
-        self._ahead(0)
+        if self._last != last:  # asked again for the same layer: already under way
+            self._last = last
+            self._ahead(0)
 
     def _ahead(self, layer: int) -> None:
         if self._last is None or layer > self._last:

@@ -12,4 +12,5 @@ def model_layer(sentence: str, model: str | None, layer: int) -> ModelLayer:
     """Layer `layer` (0-based) of `model` on `sentence`, the layers before it run in full."""
     opened = open_model(model)
     index = layer_index(opened.info, layer + 1)  # checked before the sentence is computed
+    opened.prepare(index)  # a GGUF's weights are dequantized while the tokenizer is built
     return opened.layer(opened.tokenize(sentence), index)

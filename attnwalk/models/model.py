@@ -40,11 +40,12 @@ class Model:
         if files.gguf is not None:  # one file: its metadata is the config and the tokenizer
             from attnwalk.models.ggufmodel import open_gguf
 
-            self.config, self.weights, self.tokenizer = open_gguf(files.gguf)
+            self.config, self.weights, self._tokenizer = open_gguf(files.gguf)
+            self._built = None
         else:
             self.config = read_config(files.config)
             self.weights = Weights(files.weights, FAMILIES[self.config.family][0])
-            self.tokenizer = load_tokenizer(files.tokenizer)
+            self._built = load_tokenizer(files.tokenizer)  # a broken tokenizer.json fails here
         self.family = FAMILIES[self.config.family][1](self.weights, self.config)
         cfg = self.config
         self.info = ModelInfo(name=files.name, source=files.source, family=cfg.family,
@@ -53,6 +54,19 @@ class Model:
                               vocab_size=cfg.vocab_size, n_params=self.weights.n_params(),
                               file_bytes=self.weights.file_bytes,
                               file_format="gguf" if files.gguf is not None else "safetensors")
+
+    @property
+    def tokenizer(self):
+        """The model's tokenizer, built on first use (a GGUF's from its metadata, ~0.2 s for
+        49,152 tokens, while the weights' threads already dequantize: see prepare)."""
+        if self._built is None:
+            self._built = self._tokenizer()
+        return self._built
+
+    def prepare(self, layer: int) -> None:
+        """Layer `layer` (0-based) will be computed: a GGUF starts dequantizing its weights now."""
+        if hasattr(self.weights, "plan"):
+            self.weights.plan(layer)
 
     def tokenize(self, text: str) -> Tokenization:
         # RoBERTa's positions start at padding_idx + 1, so its table holds that many fewer tokens
@@ -63,8 +77,7 @@ class Model:
         """Layer `layer` (0-based) on these tokens: what its walk needs. The layers before it run
         in full; its own feed-forward is neither read nor run."""
         self._check(layer)
-        if hasattr(self.weights, "plan"):  # a GGUF: dequantize the next layer while one is computed
-            self.weights.plan(layer)
+        self.prepare(layer)  # a GGUF: dequantize the next layer while one is computed
         embedded, state = self._start(tokens)
         for l in range(layer):
             state = self.family.finish(l, attend(self._layer(tokens, embedded, l, state)))
