@@ -540,6 +540,10 @@ def model_cmd(
     decode: Annotated[bool, typer.Option("--decode", help="Generate the layer's output one token at a time with a "
                                          "KV cache, as `attnwalk decode` does (causal models such as GPT-2; with "
                                          "--format json: every step).")] = False,
+    quantize: Annotated[Optional[str], typer.Option(
+        "--quantize", metavar="q4_0|q4_1|q5_0|q5_1|q8_0", help="Quantize every weight matrix as llama.cpp stores it, "
+        "with the gguf library's quantizer (pip install 'attnwalk[gguf]'); with --compare, the layer as stored "
+        "and quantized side by side.")] = None,
 ) -> None:
     """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
     embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
@@ -555,6 +559,7 @@ def model_cmd(
       attnwalk model "The cat sat" --model ./gpt2 --decode
       attnwalk model "The cat sat on the mat" --model SmolLM2-135M-Instruct.Q4_1.gguf --layer 30
       attnwalk model "The cat sat on the mat" --model ollama:smollm2:135m
+      attnwalk model "I sat by the river bank" --quantize q4_1 --compare
       attnwalk model "I sat by the river bank" --tiles 4 --at n=4096"""
     from attnwalk.commands.model import model_command
 
@@ -565,7 +570,7 @@ def model_cmd(
         sentence=sentence, model=model, layer=layer, head=head, mode=mode.value, no_pause=no_pause,
         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume, predict=predict,
         format=None if format is None else format.value, output=output, compare=compare, quiz=quiz,
-        count=count, write=write, tiles=tiles, at=at, decode=decode))
+        count=count, write=write, tiles=tiles, at=at, decode=decode, quantize=quantize))
 
 
 def _stdin_is_terminal() -> bool:

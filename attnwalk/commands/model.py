@@ -50,7 +50,7 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
     # the columns of the norm's statistics, and of the all-heads stage (heads from 1)
     stats = {"rms": {"": ("RMS",)}} if layer.norm_in.kind == "rmsnorm" else {"stats": {"": ("μ", "σ")}}
     return Scenario(
-        name=f"{info.name} L{layer.layer + 1}", main=main, W_Q=layer.W_Q, W_K=layer.W_K,
+        name=f"{info.name} L{layer.layer + 1}" + (f" {info.quantized}" if info.quantized else ""), main=main, W_Q=layer.W_Q, W_K=layer.W_K,
         W_V=layer.W_V, W_O=layer.W_O, b_Q=layer.b_Q, b_K=layer.b_K, b_V=layer.b_V, b_O=layer.b_O,
         mask_kind=mask_kind, allowed=allowed, window=window, window_causal=window is not None, heads=heads,
         kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0, rope=rope,
@@ -58,11 +58,12 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
         dimensions={**stats, "h": {"": tuple(str(h + 1) for h in range(heads))}})
 
 
-def load_layer(sentence: str, model: str | None, layer: int) -> ModelLayer:
-    """The layer `layer` (1-based, as --layer counts) of `model` on `sentence` (models/)."""
+def load_layer(sentence: str, model: str | None, layer: int, quantize: str | None = None) -> ModelLayer:
+    """The layer `layer` (1-based, as --layer counts) of `model` on `sentence` (models/); with
+    `quantize`, its weight matrices quantized to that type by gguf's quantizer."""
     from attnwalk.models import load  # safetensors and tokenizers: only the model command reads them
 
-    return load.model_layer(sentence, model, layer - 1)
+    return load.model_layer(sentence, model, layer - 1, quantize)
 
 
 def model_data(walk, head: int) -> dict:
@@ -116,7 +117,7 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
                   no_pause: bool, precision: int, ascii: bool, save: str | None, lang: str | None,
                   resume: bool, predict: bool, format: str | None, output: str | None,
                   compare: bool, quiz: bool, count: int | None, write, tiles: int | None = None,
-                  at: str | None = None, decode: bool = False) -> int:
+                  at: str | None = None, decode: bool = False, quantize: str | None = None) -> int:
     """Walk (or export, compare, quiz, decode) one layer of a real model; returns the exit code.
     `write` prints an export (content, is_json) as stdout's encoding can hold it. --tiles adds
     the tiled stage to the walk, the export and the compare as a scenario's --tiles does; --at
@@ -155,7 +156,12 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
 
         target = output_path(output, "--output", f"layer.{'md' if format == 'markdown' else format}")
     emit = _emitter(target, write)
-    scenario = with_tiles(scenario_from_model(load_layer(sentence, model, layer)), tiles)
+    if quantize is not None and compare:  # the same layer at float and quantized, side by side
+        return _quantized_pair(sentence, model, layer, quantize, _head_number(head), mode, format,
+                               precision, ascii, lang, emit)
+    loaded = load_layer(sentence, model, layer) if quantize is None else \
+        load_layer(sentence, model, layer, quantize=quantize)
+    scenario = with_tiles(scenario_from_model(loaded), tiles)
     if decode:
         return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, emit)
     if compare and format is not None:
@@ -175,6 +181,43 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     return walk_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause,
                         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
                         head=head, predict=predict, scenario=scenario, at=at)
+
+
+def _quantized_pair(sentence: str, model: str | None, layer: int, quantize: str, head: int,
+                    mode: str, format: str | None, precision: int, ascii: bool, lang: str | None,
+                    emit) -> int:
+    """--quantize KIND --compare: the layer as stored (left) and with every weight matrix through
+    gguf's quantizer (right), every stage side by side, as `attnwalk compare A B` sets two
+    scenarios: what 4 bits do to W_Q, Q, the scores and A."""
+    from attnwalk.layer.compare import check_head
+    from attnwalk.layer.pair import compare_pair, pair_data
+
+    left = scenario_from_model(load_layer(sentence, model, layer))
+    right = scenario_from_model(load_layer(sentence, model, layer, quantize=quantize))
+    result = compare_pair(left, right, mode, 1.0, check_head(left, head))
+    if format is not None:
+        from attnwalk.export.data import to_json
+
+        emit(to_json(pair_data(result)) + "\n", True)
+        return 0
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.render.pairview import pair_view
+    from attnwalk.terminal.console import fitted, make_console
+    from attnwalk.text import detect_lang
+
+    console = make_console()
+    console.print(pair_view(result, fitted(ViewOptions(precision=precision, ascii=ascii,
+                                                       lang=detect_lang(lang)), console)))
+    return 0
+
+
+def _head_number(head: str | None) -> int:
+    """--head as a number from 1, before any model is read (checked against the model later)."""
+    if head is None:
+        return 1
+    if not head.strip().isdecimal():
+        raise UsageError(f"--head {head}: give a head number, from 1")
+    return int(head)
 
 
 def _head(scenario: Scenario, head: str | None) -> int:

@@ -44,6 +44,7 @@ class ModelInfo:
     n_params: int
     file_bytes: int
     file_format: str = "safetensors"  # "safetensors" | "gguf"
+    quantized: str | None = None      # --quantize: the type its weight matrices were quantized to
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ class LayerTrace:
 class Model:
     """A model ready to tokenize sentences and compute its layers."""
 
-    def __init__(self, files: ModelFiles) -> None:
+    def __init__(self, files: ModelFiles, quantize: str | None = None) -> None:
         self.files = files
         if files.gguf is not None:  # one file: its metadata is the config and the tokenizer
             from attnwalk.models.ggufmodel import open_gguf
@@ -46,6 +46,10 @@ class Model:
             self.config = read_config(files.config)
             self.weights = Weights(files.weights, FAMILIES[self.config.family][0])
             self._built = load_tokenizer(files.tokenizer)  # a broken tokenizer.json fails here
+        if quantize is not None:  # --quantize: the weight matrices through gguf's quantizer
+            from attnwalk.models.quantize import QuantizedWeights, check_kind
+
+            self.weights = QuantizedWeights(self.weights, check_kind(quantize), self.config.family)
         self.family = FAMILIES[self.config.family][1](self.weights, self.config)
         cfg = self.config
         self.info = ModelInfo(name=files.name, source=files.source, family=cfg.family,
@@ -53,7 +57,8 @@ class Model:
                               n_kv_heads=cfg.n_kv_heads, d_model=cfg.d_model, d_head=cfg.d_head,
                               vocab_size=cfg.vocab_size, n_params=self.weights.n_params(),
                               file_bytes=self.weights.file_bytes,
-                              file_format="gguf" if files.gguf is not None else "safetensors")
+                              file_format="gguf" if files.gguf is not None else "safetensors",
+                              quantized=None if quantize is None else quantize.upper())
 
     @property
     def tokenizer(self):
@@ -113,14 +118,15 @@ class Model:
         return embedded, self.family.start(E_sum)
 
     def _layer(self, tokens: Tokenization, embedded: dict, l: int, state) -> ModelLayer:
+        fields = self.family.layer(l, state)  # reads (and --quantize quantizes) the layer's weights
         stored = self.weights.stored(l, self.config.d_model) if hasattr(self.weights, "stored") else None
-        return ModelLayer(info=self.info, layer=l, tokens=tokens, **embedded, stored=stored,
-                          **self.family.layer(l, state))
+        return ModelLayer(info=self.info, layer=l, tokens=tokens, **embedded, stored=stored, **fields)
 
 
-def open_model(spec: str | None = None) -> Model:
-    """The model `spec` names (a directory or a cached hub name), or the default MiniLM package."""
-    return Model(find_model(spec))
+def open_model(spec: str | None = None, quantize: str | None = None) -> Model:
+    """The model `spec` names (a directory, a GGUF file, ollama:NAME or a cached hub name), or the
+    default MiniLM package; `quantize` ("q4_1", …) puts its weight matrices through gguf's quantizer."""
+    return Model(find_model(spec), quantize)
 
 
 def layer_index(info: ModelInfo, layer: int) -> int:

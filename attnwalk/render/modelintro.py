@@ -68,8 +68,11 @@ def stored_lines(layer, opts: ViewOptions) -> list[str]:
     if not layer.stored:
         return []
     info = layer.info
-    lines = [style.say(opts, "quant.opening.stored", size=bytes_text(info.file_bytes),
-                       float32=bytes_text(4 * info.n_params), params=count_text(info.n_params))]
+    if info.quantized:  # --quantize: put through gguf's quantizer here, not stored so
+        lines = [style.say(opts, "quant.opening.quantized", kind=info.quantized)]
+    else:
+        lines = [style.say(opts, "quant.opening.stored", size=bytes_text(info.file_bytes),
+                           float32=bytes_text(4 * info.n_params), params=count_text(info.n_params))]
     kinds: dict[str, list[str]] = {}
     for name, weight in layer.stored.items():
         kinds.setdefault(weight.kind, []).append(name)
