@@ -24,7 +24,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from make_model_reference import float64_rms_norm, record_rotations  # noqa: E402
+from make_model_reference import float64_rms_norm, record_rotations, recorded  # noqa: E402
 
 FIXTURES = HERE.parent / "fixtures" / "gguf"
 SENTENCES = {  # a sentence within tiny-mistral's window of 4: transformers reads no window from a GGUF
@@ -93,45 +93,11 @@ def reference(path: Path, sentence: str, layers: tuple[int, ...] | None = None) 
     model_type = model.config.model_type
     ids = tokenizer(sentence)["input_ids"]
     layers = tuple(range(model.config.num_hidden_layers)) if layers is None else layers
-    found: dict[str, np.ndarray] = {"ids": np.array(ids)}
-
-    def keep(key):
-        def hook(module, args, output=None):
-            value = args[0] if output is None else output
-            found[key] = (value[0] if isinstance(value, tuple) else value)[0].detach().numpy().copy()
-        return hook
-
-    hooks, restores = [], [float64_softmax()]
+    patches = [lambda found: float64_softmax()]
     if model_type in ("llama", "qwen2"):
-        restores += [record_rotations(model_type, found, layers), float64_rms_norm(model_type),
-                    float64_rotary(model_type)]
-    for l in layers:
-        if model_type == "gpt2":
-            block = model.h[l]
-            hooks.append(block.ln_1.register_forward_hook(keep(f"L{l}/X")))
-            hooks.append(block.attn.c_attn.register_forward_hook(keep(f"L{l}/QKV")))
-            hooks.append(block.attn.c_proj.register_forward_pre_hook(keep(f"L{l}/Z")))
-            hooks.append(block.ln_2.register_forward_pre_hook(keep(f"L{l}/after")))
-        else:
-            block = model.layers[l]
-            hooks.append(block.input_layernorm.register_forward_hook(keep(f"L{l}/X")))
-            for name in ("q", "k", "v"):
-                proj = getattr(block.self_attn, f"{name}_proj")
-                hooks.append(proj.register_forward_hook(keep(f"L{l}/{name.upper()}")))
-            hooks.append(block.self_attn.o_proj.register_forward_pre_hook(keep(f"L{l}/Z")))
-            hooks.append(block.post_attention_layernorm.register_forward_pre_hook(keep(f"L{l}/after")))
-        hooks.append(block.register_forward_hook(keep(f"L{l}/out")))
-    with torch.no_grad():
-        result = model(input_ids=torch.tensor([ids]), output_attentions=True)
-    for hook in hooks:
-        hook.remove()
-    for restore in restores:
-        restore()
-    for l in layers:
-        found[f"L{l}/A"] = result.attentions[l][0].numpy().copy()
-        if f"L{l}/QKV" in found:
-            found[f"L{l}/Q"], found[f"L{l}/K"], found[f"L{l}/V"] = np.split(found.pop(f"L{l}/QKV"), 3, axis=-1)
-    return {key: np.asarray(value, dtype=np.float64) for key, value in found.items()}
+        patches += [lambda found: record_rotations(model_type, found, layers),
+                    lambda found: float64_rms_norm(model_type), lambda found: float64_rotary(model_type)]
+    return recorded(model, model_type, ids, layers, patches)
 
 
 def main() -> None:
