@@ -73,3 +73,12 @@ def test_a_float_weight_says_it_has_no_block() -> None:
 def test_a_safetensors_model_adds_no_block_lines() -> None:
     out = walk("I sat by the river bank", "--model", str(FIXTURES.parent / "models" / "tiny-llama"))
     assert "is stored" not in out and "Stored as GGUF" not in out
+
+
+def test_the_json_export_says_how_the_weights_are_stored() -> None:
+    result = runner.invoke(app, ["model", "I sat by the river bank", "--model", str(FIXTURES / "tiny-qwen2.gguf"),
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.output
+    model = json.loads(result.stdout)["model"]
+    assert model["file_format"] == "gguf" and model["quantized"] is None
+    assert model["stored"]["W_Q"] == {"type": "Q5_1", "block": 32, "bits": 6.0}

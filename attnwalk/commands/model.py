@@ -105,7 +105,11 @@ def model_data(walk, head: int) -> dict:
                      "n_layers": info.n_layers, "n_heads": info.n_heads, "n_kv_heads": info.n_kv_heads,
                      "d_model": info.d_model,
                      "d_head": info.d_head, "vocab_size": info.vocab_size, "n_params": info.n_params,
-                     "file_bytes": info.file_bytes}
+                     "file_bytes": info.file_bytes, "file_format": info.file_format,
+                     "quantized": info.quantized}
+    if layer.stored:  # a GGUF (or --quantize): how each attention weight is stored
+        data["model"]["stored"] = {name: {"type": w.kind, "block": w.info.block_size, "bits": w.info.bits}
+                                   for name, w in layer.stored.items()}
     tok = layer.tokens
     data["tokenization"] = {"text": tok.text, "words": list(tok.words), "pieces": list(tok.pieces),
                             "ids": list(tok.ids), "special": list(tok.special),
