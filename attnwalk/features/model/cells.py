@@ -68,25 +68,25 @@ def earlier(c: Cell) -> list:
             *dims_shown(c, c.scn.d_model)]
 
 
-def _mean_lines(c: Cell, name: str, x: np.ndarray, mu: float) -> list:
-    """μ = (x_0 + … + x_{d−1}) / d, from the sum of the entries as printed."""
+def _mean_lines(c: Cell, name: str, x: np.ndarray, mu: float) -> tuple[list, float]:
+    """μ = (x_0 + … + x_{d−1}) / d, from the sum of the entries as printed; and μ as printed."""
     d = len(x)
     total = float(sum(c.printed(v) for v in x))  # every entry as printed, the hidden ones too
     mean = c.printed(c.printed(total) / d)
     c.lands(mean, on=mu)
     shown = [i for i in c.elided(d) if isinstance(i, int)]  # only these are printed
     parts = c.terms({i: c.num(x[i]) if i == 0 else c.operand(x[i]) for i in shown}, d)
-    return [f"Σ {name} = {parts} = {c.num(total)}", f"μ = {c.num(total)} / {d} = {c.num(mean)}"]
+    return [f"Σ {name} = {parts} = {c.num(total)}", f"μ = {c.num(total)} / {d} = {c.num(mean)}"], mean
 
 
-def _sigma_lines(c: Cell, name: str, x: np.ndarray, mu: float, sigma: float, eps: float) -> list:
-    """σ = √(mean((x − μ)²) + ε)."""
+def _sigma_lines(c: Cell, name: str, x: np.ndarray, mu: float, sigma: float, eps: float) -> tuple[list, float]:
+    """σ = √(mean((x − μ)²) + ε); and σ as printed, which the lines after it divide by."""
     var = float(np.mean((x - mu) ** 2))
     root = c.printed(np.sqrt(c.printed(var) + eps))
     c.lands(root, on=sigma)
     t = c.mk.sqrt
     return [f"var = mean(({name} {c.mk.minus} μ)²) = {c.num(var)}",
-            c.plain(f"σ = {t}(var + ε) = {t}({c.num(var)} + {eps:g}) = {c.num(root)}")]
+            c.plain(f"σ = {t}(var + ε) = {t}({c.num(var)} + {eps:g}) = {c.num(root)}")], root
 
 
 @_plain
@@ -97,9 +97,9 @@ def norm_stats(c: Cell) -> list:
     name = f"{key}[{c.rows[c.row]}]"
     lines = [f"{name} = {c.vec(x)}", *dims_shown(c, len(x))]
     if c.col == 0:
-        return lines + _mean_lines(c, name, x, mu)
+        return lines + _mean_lines(c, name, x, mu)[0]
     return lines + [f"μ = {c.num(mu)}"] + _sigma_lines(c, name, x, mu, sigma,
-                                                       layout.norm_before(c.scn).eps)
+                                                       layout.norm_before(c.scn).eps)[0]
 
 
 def _normalized_cell(c: Cell, name: str, x: float, mu: float, sigma: float,
@@ -156,9 +156,11 @@ def after_norm(c: Cell) -> list:
     mu, sigma = layout.stats(R[None, :], params.eps)[0]
     tok = c.rows[c.row]
     name = f"R[{tok}]"
-    return [f"{name} = {c.vec(R)}", *dims_shown(c, len(R)), *_mean_lines(c, name, R, mu),
-            *_sigma_lines(c, name, R, mu, sigma, params.eps),
-            *_normalized_cell(c, f"Y[{tok}, {c.cols[c.col]}]", R[c.col], mu, sigma, params, "₂")]
+    mean_lines, mu_shown = _mean_lines(c, name, R, mu)
+    sigma_lines, sigma_shown = _sigma_lines(c, name, R, mu, sigma, params.eps)
+    # Y's own line divides by the μ and σ just printed, not by their unrounded values: one σ a cell
+    return [f"{name} = {c.vec(R)}", *dims_shown(c, len(R)), *mean_lines, *sigma_lines,
+            *_normalized_cell(c, f"Y[{tok}, {c.cols[c.col]}]", R[c.col], mu_shown, sigma_shown, params, "₂")]
 
 
 @_plain
@@ -167,7 +169,8 @@ def glance(c: Cell) -> list:
     a = c.walk.matrix("A", c.col)[c.row]  # (m,) head c.col's weights, as its own walk computed them
     tok = c.rows[c.row]
     kept = [j for j in range(len(a)) if a[j] > 0]
-    terms = np.array([-c.printed(a[j]) * np.log2(c.printed(a[j])) for j in kept])
+    # a weight that prints as 0 adds 0 (0 · log 0 = 0, as entropy takes it), not NaN
+    terms = np.array([-p * np.log2(p) if p > 0 else 0.0 for p in (c.printed(a[j]) for j in kept)])
     total = c.printed(float(terms.sum()))
     c.lands(total)
     printed = [i for i in c.elided(len(kept)) if isinstance(i, int)]
