@@ -471,6 +471,35 @@ def quiz_cmd(
                                   format=format, review=review))
 
 
+@app.command("grade", short_help="Mark a class's answers to a worksheet: scores and misconceptions.")
+@handles_errors
+def grade_cmd(
+    worksheet: Annotated[Path, typer.Argument(metavar="WORKSHEET", help="The worksheet as `attnwalk quiz NAME --seed N --format json` wrote it.")],
+    answers: Annotated[Path, typer.Argument(metavar="ANSWERS", help="The class's answers, CSV as a spreadsheet exports it: a header student,1,2,... "
+                                            "(question numbers), then a row a student, a number, a token or an option letter a cell; empty = not answered.")],
+    format: Annotated[str, typer.Option("--format", "-f", metavar="text|json|markdown|csv", help="text for the terminal; json for scripts "
+                                        "({\"students\", \"questions\", \"mistakes\"}); markdown for notes; csv a row a student for the gradebook.")] = "text",
+    lang: LangOpt = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help="With --format json, markdown or csv: write to FILE (all or nothing).")] = None,
+) -> None:
+    """Mark a class's answers to a worksheet as the quiz marks one learner's: each student's score
+    and the misconceptions their wrong answers show; for the class, each question's right answers
+    and each misconception with how many students showed it, most common first.
+
+    \b
+    Examples:
+      attnwalk quiz river_bank --seed 1 --format json > worksheet.json
+      attnwalk grade worksheet.json answers.csv
+      attnwalk grade worksheet.json answers.csv --format csv -o grades.csv"""
+    from attnwalk.commands.grade import grade_command
+
+    def write(content: str, json: bool) -> None:
+        sys.stdout.write(_fit_stdout(content, json=json))
+
+    raise typer.Exit(grade_command(worksheet=worksheet, answers=answers, format=format, lang=lang,
+                                   output=output, write=write))
+
+
 @app.command("progress", short_help="What you have walked, your quiz scores and mistakes.")
 @handles_errors
 def progress_cmd(lang: LangOpt = None) -> None:

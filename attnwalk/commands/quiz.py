@@ -269,8 +269,8 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     if format is not None:
         from attnwalk.tutor.worksheet import as_json, as_markdown
 
-        sheet = as_json(asked, lang) if format.strip().lower() == "json" else as_markdown(
-            asked, lang, scenario.name, seed)
+        write = as_json if format.strip().lower() == "json" else as_markdown
+        sheet = write(asked, lang, scenario.name, seed)
         sys.stdout.write(sheet if sheet.endswith("\n") else sheet + "\n")
         return 0
     console = make_console()
