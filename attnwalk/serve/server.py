@@ -2,11 +2,14 @@
 (session.py), the page from templates/, at most --max-sessions tabs at once.
 
 Stopping it (Ctrl-C, SIGTERM) closes every tab's connection first, so each session ends its
-activity and itself at once, rather than after aiohttp's 60 s of waiting for open connections.
+activity and itself at once (rather than after aiohttp's 60 s of waiting for open connections),
+and the server exits once they have.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import shlex
 import sys
@@ -16,15 +19,18 @@ from aiohttp import web
 from textual_serve.server import Server
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+SESSIONS_END = 10.0  # seconds: a session's activity has 3 to quit and 2 more after SIGTERM (session.py)
 _HOST = re.compile(r"[A-Za-z0-9.\-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?")  # a Host header to echo
 
 
 def session_command(folder: Path | None, lang: str) -> str:
-    """The command run for every tab: fixed when the server starts, nothing in it from a browser."""
+    """The command run for every tab: fixed when the server starts, nothing in it from a browser.
+    (textual-serve runs it through a shell; `exec` makes the session that shell's process, so a
+    session is one process and its end is the end of what the server started.)"""
     argv = [sys.executable, "-m", "attnwalk.serve", "--lang", lang]
     if folder is not None:
         argv += ["--lessons", str(folder.resolve())]
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)
 
 
 class ClassroomServer(Server):
@@ -60,6 +66,34 @@ class ClassroomServer(Server):
                            "(Ctrl-C stops it and every session)", highlight=False)
 
     async def on_shutdown(self, app: web.Application) -> None:
+        """Close every tab's connection, then wait (bounded) while each handler stops its session
+        (textual-serve's AppService.stop: quit, then the session's end), so that the server exits
+        after its sessions, not before them."""
         for transport in list(self.open):
             if transport is not None:
                 transport.close()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SESSIONS_END
+        while (self.open or _children()) and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+
+
+def _children() -> list[int]:
+    """This server's child processes still running (zombies aside), from /proc where there is
+    one. A tab's handler can end a moment before its session's process has: textual-serve stops
+    reading a session at the end of its output, which the session's exit closes on its way out."""
+    me = str(os.getpid())
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == me and fields[0] != "Z":
+                found.append(int(entry))
+    return found

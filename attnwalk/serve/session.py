@@ -141,7 +141,10 @@ class Session:
             reading.cancel()
             if self.current is not None:
                 await self.current.end()
-            await self.page.packet(b"M", json.dumps({"type": "exit"}).encode())  # the page: ended
+            try:
+                await self.page.packet(b"M", json.dumps({"type": "exit"}).encode())  # the page: ended
+            except ConnectionError:
+                pass
 
     def valid(self, choice: dict[str, str]) -> bool:
         return (choice["activity"] in ACTIVITIES and choice["lang"] in LANGS
@@ -228,8 +231,15 @@ async def serve_session(folder: Path | None, lang: str) -> None:
     session = Session(page, folder, lang)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, session.stop.set)
-    await session.run()
-    await writer.drain()
+    try:
+        await session.run()
+        await writer.drain()
+    except ConnectionError:  # the server is gone already: nothing to tell it
+        pass
+    # End here, the page's pipe still open: the server sees the session's output end only when
+    # the process is gone, and waits for that before it exits itself (server.py)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:
