@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
+import os
 import shlex
 import subprocess
 import sys
@@ -158,24 +160,43 @@ def command_lines(pids) -> list[list[str]]:
 def test_every_page_runs_the_one_fixed_command_whatever_it_asks(tmp_path) -> None:
     (tmp_path / "mine.yaml").write_text((PACKAGE.parent / "scenarios" / "causal_mask.yaml").read_text(
         encoding="utf-8"), encoding="utf-8")
-    fixed = [sys.executable, "-m", "attnwalk.serve", "--lang", "zh", "--lessons", str(tmp_path.resolve())]
 
     async def visit(url: str) -> list[list[str]]:
         async with aiohttp.ClientSession() as http:
             page = await open_page(http, url, query="&command=sh&lessons=/etc&lang=en&run=quiz")
             await page.wait_for("选一课")
+            await page.wait_for("mine.yaml")
             lines = command_lines(served.descendants())
             await page.ws.close()
         return lines
 
     with Served("--lessons", str(tmp_path), "--lang", "zh") as served:
+        listing = Path(os.environ["XDG_CACHE_HOME"]) / "attnwalk" / f"serve-lessons-{served.process.pid}.json"
         lines = run(visit(served.url))
+        assert json.loads(listing.read_text(encoding="utf-8"))["zh"][-1]["key"] == "mine.yaml"
+    assert not listing.exists()  # the server's listing goes with it
+    folder = ["--lessons", str(tmp_path.resolve())]
+    fixed = [sys.executable, "-m", "attnwalk.serve", "--lang", "zh", *folder, "--listing", str(listing)]
     # the session as the server was told to run it (no shell left between), and its picker
     assert sorted(lines) == sorted([fixed, [sys.executable, "-m", "attnwalk.serve.activity", "--run", "picker",
-                                            "--lang", "zh", "--lessons", str(tmp_path.resolve())]])
+                                            "--lang", "zh", *folder, "--listing", str(listing)]])
     from attnwalk.serve.server import session_command
 
-    assert session_command(tmp_path, "zh") == "exec " + shlex.join(fixed)
+    assert session_command(tmp_path, "zh", listing) == "exec " + shlex.join(fixed)
+
+
+def test_the_listing_holds_what_the_picker_would_work_out(tmp_path) -> None:
+    from attnwalk.serve.activity import listed
+    from attnwalk.serve.lessons import write_listing
+
+    (tmp_path / "broken.yaml").write_text("tokens: [a]\n", encoding="utf-8")
+    offered, listing = Offered(tmp_path), tmp_path / "cache" / "listing.json"
+    write_listing(offered, listing)
+    for lang in LANGS:
+        assert listed(offered, listing, lang) == listed(offered, None, lang)
+        assert listed(offered, tmp_path / "missing.json", lang) == listed(offered, None, lang)
+    rows = {row.key: row for row in listed(offered, listing, "zh")}
+    assert rows["river_bank"].facts == "4 × 4 · 无" and rows["broken.yaml"].problem.startswith(str(tmp_path))
 
 
 def test_a_page_picks_a_lesson_walks_it_and_takes_its_quiz() -> None:

@@ -18,6 +18,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
+from attnwalk.app import collect_again
 from attnwalk.app.footer import KeysFooter
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
@@ -60,7 +61,6 @@ class PickerApp(App[Choice | None]):
         Binding("t", "pick('quiz')", "app.picker.key.quiz"),
         Binding("l", "language", "app.picker.key.lang"),
         Binding("q", "leave", "app.picker.key.leave"),
-        Binding("ctrl+c", "leave", show=False, priority=True),
     ]
 
     def __init__(self, listing: Callable[[str], list[LessonRow]], lang: str = "en",
@@ -93,6 +93,7 @@ class PickerApp(App[Choice | None]):
         yield KeysFooter()
 
     def on_mount(self) -> None:
+        collect_again()  # off during the start (serve/activity.py, as cli.run)
         self.show()
         self.query_one(OptionList).focus()
 

@@ -2,7 +2,8 @@
 lesson picker, or one lesson's walk or quiz, run as the terminal runs them (app/walk.py with the
 predictions of tutor/predict.py, app/quiz.py with the quiz's own loop, commands/quiz.run_quiz).
 
-    python -m attnwalk.serve.activity --run picker|walk|predict|quiz [--lesson KEY] [--lessons DIR] [--lang en|zh]
+    python -m attnwalk.serve.activity --run picker|walk|predict|quiz [--lesson KEY] [--lessons DIR]
+                                      [--lang en|zh] [--listing FILE]
 
 Its arguments come from the session, never from the browser; a lesson is looked up by its key
 among the lessons offered (lessons.py) and anything else is refused. Nothing is remembered:
@@ -11,7 +12,13 @@ a student's page has no progress file, and the teacher's own progress is never t
 
 from __future__ import annotations
 
-import argparse
+import gc
+
+if __name__ == "__main__":  # an activity's own process: as cli.run, the collector is off while the
+    gc.disable()  # start's imports are made (not scanned again and again); each app turns it back
+    # on once mounted (app.collect_again)
+
+import argparse  # noqa: E402
 import os
 import sys
 from pathlib import Path
@@ -19,7 +26,7 @@ from urllib.parse import quote
 
 from attnwalk.app.picker import ACTIVITIES, LANGS, Choice, LessonRow, PickerApp
 from attnwalk.layer.safe import escaped
-from attnwalk.serve.lessons import SCHEME, Lesson, Offered
+from attnwalk.serve.lessons import SCHEME, Offered, load, read_listing, rows
 
 
 def choice_url(choice: Choice) -> str:
@@ -34,37 +41,15 @@ class ServedPicker(PickerApp):
         super().pick(choice)
 
 
-def rows(offered: Offered, lang: str) -> list[LessonRow]:
-    """The lessons as the picker lists them; a file that does not load is listed with its problem."""
-    from attnwalk.errors import AttnwalkError
-    from attnwalk.render.lessons import lesson_facts
-    from attnwalk.text import pick
-
-    out = []
-    for lesson in offered.lessons():
-        try:
-            scn = load(lesson)
-        except AttnwalkError as exc:
-            out.append(LessonRow(lesson.key, "", "", "", problem=escaped(str(exc)), own=not lesson.builtin))
-            continue
-        shape, mask = lesson_facts(scn, lang)
-        out.append(LessonRow(lesson.key, escaped(pick(scn.title, lang)), f"{shape} · {mask}",
-                             escaped(pick(scn.description, lang).strip(), keep_newlines=True),
-                             own=not lesson.builtin))
-    return out
+def listed(offered: Offered, listing: Path | None, lang: str) -> list[LessonRow]:
+    """The picker's rows: from the server's listing file, else worked out here."""
+    found = read_listing(listing, lang)
+    return [LessonRow(**row) for row in (found if found is not None else rows(offered, lang))]
 
 
-def load(lesson: Lesson):
-    """The lesson's scenario: a built-in by its name, as `attnwalk run NAME` loads it; a file of
-    the teacher's folder by its path."""
-    from attnwalk.scenario.model import load_scenario
-
-    return load_scenario(lesson.key if lesson.builtin else str(lesson.path))
-
-
-def run(activity: str, offered: Offered, lang: str, key: str | None) -> int:
+def run(activity: str, offered: Offered, lang: str, key: str | None, listing: Path | None = None) -> int:
     if activity == "picker":
-        ServedPicker(lambda chosen: rows(offered, chosen), lang, key).run()
+        ServedPicker(lambda chosen: listed(offered, listing, chosen), lang, key).run()
         return 0
     lesson = offered.find(key or "")
     if lesson is None:
@@ -110,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lesson")
     parser.add_argument("--lessons", type=Path)
     parser.add_argument("--lang", choices=LANGS, default="en")
+    parser.add_argument("--listing", type=Path)
     args = parser.parse_args(argv)
-    return run(args.run, Offered(args.lessons), args.lang, args.lesson)
+    return run(args.run, Offered(args.lessons), args.lang, args.lesson, args.listing)
 
 
 if __name__ == "__main__":

@@ -23,13 +23,15 @@ SESSIONS_END = 10.0  # seconds: a session's activity has 3 to quit and 2 more af
 _HOST = re.compile(r"[A-Za-z0-9.\-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?")  # a Host header to echo
 
 
-def session_command(folder: Path | None, lang: str) -> str:
+def session_command(folder: Path | None, lang: str, listing: Path | None = None) -> str:
     """The command run for every tab: fixed when the server starts, nothing in it from a browser.
     (textual-serve runs it through a shell; `exec` makes the session that shell's process, so a
     session is one process and its end is the end of what the server started.)"""
     argv = [sys.executable, "-m", "attnwalk.serve", "--lang", lang]
     if folder is not None:
         argv += ["--lessons", str(folder.resolve())]
+    if listing is not None:
+        argv += ["--listing", str(listing)]
     return "exec " + shlex.join(argv)
 
 

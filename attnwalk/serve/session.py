@@ -1,7 +1,7 @@
 """One browser tab's session: the command textual-serve runs for each tab (server.py), the same
 for every tab and taking nothing from the browser:
 
-    python -m attnwalk.serve [--lessons DIR] [--lang en|zh]
+    python -m attnwalk.serve [--lessons DIR] [--lang en|zh] [--listing FILE]
 
 To the server it is a Textual app: it answers on stdout with the protocol Textual's WebDriver
 speaks (a start line, then packets) and reads the browser's keys and sizes on stdin. Behind it,
@@ -114,8 +114,8 @@ class Activity(AppService):
 
 
 class Session:
-    def __init__(self, page: Page, folder: Path | None, lang: str) -> None:
-        self.page, self.folder, self.lang = page, folder, lang
+    def __init__(self, page: Page, folder: Path | None, lang: str, listing: Path | None = None) -> None:
+        self.page, self.folder, self.lang, self.listing = page, folder, lang, listing
         self.offered = Offered(folder)
         self.stop = asyncio.Event()
         self.current: Activity | None = None
@@ -125,6 +125,8 @@ class Session:
         argv = [sys.executable, "-m", "attnwalk.serve.activity", "--run", run, "--lang", self.lang]
         if self.folder is not None:
             argv += ["--lessons", str(self.folder)]
+        if self.listing is not None and run == "picker":
+            argv += ["--listing", str(self.listing)]
         return argv + (["--lesson", lesson] if lesson else [])
 
     async def run(self) -> None:
@@ -218,7 +220,7 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
-async def serve_session(folder: Path | None, lang: str) -> None:
+async def serve_session(folder: Path | None, lang: str, listing: Path | None = None) -> None:
     loop = asyncio.get_running_loop()
     # the packets go to the server on the real stdout; anything else written to fd 1 (AppService
     # copies an activity's stderr there) goes to stderr, which the server logs
@@ -228,7 +230,7 @@ async def serve_session(folder: Path | None, lang: str) -> None:
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     page = Page(writer)
     await page.write(PRELUDE)
-    session = Session(page, folder, lang)
+    session = Session(page, folder, lang, listing)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, session.stop.set)
     try:
@@ -246,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnwalk.serve")
     parser.add_argument("--lessons", type=Path)
     parser.add_argument("--lang", choices=LANGS, default="en")
+    parser.add_argument("--listing", type=Path)
     args = parser.parse_args(argv)
-    asyncio.run(serve_session(args.lessons, args.lang))
+    asyncio.run(serve_session(args.lessons, args.lang, args.listing))
     return 0
