@@ -104,7 +104,8 @@ def test_a_browser_picks_a_lesson_walks_it_and_moves_a_stage_on_a_key(browser, t
         press(browser, "q")  # the walk ends: the picker again, in Chinese after l
         shows(browser, "pick a lesson")
         press(browser, "l")
-        assert "女生撩刘海：从查表一路手算到 Z" in shows(browser, "选一课")
+        chinese = shows(browser, "选一课")
+        assert "女生撩刘海：从查表一路手算到 Z" in chinese and "q 退出" in chinese.splitlines()[-1]
         processes = served.descendants()
         assert len(processes) == 2  # this tab's session and its picker
         served.stop("ctrl-c")

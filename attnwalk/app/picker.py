@@ -159,6 +159,9 @@ class PickerApp(App[Choice | None]):
         self.opts = self.opts.with_(lang=LANGS[(LANGS.index(self.opts.lang) + 1) % len(LANGS)])
         self._translate()
         self.show()
+        # the footer's words now, even while the page is not focused (Textual's Footer redraws
+        # its keys only in a focused app, and a browser tab may report itself blurred)
+        self.query_one(KeysFooter).recompose()
 
     def action_leave(self) -> None:
         self.exit(None)
