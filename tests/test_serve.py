@@ -243,3 +243,17 @@ def test_stopping_the_server_ends_every_session_and_leaves_no_process(how: str) 
     assert len(processes) == 6  # three sessions, each with its activity
     assert served.process.returncode is not None
     assert alive(processes) == set()
+
+
+def test_a_port_in_use_is_said_before_anything_is_announced() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = runner.invoke(app, ["serve", "--port", str(port)])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"attnwalk: cannot listen on 127.0.0.1:{port}: Address already in use; choose another --port\n"
+    result = runner.invoke(app, ["serve", "--public-url", "ftp://example"])
+    assert result.exit_code == 2 and "expected a URL starting with http:// or https://" in result.stderr

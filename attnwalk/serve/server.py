@@ -64,8 +64,11 @@ class ClassroomServer(Server):
             self.open.discard(transport)
 
     async def on_startup(self, app: web.Application) -> None:
-        self.console.print(f"attnwalk: serving {self.lessons} lessons on {self.public_url} "
-                           "(Ctrl-C stops it and every session)", highlight=False)
+        where = self.fixed_url or self.public_url
+        if not self.fixed_url and self.host in ("0.0.0.0", "::", ""):  # every address: name none
+            where = f"port {self.port} of every address of this computer (students open http://ADDRESS:{self.port})"
+        self.console.print(f"attnwalk: serving {self.lessons} lessons on {where} "
+                           "(Ctrl-C stops it and every session)", highlight=False, soft_wrap=True)
 
     async def on_shutdown(self, app: web.Application) -> None:
         """Close every tab's connection, then wait (bounded) while each handler stops its session
