@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -105,9 +106,9 @@ class PickerApp(App[Choice | None]):
             (self.t("app.picker.title"), "bold"), "\n", (self.t("app.picker.hint"), "dim")))
         lessons = self.query_one(OptionList)
         lessons.clear_options()
-        width = max((len(row.key) for row in self.rows), default=0) + 2
-        lessons.add_options([Option(Text.assemble((row.key.ljust(width), "bold"), row.title))
-                             for row in self.rows])
+        width = max((cell_len(row.key) for row in self.rows), default=0) + 2  # a key may be 注意力.yaml
+        lessons.add_options([Option(Text.assemble((row.key + " " * (width - cell_len(row.key)), "bold"),
+                                                  row.title)) for row in self.rows])
         for activity in ACTIVITIES:
             self.query_one(f"#{activity}", Button).label = self.t(f"app.picker.button.{activity}")
         index = next((i for i, row in enumerate(self.rows) if row.key == keep), 0)
@@ -155,13 +156,13 @@ class PickerApp(App[Choice | None]):
         """The picker's end with a choice (serve/activity.py passes it on before it ends)."""
         self.exit(choice)
 
-    def action_language(self) -> None:
+    async def action_language(self) -> None:
         self.opts = self.opts.with_(lang=LANGS[(LANGS.index(self.opts.lang) + 1) % len(LANGS)])
         self._translate()
         self.show()
         # the footer's words now, even while the page is not focused (Textual's Footer redraws
         # its keys only in a focused app, and a browser tab may report itself blurred)
-        self.query_one(KeysFooter).recompose()
+        await self.query_one(KeysFooter).recompose()
 
     def action_leave(self) -> None:
         self.exit(None)
