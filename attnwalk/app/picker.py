@@ -156,13 +156,14 @@ class PickerApp(App[Choice | None]):
         """The picker's end with a choice (serve/activity.py passes it on before it ends)."""
         self.exit(choice)
 
-    async def action_language(self) -> None:
+    def action_language(self) -> None:
         self.opts = self.opts.with_(lang=LANGS[(LANGS.index(self.opts.lang) + 1) % len(LANGS)])
         self._translate()
         self.show()
         # the footer's words now, even while the page is not focused (Textual's Footer redraws
         # its keys only in a focused app, and a browser tab may report itself blurred)
-        await self.query_one(KeysFooter).recompose()
+        footer = self.query_one(KeysFooter)
+        footer.call_later(footer.recompose)  # in the footer's own context, as Footer does it
 
     def action_leave(self) -> None:
         self.exit(None)
