@@ -257,3 +257,17 @@ def test_a_port_in_use_is_said_before_anything_is_announced() -> None:
     assert result.stderr == f"attnwalk: cannot listen on 127.0.0.1:{port}: Address already in use; choose another --port\n"
     result = runner.invoke(app, ["serve", "--public-url", "ftp://example"])
     assert result.exit_code == 2 and "expected a URL starting with http:// or https://" in result.stderr
+
+
+def test_the_session_takes_only_a_choice_of_the_lessons_offered(tmp_path) -> None:
+    from attnwalk.serve.session import Session
+
+    (tmp_path / "mine.yaml").write_text("tokens: [a]\n", encoding="utf-8")
+    session = Session(None, tmp_path, "en")
+    good = {"activity": "quiz", "lesson": "mine.yaml", "lang": "zh"}
+    assert session.valid(good) and session.valid(dict(good, lesson="river_bank"))
+    for bad in (dict(good, activity="shell"), dict(good, lang="fr"), dict(good, lesson="../mine.yaml"),
+                dict(good, lesson=str(tmp_path / "mine.yaml")), dict(good, lesson="nothing")):
+        assert not session.valid(bad), bad
+    assert session.argv("picker", None)[-2:] == ["--lessons", str(tmp_path)]
+    assert session.argv("walk", "mine.yaml")[-2:] == ["--lesson", "mine.yaml"]
