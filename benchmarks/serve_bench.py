@@ -1,13 +1,15 @@
 """`attnwalk serve` with a room of students: many browser tabs at once on one server.
 
-    python benchmarks/serve_bench.py [--sessions 30] [--lesson river_bank]
+    python benchmarks/serve_bench.py [--sessions 30] [--lesson river_bank] [--stagger 0]
 
 Run it with the Python attnwalk is installed in, with its serve and test extras (`pip install -e
 '.[test]'`: textual-serve, aiohttp). Each tab is what textual-serve's page does over its
 websocket (the size, then keys), not a browser: tests/test_serve_browser.py is the real browser.
 
   one tab alone      time from the page's connection to the picker on its screen
-  N tabs at once     the same, all N connecting together (a class arriving): median and max
+  N tabs at once     the same, all N connecting together (the worst case of a class arriving):
+                     median and max; with --stagger S, one tab every S seconds instead (a class
+                     arriving over half a minute)
   the walk           every tab picks the lesson at once: time to its first stage on screen; then
                      n in every tab: time to stage 2
   memory             with every tab in the walk: the server, and each tab's session + activity
@@ -62,7 +64,7 @@ def children(pid: int) -> list[int]:
     return out
 
 
-async def classroom(served: Served, sessions: int, lesson: str) -> dict:
+async def classroom(served: Served, sessions: int, lesson: str, stagger: float) -> dict:
     down = [KEYS["down"]] * builtin_names().index(lesson)
     result: dict = {}
     async with aiohttp.ClientSession() as http:
@@ -70,15 +72,16 @@ async def classroom(served: Served, sessions: int, lesson: str) -> dict:
         start = time.monotonic()
         await alone.wait_for("pick a lesson", timeout=60)
         result["alone"] = time.monotonic() - start
-        await alone.ws.close()
+        await alone.close()
         await asyncio.sleep(2)
 
-        async def arrive():
+        async def arrive(i):
+            await asyncio.sleep(i * stagger)
             page = await open_page(http, served.url)
             return page, await page.wait_for("pick a lesson", timeout=300)
 
         start = time.monotonic()
-        arrived = await asyncio.gather(*(arrive() for _ in range(sessions)))
+        arrived = await asyncio.gather(*(arrive(i) for i in range(sessions)))
         result["together"] = [t for _, t in arrived]
         result["all_in"] = time.monotonic() - start
         pages = [page for page, _ in arrived]
@@ -109,7 +112,7 @@ async def classroom(served: Served, sessions: int, lesson: str) -> dict:
         result["stop"] = await asyncio.get_running_loop().run_in_executor(None, served.stop, "ctrl-c")
         result["left"] = alive(processes)
         for page in pages:
-            await page.ws.close()
+            await page.close()
     return result
 
 
@@ -117,17 +120,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--lesson", default="river_bank")
+    parser.add_argument("--stagger", type=float, default=0.0, metavar="S",
+                        help="seconds between two tabs' arrivals (default: all at once)")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     with Served("--max-sessions", str(args.sessions + 5)) as served:
-        r = asyncio.run(classroom(served, args.sessions, args.lesson))
+        r = asyncio.run(classroom(served, args.sessions, args.lesson, args.stagger))
     n = args.sessions
     ms = lambda s: f"{s * 1000:,.0f} ms"  # noqa: E731
     med = lambda xs: ms(statistics.median(xs))  # noqa: E731
     rows = [
         ("first screen, one tab alone", ms(r["alone"]), "connection to the picker on screen"),
-        (f"first screen, {n} tabs connecting together", f"median {med(r['together'])}, max {ms(max(r['together']))}",
-         f"all {n} in {ms(r['all_in'])}"),
+        (f"first screen, {n} tabs " + (f"arriving {args.stagger:g} s apart" if args.stagger else "connecting together"),
+         f"median {med(r['together'])}, max {ms(max(r['together']))}", f"all {n} in {ms(r['all_in'])}"),
         (f"{args.lesson}'s first stage, {n} tabs picking together", f"median {med(r['walk'])}, max {ms(max(r['walk']))}",
          "Enter to `Stage 1 / 11` on screen (a new process computes the walk)"),
         (f"n in {n} tabs together", f"median {med(r['n'])}, max {ms(max(r['n']))}", "to `Stage 2 / 11` on screen"),

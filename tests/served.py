@@ -119,12 +119,26 @@ def alive(pids: set[int]) -> set[int]:
 
 class Page:
     """One browser tab, as textual-serve's page talks to the server: the terminal's size, keys as
-    stdin, and the screen as it comes, without its escape codes in `text`."""
+    stdin, and the screen as it comes, without its escape codes in `text`. It reads all the time,
+    as a browser does (the server's heartbeat closes a connection that leaves its pings unanswered
+    for 15 s, and the client answers them as it reads)."""
 
     def __init__(self, ws) -> None:
         self.ws = ws
         self.raw = bytearray()
         self.closed = False
+        self.changed = asyncio.Event()
+        self.reading = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        try:
+            async for message in self.ws:
+                if message.type.name == "BINARY":
+                    self.raw.extend(message.data)
+                    self.changed.set()
+        finally:
+            self.closed = True
+            self.changed.set()
 
     @property
     def text(self) -> str:
@@ -133,25 +147,24 @@ class Page:
     async def wait_for(self, pattern: str, timeout: float = 30, since: int = 0) -> float:
         """Seconds until `pattern` (a regex) appears in the screen's text after byte `since`."""
         start = time.monotonic()
-        while not re.search(pattern, ANSI.sub("", self.raw[since:].decode("utf-8", "replace"))):
+        while True:
+            self.changed.clear()  # before the look: what arrives after it sets it again
+            if re.search(pattern, ANSI.sub("", self.raw[since:].decode("utf-8", "replace"))):
+                break
             remaining = timeout - (time.monotonic() - start)
             if remaining <= 0 or self.closed:
                 raise TimeoutError(f"{pattern!r} not on the page; it ends with: {self.text[-800:]!r}")
             try:
-                message = await asyncio.wait_for(self.ws.receive(), remaining)
+                await asyncio.wait_for(self.changed.wait(), remaining)
             except asyncio.TimeoutError:
                 continue
-            if message.type.name == "BINARY":
-                self.raw.extend(message.data)
-            elif message.type.name in ("CLOSE", "CLOSED", "CLOSING", "ERROR"):
-                self.closed = True
         return time.monotonic() - start
 
     async def closes(self, timeout: float) -> bool:
         """Whether the server closes the page's connection within `timeout` seconds."""
         try:
-            await self.wait_for("$^", timeout)
-        except TimeoutError:
+            await asyncio.wait_for(asyncio.shield(self.reading), timeout)
+        except asyncio.TimeoutError:
             pass
         return self.closed
 
@@ -162,6 +175,10 @@ class Page:
             await self.ws.send_str(json.dumps(["stdin", key]))
             await asyncio.sleep(0.05)
         return mark
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await self.reading
 
 
 KEYS = {"enter": "\r", "down": "\x1b[B", "up": "\x1b[A", "escape": "\x1b"}

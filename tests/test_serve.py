@@ -167,7 +167,7 @@ def test_every_page_runs_the_one_fixed_command_whatever_it_asks(tmp_path) -> Non
             await page.wait_for("选一课")
             await page.wait_for("mine.yaml")
             lines = command_lines(served.descendants())
-            await page.ws.close()
+            await page.close()
         return lines
 
     with Served("--lessons", str(tmp_path), "--lang", "zh") as served:
@@ -216,7 +216,7 @@ def test_a_page_picks_a_lesson_walks_it_and_takes_its_quiz() -> None:
             mark = await page.keys("t")
             await page.wait_for(r"测验：river_bank", since=mark)
             await page.wait_for(r"第 1 / \d+ 题", since=mark)
-            await page.ws.close()
+            await page.close()
 
     with Served() as served:
         run(visit(served.url))
