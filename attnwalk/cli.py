@@ -471,6 +471,61 @@ def quiz_cmd(
                                   format=format, review=review))
 
 
+@app.command("grade", short_help="Mark a class's answers to a worksheet: scores and misconceptions.")
+@handles_errors
+def grade_cmd(
+    worksheet: Annotated[Path, typer.Argument(metavar="WORKSHEET", help="The worksheet as `attnwalk quiz NAME --seed N --format json` wrote it.")],
+    answers: Annotated[Path, typer.Argument(metavar="ANSWERS", help="The class's answers, CSV as a spreadsheet exports it: a header student,1,2,... "
+                                            "(question numbers), then a row a student, a number, a token or an option letter a cell; empty = not answered.")],
+    format: Annotated[str, typer.Option("--format", "-f", metavar="text|json|markdown|csv", help="text for the terminal; json for scripts "
+                                        "({\"students\", \"questions\", \"mistakes\"}); markdown for notes; csv a row a student for the gradebook.")] = "text",
+    lang: LangOpt = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help="With --format json, markdown or csv: write to FILE (all or nothing).")] = None,
+) -> None:
+    """Mark a class's answers to a worksheet as the quiz marks one learner's: each student's score
+    and the misconceptions their wrong answers show; for the class, each question's right answers
+    and each misconception with how many students showed it, most common first.
+
+    \b
+    Examples:
+      attnwalk quiz river_bank --seed 1 --format json > worksheet.json
+      attnwalk grade worksheet.json answers.csv
+      attnwalk grade worksheet.json answers.csv --format csv -o grades.csv"""
+    from attnwalk.commands.grade import grade_command
+
+    def write(content: str, json: bool) -> None:
+        sys.stdout.write(_fit_stdout(content, json=json))
+
+    raise typer.Exit(grade_command(worksheet=worksheet, answers=answers, format=format, lang=lang,
+                                   output=output, write=write))
+
+
+@app.command("serve", short_help="The walk and quiz in a browser, for a room of students.")
+@handles_errors
+def serve_cmd(
+    lessons: Annotated[Optional[Path], typer.Option("--lessons", metavar="DIR", help="Also offer the scenario files (*.yaml) of this folder; "
+                                                     "each is checked when the server starts.")] = None,
+    host: Annotated[str, typer.Option("--host", help="The address to listen on: 127.0.0.1 is this computer only; 0.0.0.0 every network it is on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="The port to listen on.")] = 8000,
+    public_url: Annotated[Optional[str], typer.Option("--public-url", metavar="URL", help="The address students open, when the server sits behind a proxy.")] = None,
+    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=complete.lang, help="The pages' first language; each student can switch (default: ATTNWALK_LANG, then the locale).")] = None,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, max=1000, metavar="N", help="At most N browser tabs at once (each runs its own process).")] = 60,
+) -> None:
+    """Serve the walk and the quiz as a web page, for a room of students with nothing installed:
+    each browser tab opens on a lesson picker (the built-ins, and the scenario files of --lessons
+    DIR), then walks a lesson, predicts, or takes its quiz, in English or Chinese. Needs
+    pip install 'attnwalk[serve]'. Ctrl-C stops the server and every session.
+
+    \b
+    Examples:
+      attnwalk serve                             then open http://127.0.0.1:8000
+      attnwalk serve --host 0.0.0.0 --lessons ./lessons --lang zh"""
+    from attnwalk.serve.command import serve_command
+
+    raise typer.Exit(serve_command(lessons=lessons, host=host, port=port, public_url=public_url, lang=lang,
+                                   max_sessions=max_sessions))
+
+
 @app.command("progress", short_help="What you have walked, your quiz scores and mistakes.")
 @handles_errors
 def progress_cmd(lang: LangOpt = None) -> None:

@@ -270,8 +270,7 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     if format is not None:
         from attnwalk.tutor.worksheet import as_json, as_markdown
 
-        sheet = as_json(asked, lang) if format.strip().lower() == "json" else as_markdown(
-            asked, lang, scenario.name, seed)
+        sheet = (as_json if format.strip().lower() == "json" else as_markdown)(asked, lang, scenario.name, seed)
         sheet = sheet if sheet.endswith("\n") else sheet + "\n"
         (write or sys.stdout.write)(sheet)
         return 0
