@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attnwalk.layer import alibi, cells, modelcells, realmodel, tiled
+from attnwalk.layer import alibi, cells, modelcells, ops, realmodel, tiled
 from attnwalk.layer.modes import BASELINE, mode_named
 from attnwalk.layer.rope import SHIFT
 from attnwalk.layer.scores import raw_scores
@@ -105,7 +105,7 @@ def _positions(m: Mats, layer: Layer) -> np.ndarray:
 def _projection(weight: str) -> Callable[[Mats, Layer], np.ndarray]:
     def compute(m: Mats, layer: Layer) -> np.ndarray:
         X = m["X"] if weight == "W_Q" else layer.kv_input(m)  # cross-attention: K, V read the source
-        out = X @ getattr(layer.scn, weight)  # (n or m, d_model) @ (d_model, h·d) -> (n or m, h·d)
+        out = ops.product(X, getattr(layer.scn, weight))  # (n or m, d_model) @ (d_model, h·d) -> (n or m, h·d)
         bias = layer.scn.bias_after(weight)  # a real model's b_Q, b_K, b_V: (h·d,), added to every row
         return out if bias is None else out + bias
     return compute
@@ -292,6 +292,8 @@ def _raw_formula(base: str, scn: Scenario, mode: Mode) -> str:
 def _raw_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     if scn.rope is not None:  # the rotated queries and keys are dotted (RoPE scores are dot products)
         return ("rope",)
+    if scn.qk_norm and scn.scorer.divides:  # normalised q and k: no length left to speak of
+        return ("qk_norm",)
     return () if scn.scorer.divides else (scn.score,)  # additive: no dot product to speak of
 
 

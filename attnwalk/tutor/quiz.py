@@ -79,6 +79,7 @@ def tolerance(value: float, finer: int = 0) -> float:
     return round(0.5 * 10.0 ** places, max(-places + 1, 0))
 
 
+PRINTED = 5e-5 + 1e-12  # half a unit of the fourth decimal: how far printing moves a number
 FINER = 1  # how many places finer a question may ask: 3 decimals, which the 4 given still support
 
 
@@ -92,7 +93,8 @@ def fair(answer: float, found: list[tuple[str, float]], masked: bool = False,
     from attnwalk.tutor.mistakes import NAMES, SLIPS
 
     shown = shown or number_text
-    inside = lambda tol: [n for n, v in found if abs(v - answer) <= tol + 1e-12]  # noqa: E731
+    # inside: answered as printed (4 decimals), the mistake's number would be accepted
+    inside = lambda tol: [n for n, v in found if abs(v - answer) <= tol + PRINTED]  # noqa: E731
     for finer in range(FINER + 1):
         tol = 0.0 if masked else tolerance(answer, finer)
         if all(name in SLIPS for name in inside(tol)):
@@ -101,7 +103,7 @@ def fair(answer: float, found: list[tuple[str, float]], masked: bool = False,
         return None
     named: dict[str, tuple[str, float]] = {}  # the value as shown -> its one name
     for name, value in found:
-        if abs(value - answer) <= tol + 1e-12 or shown(value) == shown(answer):
+        if abs(value - answer) <= tol + PRINTED or shown(value) == shown(answer):
             continue
         key = shown(value)
         if key not in named or NAMES.index(name) < NAMES.index(named[key][0]):
