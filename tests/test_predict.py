@@ -224,3 +224,54 @@ def test_the_installed_program_predicts_in_a_real_terminal(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+# -- no spoilers (issue 26, point 7) ------------------------------------------------------------
+
+
+def _forms(x: float) -> set[str]:
+    """How a lesson's text might write x: 4 or 3 decimals, or a percentage."""
+    out = {f"{x:.4f}", f"{x:.3f}"} | ({f"{round(100 * x)}%"} if 0 < x < 1 else set())
+    return {f for f in out if float(f.rstrip("%")) not in (0.0, 1.0, 100.0)}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_nothing_on_screen_gives_a_predicted_number_before_it_is_asked(lang):
+    """With --predict the opening holds back "what to notice", and no note of an earlier stage
+    names the number a prediction asks, unless an earlier screen's matrix already shows it (Z of
+    a one-hot V is a weight of A, which the A screen shows)."""
+    import re
+
+    from attnwalk.render.lesson import lesson_panel
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.scenario.builtins import builtin_names
+    from attnwalk.text import pick
+    from attnwalk.tutor.predict import STAGES
+
+    for name in builtin_names():
+        walk = compute(load_scenario(name))
+        scn = walk.scenario
+        con = Console(width=200, file=io.StringIO(), color_system=None)
+        con.print(lesson_panel(walk, ViewOptions(lang=lang, predicting=True)) or "")
+        opening = con.file.getvalue()
+        keys = [s.key for s in walk.stages]
+        for key in STAGES:
+            q = prediction(walk, key, 0, lang)
+            if q is None or q.kind != "number" or key not in keys:
+                continue
+            earlier = keys[:keys.index(key)]
+            shown = {f"{v:.4f}" for k in earlier if k != "tokens" for v in np.ravel(walk.matrix(k)) if np.isfinite(v)}
+            if f"{float(q.answer):.4f}" in shown:
+                continue  # an input on the screens before: not a spoiler
+            text = " ".join([opening] + [pick(scn.notes.get(k), lang) for k in earlier if scn.notes.get(k)])
+            for form in _forms(abs(float(q.answer))):
+                assert not re.search(rf"(?<![\d.]){re.escape(form)}(?!\d)", text), (name, key, form)
+
+
+def test_girl_bangs_opening_holds_back_its_numbers_with_predict():
+    out = "\n".join(walk_lines("\n" * 8))
+    asked_a = out.index("What will A[撩, 刘海] be?")
+    assert "0.8078" not in out[:asked_a] and "1.5636" not in out[:out.index("What will Z[撩, 1] be?")]
+    assert "With --predict the rest of this introduction is held back" in out
+    whole = runner.invoke(app, ["run", "girl_bangs", "--no-pause"], env={"COLUMNS": "200"}).stdout
+    assert whole.index("0.8078") < whole.index("Stage 2 / 11")  # without --predict it opens with them
