@@ -22,7 +22,9 @@ def product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     from 0 in float64. Only entries tiny against the largest are checked, so this costs little."""
     M = A @ B  # (n, d) @ (d, k) -> (n, k)
     top = float(np.max(np.abs(M), initial=0.0))
-    rows, cols = np.nonzero(np.abs(M) <= 1e-12 * top) if top > 0 else ((), ())
+    if not 0 < top < np.inf:  # nothing to clean, or an overflow the stage reports as it is
+        return M
+    rows, cols = np.nonzero(np.abs(M) <= 1e-12 * top)
     if len(rows) == 0:
         return M
     scale = np.einsum("ik,ki->i", np.abs(A[rows]), np.abs(B[:, cols]))  # Σ|a_k b_k| per entry

@@ -1,404 +1,42 @@
 """Each built-in lesson's own questions: two or more concept questions about the point that lesson
 makes, with its numbers, beside the general ones every quiz asks.
 
-A question is a function of the walk that returns the numbers its text needs (None where the
-walk no longer shows the point: a lesson's questions are asked of its built-in only), and the text
-table quiz.lesson.<lesson>.<topic> (question, answer, wrong_a, wrong_b, why_a, why_b, hint), in
-both languages. The wrong options are misconceptions a learner holds, worded as they believe them.
-A built-in without an entry in LESSONS has none, which tests/test_lesson_quiz.py does not allow.
+A question is a function of the walk that returns the numbers its text needs (lessons_core.py and
+lessons_variants.py; None where the walk no longer shows the point: a lesson's questions are asked
+of its built-in only), and the text table quiz.lesson.<lesson>.<topic> (question, answer, wrong_a,
+wrong_b, why_a, why_b, hint), in both languages. The wrong options are misconceptions a learner
+holds, worded as they believe them. A built-in without an entry in LESSONS has none, which
+tests/test_judging.py does not allow.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import replace
 
-import numpy as np
-
-from attnwalk.layer.axes import token_labels
-from attnwalk.layer.walk import Walk, compute
-from attnwalk.render.options import ViewOptions
-from attnwalk.render.style import short
+from attnwalk.layer.walk import Walk
 from attnwalk.text import Text
+from attnwalk.tutor import lessons_core as core
+from attnwalk.tutor import lessons_variants as variants
 from attnwalk.tutor.quiz import CHOICE, Question
 
-_TWO = ViewOptions(precision=2)
-_FOUR = ViewOptions(precision=4)
-
-
-def n2(x: float) -> str:
-    """A number as the lessons write it in prose: at most two decimals, no trailing zeros."""
-    return short(float(x), _TWO)
-
-
-def n4(x: float) -> str:
-    return short(float(x), _FOUR)
-
-
-def vec(values, digits: Callable[[float], str] = n2) -> str:
-    return "[" + ", ".join(digits(v) for v in values) + "]"
-
-
-def pct(x: float) -> str:
-    return f"{round(100 * float(x))}%"
-
-
-def _focus(w: Walk) -> int:
-    return w.scenario.focus if w.scenario.focus is not None else w.scenario.n - 1
-
-
-# -- the lessons ----------------------------------------------------------------------------------
-
-
-def girl_asymmetry(w: Walk) -> dict | None:
-    t, QK = token_labels(w.scenario.tokens), w.heads[0].mats["QK^T"]
-    i, j = 0, w.scenario.n - 1
-    return {"a": t[i], "b": t[j], "ab": n4(QK[i, j]), "ba": n4(QK[j, i])}
-
-
-def girl_positions(w: Walk) -> dict | None:
-    if w.scenario.main.positional != "sinusoidal":
-        return None
-    t = token_labels(w.scenario.tokens)
-    return {"token": t[0], "e": vec(w.mats["E"][0]), "x": vec(w.mats["X"][0]), "p": vec(w.mats["P"][0])}
-
-
-def causal_tie(w: Walk) -> dict | None:
-    S, ok = w.heads[0].mats["S"], w.scenario.allowed
-    t = token_labels(w.scenario.tokens)
-    for r in range(w.scenario.n):
-        for c in np.flatnonzero(~ok[r]):
-            if S[r, c] >= S[r][ok[r]].max() - 1e-12:
-                return {"row": t[r], "col": t[c], "s": n4(S[r, c]), "own": t[int(np.argmax(np.where(ok[r], S[r], -np.inf)))]}
-    return None
-
-
-def causal_reversed(w: Walk) -> dict | None:
-    from attnwalk.scenario.variant import swapped
-
-    scn = w.scenario
-    last = scn.n - 1
-    other = compute(swapped(scn, 0, last), w.mode)
-    t = token_labels(scn.tokens)
-    return {"last": t[last], "first": t[0], "v": vec(w.heads[0].mats["V"][last]),
-            "z": vec(w.matrix("Z")[last], n4), "then": vec(other.matrix("Z")[0])}
-
-
-def river_match(w: Walk) -> dict | None:
-    r = _focus(w)
-    t, QK = token_labels(w.scenario.tokens), w.heads[0].mats["QK^T"]
-    top = int(np.argmax(QK[r]))
-    return {"row": t[r], "col": t[top], "q": vec(w.heads[0].mats["Q"][r]), "s": n2(QK[r, top])}
-
-
-def river_mix(w: Walk) -> dict | None:
-    r = _focus(w)
-    t, A, V = token_labels(w.scenario.tokens), w.matrix("A"), w.heads[0].mats["V"]
-    top = int(np.argmax(A[r]))
-    return {"row": t[r], "col": t[top], "w": pct(A[r, top]), "v": vec(V[top]), "z": vec(w.matrix("Z")[r]),
-            "own": vec(V[r])}
-
-
-def _river(w: Walk) -> Walk:
-    from attnwalk.scenario.model import load_scenario
-
-    return compute(load_scenario("river_bank"), w.mode)
-
-
-def savings_same_a(w: Walk) -> dict | None:
-    r, river = _focus(w), _river(w)
-    if not np.allclose(river.matrix("A")[r], w.matrix("A")[r]):
-        return None
-    t, V = token_labels(w.scenario.tokens), w.heads[0].mats["V"]
-    top = int(np.argmax(w.matrix("A")[r]))
-    return {"row": t[r], "a": vec(w.matrix("A")[r]), "z": vec(w.matrix("Z")[r]), "z_river": vec(river.matrix("Z")[r]),
-            "col": t[top], "v": vec(V[top]), "v_river": vec(river.heads[0].mats["V"][top])}
-
-
-def savings_decides(w: Walk) -> dict | None:
-    r = _focus(w)
-    t, A = token_labels(w.scenario.tokens), w.matrix("A")
-    top = int(np.argmax(A[r]))
-    return {"row": t[r], "col": t[top], "w": pct(A[r, top]), "e": vec(w.mats["E"][r])}
-
-
-def dog_angle(w: Walk) -> dict | None:
-    r = _focus(w)
-    mats = w.heads[0].mats
-    q, K, t = mats["Q"][r], mats["K"], token_labels(w.scenario.tokens)
-    keys = [j for j in np.argsort(-mats["QK^T"][r], kind="stable") if np.linalg.norm(K[j]) > 0]
-    lengths = {round(float(np.linalg.norm(K[j])), 6) for j in keys}
-    if len(lengths) != 1 or not np.linalg.norm(q):
-        return None
-    sep = ", "
-    angles = [math.degrees(math.acos(np.clip(q @ K[j] / (np.linalg.norm(q) * np.linalg.norm(K[j])), -1, 1)))
-              for j in keys]
-    return {"row": t[r], "q": vec(q), "length": n2(lengths.pop()), "qlen": n2(np.linalg.norm(q)),
-            "scores": sep.join(f"{t[j]} {n2(mats['QK^T'][r, j])}" for j in keys),
-            "angles": sep.join(f"{round(a)}°" for a in angles)}
-
-
-def dog_right_angle(w: Walk) -> dict | None:
-    r = _focus(w)
-    mats = w.heads[0].mats
-    t = token_labels(w.scenario.tokens)
-    zero = [j for j in range(w.scenario.m) if np.linalg.norm(mats["K"][j]) > 0 and abs(mats["QK^T"][r, j]) < 1e-9]
-    return {"row": t[r], "col": t[zero[0]], "k": vec(mats["K"][zero[0]])} if zero else None
-
-
-def length_key(w: Walk) -> dict | None:
-    mats, t = w.heads[0].mats, token_labels(w.scenario.tokens)
-    lengths = np.linalg.norm(mats["K"], axis=1)
-    j = int(np.argmax(lengths))
-    col = mats["QK^T"][:, j]
-    leaning = [t[i] for i in range(w.scenario.n) if col[i] > 1e-9]
-    flat = [t[i] for i in range(w.scenario.n) if abs(col[i]) <= 1e-9 and np.linalg.norm(mats["Q"][i]) > 0]
-    if not leaning or not flat:
-        return None
-    sep = ", "
-    return {"col": t[j], "k": vec(mats["K"][j]), "len": n2(lengths[j]), "leaning": sep.join(leaning),
-            "flat": flat[-1], "column": vec(col)}
-
-
-def length_query(w: Walk) -> dict | None:
-    r = _focus(w)
-    mats, A, t = w.heads[0].mats, w.matrix("A"), token_labels(w.scenario.tokens)
-    top = int(np.argmax(A[r]))
-    q_long, q_short = mats["Q"][r], mats["Q"][top]
-    norms = np.linalg.norm(q_long) * np.linalg.norm(q_short)
-    if top == r or not norms or q_long @ q_short < norms * (1 - 1e-9):  # the same direction
-        return None
-    return {"long": t[r], "short": t[top], "ql": vec(q_long), "qs": vec(q_short),
-            "ratio": n2(np.linalg.norm(q_long) / np.linalg.norm(q_short)), "w": pct(A[r, top]), "kept": pct(A[top, top])}
-
-
-def _plain(w: Walk) -> Walk:
-    """The same scenario without QK-norm."""
-    return compute(replace(w.scenario, qk_norm=False, qk_scale=1.0), w.mode)
-
-
-def norm_left(w: Walk) -> dict | None:
-    r = _focus(w)
-    mats, t = w.heads[0].mats, token_labels(w.scenario.tokens)
-    return {"row": t[r], "q": vec(mats["Q"][r]), "d_k": w.scenario.d_k, "root": n2(math.sqrt(w.scenario.d_k)),
-            "scale": n2(w.scenario.qk_scale), "two": n2(w.scenario.d_k * w.scenario.qk_scale)}
-
-
-def norm_long_key(w: Walk) -> dict | None:
-    plain = _plain(w)
-    mats, t = w.heads[0].mats, token_labels(w.scenario.tokens)
-    j = int(np.argmax(np.linalg.norm(mats["K"], axis=1)))
-    A, B = w.matrix("A"), plain.matrix("A")
-    others = [i for i in range(w.scenario.n) if i != j and B[i, j] - A[i, j] > 0.1]
-    if not others:
-        return None
-    i = max(others, key=lambda i: B[i, j] - A[i, j])
-    return {"row": t[i], "col": t[j], "k": vec(mats["K"][j]), "before": pct(B[i, j]), "after": pct(A[i, j])}
-
-
-def additive_zero(w: Walk) -> dict | None:
-    mats, t = w.heads[0].mats, token_labels(w.scenario.tokens)
-    zero = [i for i in range(w.scenario.n) if not np.any(mats["Q"][i])]
-    if not zero:
-        return None
-    r = zero[0]
-    top = int(np.argmax(w.matrix("A")[r]))
-    return {"row": t[r], "scores": vec(mats["QK^T"][r]), "col": t[top], "w": pct(w.matrix("A")[r, top])}
-
-
-def additive_bound(w: Walk) -> dict | None:
-    w_a = np.asarray(w.scenario.w_a)
-    return {"w_a": vec(w_a), "bound": n2(np.abs(w_a).sum()), "d_k": w.scenario.d_k}
-
-
-def cross_shape(w: Walk) -> dict | None:
-    n, m = w.scenario.n, w.scenario.m
-    return {"n": n, "m": m, "m2": m + 2}
-
-
-def cross_empty(w: Walk) -> dict | None:
-    mats, A = w.heads[0].mats, w.matrix("A")
-    rows, keys = token_labels(w.scenario.tokens), token_labels(w.scenario.key_tokens)
-    for r in range(w.scenario.n):
-        top = int(np.argmax(A[r]))
-        if not np.any(mats["V"][top]):
-            return {"row": rows[r], "col": keys[top], "w": pct(A[r, top]), "v": vec(mats["V"][top]),
-                    "z": vec(w.matrix("Z")[r])}
-    return None
-
-
-def rope_offset(w: Walk) -> dict | None:
-    QK = w.heads[0].mats["QK^T"]
-    return {"back": n2(QK[1, 0]), "diagonal": n2(QK[0, 0]), "two": n2(QK[2, 0])}
-
-
-def rope_twins(w: Walk) -> dict | None:
-    E, t = w.mats["E"], w.scenario.tokens
-    for i in range(w.scenario.n):
-        for j in range(i + 1, w.scenario.n):
-            if t[i] == t[j] and np.array_equal(E[i], E[j]):
-                labels = token_labels(t)
-                return {"token": t[i], "a": labels[i], "b": labels[j], "pa": i, "pb": j}
-    return None
-
-
-def alibi_far(w: Walk) -> dict | None:
-    from attnwalk.layer.alibi import slopes
-
-    r = _focus(w)
-    S, t = w.heads[0].mats["S"], token_labels(w.scenario.tokens)
-    hits = sorted((j for j in range(r) if S[r, j] > 0), key=lambda j: j)
-    if len(hits) < 2:
-        return None
-    far, near = hits[0], hits[-1]
-    m = float(slopes(w.scenario.heads)[0])
-    return {"slope": n4(m), "row": t[r], "far": t[far], "near": t[near], "df": r - far, "dn": r - near,
-            "pf": n2(m * (r - far)), "pn": n2(m * (r - near))}
-
-
-def alibi_heads(w: Walk) -> dict | None:
-    from attnwalk.layer.alibi import slopes
-
-    r, h = _focus(w), w.scenario.heads
-    t = token_labels(w.scenario.tokens)
-    first, last = int(np.argmax(w.matrix("A", 0)[r])), int(np.argmax(w.matrix("A", h - 1)[r]))
-    if first == last:
-        return None
-    m = slopes(h)
-    return {"row": t[r], "first": t[first], "last": t[last], "heads": h, "m1": n4(m[0]), "mh": n4(m[-1])}
-
-
-def window_dropped(w: Walk) -> dict | None:
-    r = _focus(w)
-    S, ok, t = w.heads[0].mats["S"], w.scenario.allowed, token_labels(w.scenario.tokens)
-    top = int(np.argmax(S[r]))
-    if ok[r, top]:
-        return None
-    return {"row": t[r], "col": t[top], "s": n4(S[r, top]), "back": r - top, "w": w.scenario.window}
-
-
-def window_later(w: Walk) -> dict | None:
-    r = _focus(w)
-    S, ok, t = w.heads[0].mats["S"], w.scenario.allowed, token_labels(w.scenario.tokens)
-    top = int(np.argmax(S[r]))
-    width = w.scenario.window
-    if ok[r, top] or width < 2:
-        return None
-    return {"row": t[r], "col": t[top], "w": width, "step": width - 1, "layers": math.ceil((r - top) / (width - 1)),
-            "back": r - top}
-
-
-def gqa_same_kv(w: Walk) -> dict | None:
-    r, scn = _focus(w), w.scenario
-    t = token_labels(scn.tokens)
-    pairs = [(a, b) for a in range(scn.heads) for b in range(a + 1, scn.heads) if scn.kv_head(a) == scn.kv_head(b)]
-    for a, b in pairs:
-        ta, tb = int(np.argmax(w.matrix("A", a)[r])), int(np.argmax(w.matrix("A", b)[r]))
-        if ta != tb:
-            return {"row": t[r], "ha": a + 1, "hb": b + 1, "ca": t[ta], "cb": t[tb]}
-    return None
-
-
-def gqa_saves(w: Walk) -> dict | None:
-    scn = w.scenario
-    shared, own = scn.groups * (scn.d_k + scn.d_v), scn.heads * (scn.d_k + scn.d_v)
-    return {"shared": shared, "own": own, "g": scn.groups, "h": scn.heads, "d": scn.d_k, "keys": shared // 2}
-
-
-def _tiled_row(w: Walk):
-    from attnwalk.layer.tiledcells import head_steps
-
-    r = _focus(w)
-    return r, head_steps(w, 0, r)
-
-
-def online_alpha(w: Walk) -> dict | None:
-    r, steps = _tiled_row(w)
-    b = next((b for b in range(1, len(steps)) if steps[b].alpha[0] < 1.0), None)
-    if b is None:
-        return None
-    s = steps[b]
-    return {"row": token_labels(w.scenario.tokens)[r], "block": b + 1, "before": b, "m_old": n4(s.m_old[0]),
-            "l_old": n4(s.l_old[0]), "m": n4(s.m[0]), "alpha": n4(s.alpha[0])}
-
-
-def online_steady(w: Walk) -> dict | None:
-    r, steps = _tiled_row(w)
-    b = next((b for b in range(1, len(steps)) if steps[b].alpha[0] == 1.0 and np.isfinite(steps[b].block_max[0])), None)
-    if b is None:
-        return None
-    s = steps[b]
-    return {"row": token_labels(w.scenario.tokens)[r], "block": b + 1, "scores": vec(s.scores[0]),
-            "m": n4(s.m[0]), "top": n4(s.block_max[0]), "wrong": n4(math.exp(s.block_max[0] - s.m[0]))}
-
-
-def cache_saves(w: Walk) -> dict | None:
-    from attnwalk.layer.kvcache import cached_work, refusal, rerun_work
-
-    scn = w.scenario
-    if refusal(scn) is not None:
-        return None
-    cached = sum(cached_work(scn, t).total for t in range(1, scn.n + 1))
-    rerun = sum(rerun_work(scn, t).total for t in range(1, scn.n + 1))
-    return {"n": scn.n, "cached": f"{cached:,}", "rerun": f"{rerun:,}"}
-
-
-def cache_exact(w: Walk) -> dict | None:
-    t = token_labels(w.scenario.tokens)
-    return {"first": t[0], "n": w.scenario.n}
-
-
-def shapes_scores(w: Walk) -> dict | None:
-    scn = w.scenario
-    return {"n": scn.n, "heads": scn.heads, "d_model": scn.d_model, "big": 2 * scn.d_model,
-            "d_big": 2 * scn.d_model // scn.heads}
-
-
-def shapes_concat(w: Walk) -> dict | None:
-    scn = w.scenario
-    return {"n": scn.n, "heads": scn.heads, "d_v": scn.d_v, "width": scn.heads * scn.d_v,
-            "second": f"{scn.d_v + 1}–{2 * scn.d_v}", "stacked": scn.n * scn.heads}
-
-
-def order_same_vector(w: Walk) -> dict | None:
-    from attnwalk.scenario.variant import swapped, with_positional
-
-    scn = w.scenario
-    bare = with_positional(scn, "none")
-    a, b = compute(bare, w.mode), compute(swapped(bare, 0, scn.n - 1), w.mode)
-    t = token_labels(scn.tokens)
-    return {"token": t[-1], "z": vec(a.matrix("Z")[-1], n4), "other": vec(b.matrix("Z")[0], n4),
-            "order": "".join(scn.tokens), "swapped": "".join(reversed(scn.tokens))}
-
-
-def order_where(w: Walk) -> dict | None:
-    if w.scenario.main.positional != "sinusoidal":
-        return None
-    t = token_labels(w.scenario.tokens)
-    last = w.scenario.n - 1
-    return {"token": t[last], "x": vec(w.mats["X"][last], n4), "e": vec(w.mats["E"][last]),
-            "first": vec(w.mats["E"][last] + w.mats["P"][0], n4), "pos": last}
-
-
 LESSONS: dict[str, dict[str, Callable[[Walk], dict | None]]] = {
-    "girl_bangs": {"asymmetry": girl_asymmetry, "positions": girl_positions},
-    "causal_mask": {"tie": causal_tie, "reversed": causal_reversed},
-    "river_bank": {"match": river_match, "mix": river_mix},
-    "savings_bank": {"same_a": savings_same_a, "decides": savings_decides},
-    "yellow_dog": {"angle": dog_angle, "right_angle": dog_right_angle},
-    "yellow_dog_length": {"long_key": length_key, "long_query": length_query},
-    "qk_norm": {"left": norm_left, "long_key": norm_long_key},
-    "additive_score": {"zero_query": additive_zero, "bound": additive_bound},
-    "cross_attention": {"shape": cross_shape, "empty_value": cross_empty},
-    "rope": {"offset": rope_offset, "twins": rope_twins},
-    "alibi": {"far": alibi_far, "heads": alibi_heads},
-    "sliding_window": {"dropped": window_dropped, "later": window_later},
-    "grouped_query": {"same_kv": gqa_same_kv, "saves": gqa_saves},
-    "online_softmax": {"alpha": online_alpha, "steady": online_steady},
-    "kv_cache": {"saves": cache_saves, "exact": cache_exact},
-    "shapes": {"scores": shapes_scores, "concat": shapes_concat},
-    "word_order": {"same_vector": order_same_vector, "where": order_where},
+    "girl_bangs": {"asymmetry": core.girl_asymmetry, "positions": core.girl_positions},
+    "causal_mask": {"tie": core.causal_tie, "reversed": core.causal_reversed},
+    "river_bank": {"match": core.river_match, "mix": core.river_mix},
+    "savings_bank": {"same_a": core.savings_same_a, "decides": core.savings_decides},
+    "yellow_dog": {"angle": core.dog_angle, "right_angle": core.dog_right_angle},
+    "yellow_dog_length": {"long_key": core.length_key, "long_query": core.length_query},
+    "qk_norm": {"left": core.norm_left, "long_key": core.norm_long_key},
+    "additive_score": {"zero_query": core.additive_zero, "bound": core.additive_bound},
+    "cross_attention": {"shape": core.cross_shape, "empty_value": core.cross_empty},
+    "rope": {"offset": variants.rope_offset, "twins": variants.rope_twins},
+    "alibi": {"far": variants.alibi_far, "heads": variants.alibi_heads},
+    "sliding_window": {"dropped": variants.window_dropped, "later": variants.window_later},
+    "grouped_query": {"same_kv": variants.gqa_same_kv, "saves": variants.gqa_saves},
+    "online_softmax": {"alpha": variants.online_alpha, "steady": variants.online_steady},
+    "kv_cache": {"saves": variants.cache_saves, "exact": variants.cache_exact},
+    "shapes": {"scores": variants.shapes_scores, "concat": variants.shapes_concat},
+    "word_order": {"same_vector": core.order_same_vector, "where": core.order_where},
 }
 
 
@@ -417,3 +55,4 @@ def lesson_questions(walk: Walk, tx: Text) -> list[Question]:
                             choices=(field("answer"), field("wrong_a"), field("wrong_b")),
                             why=("", field("why_a"), field("why_b")), qid=f"lesson:{scn.name}:{topic}"))
     return out
+
