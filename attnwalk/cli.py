@@ -347,6 +347,11 @@ def compare_cmd(
                                            help="Multiply the scores by K before softmax (K > 0) to show saturation.")] = 1.0,
     format: Annotated[CompareFormat, typer.Option("--format", "-f", help="text for people, json for scripts.")] = CompareFormat.text,
     head: Annotated[int, typer.Option("--head", metavar="N", help="Which head to show in multi-head scenarios (1-based).")] = 1,
+    positional: Annotated[Optional[str], typer.Option(
+        "--positional", metavar="KIND", help="Walk the scenarios with these positions instead of their own: none, "
+        "sinusoidal or rope (e.g. what word order does without positions: compare girl_bangs word_order --positional none).")] = None,
+    mask: Annotated[Optional[str], typer.Option(
+        "--mask", metavar="KIND", help="Walk the scenarios with this mask instead of their own: none or causal.")] = None,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, at: AtOpt = None,
 ) -> None:
     """One scenario: scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and
@@ -357,7 +362,8 @@ def compare_cmd(
     \b
     Examples:
       attnwalk compare girl_bangs --amplify 8
-      attnwalk compare river_bank savings_bank"""
+      attnwalk compare river_bank savings_bank
+      attnwalk compare girl_bangs word_order --positional none"""
     from attnwalk.errors import UsageError
     from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head
     from attnwalk.text import detect_lang
@@ -370,6 +376,12 @@ def compare_cmd(
         raise UsageError(f"compare takes one scenario (its modes) or two (side by side), not {len(refs)}: "
                          + " ".join(refs))
     scenarios = [load_scenario(ref) for ref in refs or [DEFAULT_SCENARIO]]
+    if positional is not None or mask is not None:  # a what-if for both: the word-order lesson's
+        from attnwalk.scenario.variant import with_mask, with_positional
+
+        scenarios = [with_positional(s, positional.strip().lower()) if positional is not None else s
+                     for s in scenarios]
+        scenarios = [with_mask(s, mask.strip().lower()) if mask is not None else s for s in scenarios]
     modes = [m.value for m in mode or []]
     if len(scenarios) == 2:
         from attnwalk.layer.pair import check_shapes, compare_pair, pair_data

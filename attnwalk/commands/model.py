@@ -116,7 +116,7 @@ def model_data(walk, head: int) -> dict:
     tok = layer.tokens
     data["tokenization"] = {"text": tok.text, "words": list(tok.words), "pieces": list(tok.pieces),
                             "ids": list(tok.ids), "special": list(tok.special),
-                            "word_of": list(tok.word_of)}
+                            "word_of": list(tok.word_of), "unknown": list(tok.unknown)}
     return data
 
 

@@ -208,7 +208,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 
-    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang), predicting=predict)
     fmt = save_format(save) if save is not None else None
     from attnwalk.features.tiles import with_tiles
 

@@ -25,6 +25,7 @@ class Tokenization:
     ids: tuple[int, ...]
     special: tuple[bool, ...]         # added by the tokenizer ([CLS], [SEP], <|endoftext|>)
     word_of: tuple[int | None, ...]   # index into words per piece; None for special tokens
+    unknown: tuple[bool, ...] = ()    # the tokenizer's unknown token ([UNK]): not in its vocabulary
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,8 @@ def cost_panel(scn: Scenario, opts: ViewOptions) -> RenderableType:
                                share=f"{100 * quadratic_share(at):.1f}", at=at_text(at)))
     else:
         notes.append(style.say(opts, "cost.try_at"))
-    notes.append(style.say(opts, "cost.legend_cross" if here.cross else "cost.legend"))
+    s = style.say(opts, "cost.legend_s" if here.scaled else "cost.legend_s_undivided")
+    notes.append(style.say(opts, "cost.legend_cross" if here.cross else "cost.legend", s=s))
     parts += [Prose(style.plain(n, opts), style=style.NOTE) for n in notes]
     return Panel(Group(*parts), box=style.panel_box(opts), border_style=style.PANEL_BORDER,
                  title=Text(style.plain(style.say(opts, "cost.title"), opts)), title_align="left")

@@ -56,6 +56,12 @@ def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
     grid.add_row(Text(say("added")), Text(", ".join(added) if added else say("none_added")))
     cuts = _cuts(tok)
     grid.add_row(Text(say("cut")), Prose(style.plain("; ".join(cuts), opts) if cuts else say("no_split")))
+    unknown = [i for i, u in enumerate(tok.unknown) if u]
+    if unknown:  # the vocabulary has no piece for them: one embedding for all, whatever they were
+        words = [tok.words[tok.word_of[i]] for i in unknown if tok.word_of[i] is not None]
+        grid.add_row(Text(say("unknown_label")), Prose(say(
+            "unknown", count=len(unknown), total=sum(1 for s in tok.special if not s), piece=escaped(tok.pieces[unknown[0]]),
+            words=style.say(opts, "ui.list_sep").join(dict.fromkeys(escaped(w) for w in words)))))
     title = say("title", name=escaped(info.name), layer=layer.layer + 1, layers=info.n_layers,
                 heads=info.n_heads)
     return Panel(Group(*facts, grid), title=Text(style.plain(title, opts), style=style.SCREEN_TITLE),

@@ -17,7 +17,7 @@ import math
 
 from attnwalk.text import text
 from attnwalk.tutor.quiz import (CHOICE, LETTERS, NUMBER, SHAPE, TOKEN, Question, number_text,
-                                 parse_shape)
+                                 parse_shape, tolerance_text)
 
 VERSION = 1
 KINDS = (NUMBER, TOKEN, SHAPE, CHOICE)
@@ -157,7 +157,7 @@ def as_markdown(qs: list[Question], lang: str, name: str, seed: int | None) -> s
     for i, q in enumerate(qs, 1):
         answer = _answer(q)
         if q.kind == NUMBER:
-            answer = f"{number_text(float(q.answer))} (±{q.tolerance:g})"
+            answer = f"{number_text(float(q.answer))} ({tolerance_text(tx, q.tolerance)})"  # or "exactly"
         elif q.kind in (CHOICE, SHAPE):
             answer = q.shown
         lines.append(f"{i}. {answer}")
