@@ -279,7 +279,7 @@ def test_reset_with_nothing_saved_says_so_without_asking(state):
 @pytest.mark.parametrize("answer, forgets", [("y\n", True), ("YES\n", True), ("n\n", False),
                                              ("\n", False), ("", False), ("yep\n", False)])
 def test_reset_in_a_terminal_asks_first(state, monkeypatch, answer, forgets):
-    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("attnwalk.terminal.streams.stdin_is_terminal", lambda: True)
     store = _two_saved(state)
     result = runner.invoke(app, ["reset"], input=answer)
     assert result.exit_code == 0
@@ -291,7 +291,7 @@ def test_reset_in_a_terminal_asks_first(state, monkeypatch, answer, forgets):
 
 
 def test_reset_asks_in_chinese_and_takes_a_chinese_yes(state, monkeypatch):
-    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("attnwalk.terminal.streams.stdin_is_terminal", lambda: True)
     _two_saved(state)
     result = runner.invoke(app, ["reset", "--lang", "zh"], input="是\n")
     assert "girl_bangs、river_bank" in result.stderr and result.stderr.endswith("[y/N] ")
@@ -300,7 +300,7 @@ def test_reset_asks_in_chinese_and_takes_a_chinese_yes(state, monkeypatch):
 
 def test_reset_with_yes_or_a_name_never_asks(state, monkeypatch):
     asked = []
-    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: asked.append(1) or True)
+    monkeypatch.setattr("attnwalk.terminal.streams.stdin_is_terminal", lambda: asked.append(1) or True)
     store = _two_saved(state)
     assert "cleared for river_bank" in runner.invoke(app, ["reset", "river_bank"]).stdout
     assert sorted(store.load()) == ["girl_bangs"]

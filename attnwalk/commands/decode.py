@@ -27,10 +27,21 @@ def decode_of(scenario, mode: str) -> Decode:
 
 def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                    precision: int, ascii: bool, lang: str | None, head: str | None = None,
-                   save: str | None = None, scenario=None) -> int:
+                   save: str | None = None, scenario=None, format: str = "text") -> int:
     """`attnwalk decode`: step through every step in a terminal, else print them all; returns the
     exit code. `scenario`, when given, is decoded instead of one named (`attnwalk model --decode`);
-    --save records every screen as run's --save records the walk."""
+    --save records every screen as run's --save records the walk; --format json prints every
+    step for scripts instead."""
+    if format == "json":
+        from attnwalk.errors import UsageError
+        from attnwalk.terminal.streams import write_out
+
+        if save is not None:
+            raise UsageError("--save records the screens; with --format json redirect the output instead "
+                             "(... --format json > steps.json)")
+        write_out(decode_json(name=name, scenario_file=scenario_file, mode=mode, head=head,
+                              scenario=scenario), json=True)
+        return 0
     from attnwalk.commands.walk import ScreenRule, chosen_scenario, head_option, save_format, save_reported
     from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text

@@ -115,10 +115,10 @@ def model_data(walk, head: int) -> dict:
 def model_command(*, sentence: str, model: str | None, layer: int, head: str | None, mode: str,
                   no_pause: bool, precision: int, ascii: bool, save: str | None, lang: str | None,
                   resume: bool, predict: bool, format: str | None, output: str | None,
-                  compare: bool, quiz: bool, count: int | None, write, tiles: int | None = None,
+                  compare: bool, quiz: bool, count: int | None, tiles: int | None = None,
                   at: str | None = None, decode: bool = False) -> int:
     """Walk (or export, compare, quiz, decode) one layer of a real model; returns the exit code.
-    `write` prints an export (content, is_json) as stdout's encoding can hold it. --tiles adds
+    --tiles adds
     the tiled stage to the walk, the export and the compare as a scenario's --tiles does; --at
     projects the cost panel of the walk and the comparison."""
     if sum((format is not None and not decode, compare, quiz, decode)) > 1:
@@ -145,9 +145,17 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
 
     scenario = with_tiles(scenario_from_model(load_layer(sentence, model, layer)), tiles)
     if decode:
-        return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, write)
+        from attnwalk.commands.decode import decode_command
+
+        return decode_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause, precision=precision,
+                              ascii=ascii, lang=lang, head=head, save=save, scenario=scenario,
+                              format=format or "text")
     if format is not None:
-        return _export(scenario, format, mode, lang, precision, output, _head(scenario, head), write)
+        from attnwalk.commands.export import export_walk
+
+        chosen = _head(scenario, head)
+        return export_walk(scenario, format=format, mode=mode, lang=lang, precision=precision, output=output,
+                           data=lambda walk: model_data(walk, chosen))
     if compare:
         return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
     if quiz:
@@ -171,47 +179,6 @@ def _head(scenario: Scenario, head: str | None) -> int:
     if not head.strip().isdecimal():
         raise UsageError(f"--head {head}: give a head number from 1 to {scenario.heads}")
     return check_head(scenario, int(head))
-
-
-def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precision: int,
-            output: str | None, head: int, write) -> int:
-    from attnwalk.commands.walk import output_path, write_atomically
-    from attnwalk.export.data import to_json
-    from attnwalk.layer.walk import compute
-    from attnwalk.scenario.limits import check_export
-    from attnwalk.text import detect_lang
-
-    lang = detect_lang(lang)
-    target = None if output is None else output_path(output, "--output", f"walk.{format}")
-    walk = compute(scenario, mode)
-    check_export(walk, format)
-    if format == "json":
-        content = to_json(model_data(walk, head)) + "\n"
-    else:
-        from attnwalk.export.handout import handout
-        from attnwalk.render.options import ViewOptions
-
-        content = handout(walk, format, ViewOptions(precision=precision, lang=lang))
-    if target is None:
-        write(content, format == "json")
-    else:
-        write_atomically(target, content, option="--output")
-    return 0
-
-
-def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None, no_pause: bool,
-            precision: int, ascii: bool, lang: str | None, save: str | None, write) -> int:
-    """--decode: the layer's KV cache stepped (or written as JSON) by `attnwalk decode`'s own code;
-    a bidirectional model (BERT) is refused there, as a scenario without a causal mask is."""
-    from attnwalk.commands.decode import decode_command, decode_json
-
-    if format == "json":
-        if save is not None:
-            raise UsageError("--save records the screens; with --format json redirect the output instead")
-        write(decode_json(name=None, scenario_file=None, mode=mode, head=head, scenario=scenario), True)
-        return 0
-    return decode_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause, precision=precision,
-                          ascii=ascii, lang=lang, head=head, save=save, scenario=scenario)
 
 
 def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: str | None,

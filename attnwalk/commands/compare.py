@@ -1,0 +1,63 @@
+"""The body of `attnwalk compare`: one scenario's modes side by side (layer/compare.py), or two
+scenarios of the same shape stage by stage (layer/pair.py); on screen or as JSON."""
+
+from __future__ import annotations
+
+from attnwalk.errors import UsageError
+
+
+def compare_command(*, names: list[str], files: list[str], modes: list[str], amplify: float,
+                    format: str, head: int, precision: int, ascii: bool, lang: str | None,
+                    at: str | None) -> int:
+    """Names come first, then files; none at all compares the default lesson's modes."""
+    from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head
+    from attnwalk.scenario.model import load_scenario
+    from attnwalk.text import detect_lang
+
+    check_amplify(amplify)
+    lang = detect_lang(lang)
+    refs = [*names, *files]
+    if len(refs) > 2:
+        raise UsageError(f"compare takes one scenario (its modes) or two (side by side), not {len(refs)}: "
+                         + " ".join(refs))
+    scenarios = [load_scenario(ref) for ref in refs or [DEFAULT_SCENARIO]]
+    if len(scenarios) == 2:
+        from attnwalk.layer.pair import check_shapes, compare_pair, pair_data
+
+        if at is not None:
+            raise UsageError("--at projects one scenario's cost; with two scenarios leave it out")
+        if len(set(modes)) > 1:
+            raise UsageError(f"with two scenarios, give one --mode to compute both in (got {', '.join(modes)})")
+        check_shapes(*scenarios)
+        result = compare_pair(*scenarios, modes[0] if modes else "scaled", amplify,
+                              check_head(scenarios[0], head))
+        data = pair_data
+    else:
+        from attnwalk.layer.compare import compare, comparison_data
+
+        result = compare(scenarios[0], modes, amplify, check_head(scenarios[0], head))
+        data = comparison_data
+        if at is not None:  # checked before anything is printed
+            from attnwalk.layer.cost import projected_dims
+
+            at = projected_dims(scenarios[0], at)
+    if format == "json":
+        from attnwalk.export.data import to_json
+        from attnwalk.terminal.streams import write_out
+
+        write_out(to_json(data(result)) + "\n", json=True)
+        return 0
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.terminal.console import make_console
+
+    console = make_console()
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width, at=at)
+    if len(scenarios) == 2:
+        from attnwalk.render.pairview import pair_view
+
+        console.print(pair_view(result, opts))
+    else:
+        from attnwalk.render.compareview import compare_view
+
+        console.print(compare_view(result, opts))
+    return 0
