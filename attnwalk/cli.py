@@ -236,7 +236,7 @@ def compare_cmd(
     amplify: Annotated[float, typer.Option("--amplify", "-k", metavar="K",
                                            help="Multiply the scores by K before softmax (K > 0) to show saturation.")] = 1.0,
     format: Annotated[CompareFormat, typer.Option("--format", "-f", help="text for people, json for scripts.")] = CompareFormat.text,
-    head: Annotated[int, typer.Option("--head", metavar="N", help="Which head to show in multi-head scenarios (1-based).")] = 1,
+    head: Annotated[Optional[str], typer.Option("--head", metavar="N", help="Which head to show in multi-head scenarios (from 1).")] = None,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, at: AtOpt = None,
 ) -> None:
     """One scenario: scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and
@@ -264,7 +264,7 @@ def explain_cmd(
     col: Annotated[str, typer.Argument(metavar="COL", help="The column, counted from 1 as the table labels it: a key's number or token "
                                        "for query × key stages (QK^T, S, S+M, A); a dimension 1 … d, or its name if the scenario names it, for the others.")],
     mode: ModeOpt = Mode.scaled,
-    head: Annotated[int, typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (1-based).")] = 1,
+    head: Annotated[Optional[str], typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (from 1).")] = None,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, tiles: TilesOpt = None,
 ) -> None:
     """Work out one cell step by step, without the walk.

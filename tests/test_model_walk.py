@@ -289,7 +289,7 @@ def test_quiz_asks_about_the_layer(tiny) -> None:
 @pytest.mark.parametrize("args,message", [
     (("--layer", "0"), "--layer 0: layers are numbered from 1"),
     (("--layer", "4"), "--layer 4: tiny has 3 layers"),
-    (("--head", "5"), "--head 5: tiny-bert L1 has 4 heads, numbered 1 to 4"),
+    (("--head", "5"), "--head 5: tiny-bert L1 has 4 heads, numbered from 1: give 1 to 4"),
     (("--format", "json", "--compare"), "give at most one of --format, --compare, --quiz and --decode"),
     (("-o", "x.json"), "--output writes an export: add --format"),
     (("--count", "2"), "--count sets how many questions --quiz asks: add --quiz"),

@@ -7,10 +7,11 @@ from attnwalk.errors import UsageError
 
 
 def compare_command(*, names: list[str], files: list[str], modes: list[str], amplify: float,
-                    format: str, head: int, precision: int, ascii: bool, lang: str | None,
+                    format: str, head: str | None, precision: int, ascii: bool, lang: str | None,
                     at: str | None) -> int:
     """Names come first, then files; none at all compares the default lesson's modes."""
-    from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head
+    from attnwalk.layer.axes import pick_head
+    from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify
     from attnwalk.scenario.model import load_scenario
     from attnwalk.text import detect_lang
 
@@ -30,12 +31,12 @@ def compare_command(*, names: list[str], files: list[str], modes: list[str], amp
             raise UsageError(f"with two scenarios, give one --mode to compute both in (got {', '.join(modes)})")
         check_shapes(*scenarios)
         result = compare_pair(*scenarios, modes[0] if modes else "scaled", amplify,
-                              check_head(scenarios[0], head))
+                              pick_head(scenarios[0], head))
         data = pair_data
     else:
         from attnwalk.layer.compare import compare, comparison_data
 
-        result = compare(scenarios[0], modes, amplify, check_head(scenarios[0], head))
+        result = compare(scenarios[0], modes, amplify, pick_head(scenarios[0], head))
         data = comparison_data
         if at is not None:  # checked before anything is printed
             from attnwalk.layer.cost import projected_dims

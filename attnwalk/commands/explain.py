@@ -4,7 +4,7 @@ the walk."""
 from __future__ import annotations
 
 
-def explain_command(*, scenario: str, stage: str, row: str, col: str, mode: str, head: int,
+def explain_command(*, scenario: str, stage: str, row: str, col: str, mode: str, head: str | None,
                     precision: int, ascii: bool, lang: str | None, tiles: int | None) -> int:
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions

@@ -141,6 +141,7 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
         raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
     if layer < 1:
         raise UsageError(f"--layer {layer}: layers are numbered from 1")
+    from attnwalk.layer.axes import pick_head
     from attnwalk.scenario.tiles import with_tiles
 
     scenario = with_tiles(scenario_from_model(load_layer(sentence, model, layer)), tiles)
@@ -153,11 +154,11 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     if format is not None:
         from attnwalk.commands.export import export_walk
 
-        chosen = _head(scenario, head)
+        chosen = pick_head(scenario, head)
         return export_walk(scenario, format=format, mode=mode, lang=lang, precision=precision, output=output,
                            data=lambda walk: model_data(walk, chosen))
     if compare:
-        return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
+        return _compare(scenario, pick_head(scenario, head), precision, ascii, lang, at)
     if quiz:
         from attnwalk.commands.quiz import quiz_command
 
@@ -168,17 +169,6 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     return walk_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause,
                         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
                         head=head, predict=predict, scenario=scenario, at=at)
-
-
-def _head(scenario: Scenario, head: str | None) -> int:
-    """--head for an export or a comparison: one head, from 1 (head 1 when not given)."""
-    from attnwalk.layer.compare import check_head
-
-    if head is None:
-        return 0
-    if not head.strip().isdecimal():
-        raise UsageError(f"--head {head}: give a head number from 1 to {scenario.heads}")
-    return check_head(scenario, int(head))
 
 
 def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: str | None,

@@ -129,16 +129,10 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
 
 
 def head_option(scenario: Scenario, value: str | None) -> int | None:
-    """--head: a head counted from 1, returned 0-based, or "all" (None); head 1 when not given."""
-    if value is None:
-        return 0
-    if value.strip().lower() == "all":
-        return None
-    if not value.strip().isdecimal():
-        raise UsageError(f"--head {value}: give a head number from 1 to {scenario.heads}, or all")
-    from attnwalk.layer.compare import check_head
+    """--head of a walk: a head counted from 1, returned 0-based, or "all" (None)."""
+    from attnwalk.layer.axes import pick_head
 
-    return check_head(scenario, int(value))
+    return pick_head(scenario, value, every=True)
 
 
 def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0) -> str:
