@@ -42,13 +42,16 @@ def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, n
         write_out(decode_json(name=name, scenario_file=scenario_file, mode=mode, head=head,
                               scenario=scenario), json=True)
         return 0
-    from attnwalk.commands.walk import ScreenRule, chosen_scenario, head_option, save_format, save_reported
+    from attnwalk.commands.output import check_not_input, save_format, save_reported
+    from attnwalk.commands.walk import ScreenRule, chosen_scenario, head_option
     from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None  # a bad path fails before any work
     scenario = chosen_scenario(name, scenario_file, scenario)
+    if save is not None:  # the scenario's files are read by now: never written over
+        check_not_input(save, "--save")
     heads = _heads(scenario, head, head_option)
     dec = decode_of(scenario, mode)
     console = make_console()

@@ -22,7 +22,7 @@ def export_walk(scenario, *, format: str, mode: str, lang: str | None, precision
                 output: str | None, data: Callable[[Walk], dict[str, Any]] | None = None) -> int:
     """`scenario` computed in `mode` and exported: JSON (`data` builds its contract, walk_data's by
     default), or a handout; on stdout, or written whole to `output` (checked before any work)."""
-    from attnwalk.commands.walk import output_path, write_atomically
+    from attnwalk.commands.output import check_not_input, output_path, write_output
     from attnwalk.export.data import to_json, walk_data
     from attnwalk.layer.walk import compute
     from attnwalk.scenario.limits import check_export
@@ -30,7 +30,9 @@ def export_walk(scenario, *, format: str, mode: str, lang: str | None, precision
     from attnwalk.text import detect_lang
 
     lang = detect_lang(lang)
-    target = None if output is None else output_path(output, "--output", f"walk.{format}")
+    if output is not None:  # checked as typed, and shown so in messages
+        output_path(output, "--output", f"walk.{format}")
+        check_not_input(output, "--output")  # the scenario's files are read by now: never written over
     walk = compute(scenario, mode)
     check_export(walk, format)  # before a string of every number is built
     if format == "json":
@@ -40,8 +42,8 @@ def export_walk(scenario, *, format: str, mode: str, lang: str | None, precision
         from attnwalk.render.options import ViewOptions
 
         content = handout(walk, format, ViewOptions(precision=precision, lang=lang))
-    if target is None:
+    if output is None:
         write_out(content, json=format == "json")
     else:
-        write_atomically(target, content, option="--output")
+        write_output(output, content, option="--output")
     return 0

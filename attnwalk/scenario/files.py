@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from attnwalk.atomic import note_input
 from attnwalk.errors import ScenarioError
 
 MAX_BYTES = 16 * 1024 * 1024  # a hand-written scenario is kilobytes; big weights go in .npy files
@@ -43,6 +44,7 @@ def open_regular(path: Path, limit: int, *, stdin_ok: bool = False) -> tuple[Bin
     try:
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):
+            note_input(info)  # an output of this command must not replace it
             if info.st_size > limit:
                 raise NotAFileError(f"is {megabytes(info.st_size)}, more than the "
                                     f"{megabytes(limit)} allowed")
