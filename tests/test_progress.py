@@ -174,7 +174,8 @@ def test_writes_are_atomic_and_leave_no_temporary_files(state):
     store = Progress(state)
     for i in range(5):
         store.record_quiz("g", i, 5, 5)
-    assert sorted(p.name for p in state.parent.iterdir()) == ["progress.json"]
+    # and the lock file beside it, which is never removed (progressfile.py says why)
+    assert sorted(p.name for p in state.parent.iterdir()) == ["progress.json", "progress.json.lock"]
     json.loads(state.read_text(encoding="utf-8"))
 
 
@@ -182,16 +183,20 @@ def test_writes_are_atomic_and_leave_no_temporary_files(state):
 
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"scenarios": 3}', "\udcff"[:0] + "\x00\x01",
-                                     '{"version": 1}'])
-def test_a_corrupt_file_warns_once_and_is_replaced(state, content):
+                                     '{"version": 1}', '{"version": 1, "scenarios": {"g": {"walk"'])
+def test_a_corrupt_file_is_kept_beside_a_new_one_and_said_where(state, content):
     state.parent.mkdir(parents=True)
     state.write_text(content, encoding="utf-8")
     warnings = Warnings()
     store = Progress(state, warn=warnings)
     assert store.load() == {}
+    assert len(warnings) == 1 and "damaged" in warnings[0] and str(state) in warnings[0]
+    assert state.read_text(encoding="utf-8") == content  # reading never moves it
     store.record_quiz("g", 1, 2, 2)
     store.record_stage("g", 0, steps_of("girl_bangs"))
-    assert len(warnings) == 1 and "damaged" in warnings[0] and str(state) in warnings[0]
+    kept = [p for p in state.parent.iterdir() if p.name.startswith("progress-damaged-")]
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == content
+    assert len(warnings) == 2 and f"it is kept as {kept[0]}" in warnings[1]
     assert set(json.loads(state.read_text(encoding="utf-8"))["scenarios"]["g"]) == {"quiz", "walk"}
 
 

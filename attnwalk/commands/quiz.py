@@ -261,7 +261,8 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     if review:
         last = store.last_quiz(key)
         seed = last.get("seed") if isinstance(last.get("seed"), int) else None
-        missed = [m for m in last.get("missed", []) if isinstance(m, str)]
+        listed = last.get("missed")
+        missed = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
     whole = questions(walk, lang, seed=seed)
     asked = whole[:count] if count is not None else whole
     if missed is not None:
