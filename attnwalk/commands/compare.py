@@ -21,7 +21,9 @@ def compare_command(*, names: list[str], files: list[str], modes: list[str], amp
     if len(refs) > 2:
         raise UsageError(f"compare takes one scenario (its modes) or two (side by side), not {len(refs)}: "
                          + " ".join(refs))
-    scenarios = [load_scenario(ref) for ref in refs or [DEFAULT_SCENARIO]]
+    first = load_scenario((refs or [DEFAULT_SCENARIO])[0])
+    check_bounds(first, len(refs), modes, format)  # before the second is read or anything computed
+    scenarios = [first, *(load_scenario(ref) for ref in refs[1:])]
     if len(scenarios) == 2:
         from attnwalk.layer.pair import check_shapes, compare_pair, pair_data
 
@@ -62,3 +64,25 @@ def compare_command(*, names: list[str], files: list[str], modes: list[str], amp
 
         console.print(compare_view(result, opts))
     return 0
+
+
+def check_bounds(scn, count: int, modes: list[str], format: str) -> None:
+    """A comparison too big to compute or to write, refused from the first scenario's shapes (a
+    second must have the same): two walks side by side, or one a mode; JSON of every matrix."""
+    from attnwalk.layer.compare import modes_to_show
+    from attnwalk.layer.cost import export_numbers
+    from attnwalk.scenario.limits import check_work, check_written
+
+    if count == 2:
+        check_work(scn, 2, "comparing two scenarios computes both walks")
+        if format == "json":
+            check_written(scn, 2 * export_numbers(scn), "the JSON of both walks side by side",
+                          "compare fewer tokens or heads, or on screen (without --format json), which "
+                          "shows each matrix's corners")
+        return
+    shown = len(modes_to_show(modes))
+    check_work(scn, shown, f"comparing {shown} modes computes the walk once a mode")
+    if format == "json":  # A, Z, entropy, peak and signal of one head, a mode
+        check_written(scn, shown * (scn.n * scn.m + scn.n * scn.d_v + 3 * scn.n),
+                      f"the JSON of {shown} modes' weights and outputs",
+                      "compare fewer tokens, or on screen (without --format json)")

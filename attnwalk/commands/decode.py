@@ -53,12 +53,17 @@ def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, n
     if save is not None:  # the scenario's files are read by now: never written over
         check_not_input(save, "--save")
     heads = _heads(scenario, head, head_option)
+    stepped = not no_pause and interactive()  # one screen drawn at a time, as the learner asks
+    if save is not None or not stepped:  # every screen drawn: bounded before anything is decoded
+        from attnwalk.scenario.limits import check_decode_screens
+
+        check_decode_screens(scenario, scenario.heads if heads is None else len(heads))
     dec = decode_of(scenario, mode)
     console = make_console()
     opts = fitted(opts, console)
     if save is not None:
         save_reported(save, _recorded(dec, opts, heads, fmt), opts)
-    if not no_pause and interactive():
+    if stepped:
         from attnwalk.app.pages import PagesApp  # only in a terminal: the piped path never loads Textual
         from attnwalk.commands.decodepages import DecodePages
         from attnwalk.text import text

@@ -33,8 +33,8 @@ def export_walk(scenario, *, format: str, mode: str, lang: str | None, precision
     if output is not None:  # checked as typed, and shown so in messages
         output_path(output, "--output", f"walk.{format}")
         check_not_input(output, "--output")  # the scenario's files are read by now: never written over
+    check_export(scenario, format)  # from the shapes, before anything is computed
     walk = compute(scenario, mode)
-    check_export(walk, format)  # before a string of every number is built
     if format == "json":
         content = to_json((data or walk_data)(walk)) + "\n"
     else:

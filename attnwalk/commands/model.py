@@ -180,6 +180,9 @@ def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: s
     from attnwalk.terminal.console import fitted, make_console
     from attnwalk.text import detect_lang
 
+    from attnwalk.commands.compare import check_bounds
+
+    check_bounds(scenario, 1, [], "text")
     console = make_console()
     opts = fitted(ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang)), console)
     if at is not None:

@@ -164,7 +164,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         from attnwalk.commands.quiz import LineAnswers, TerminalAnswers
         from attnwalk.tutor.predict import Predictor
 
-        answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
+        answers = TerminalAnswers(console, opts.lang) if sys.stdin.isatty() else LineAnswers(sys.stdin, console, opts.lang)
         predictor = Predictor(walk, console, answers, opts.lang)
         console.print(text(opts.lang).t("quiz.predict.intro"))
     print_walk(console, walk, opts, start=start, head=shown, predictor=predictor)

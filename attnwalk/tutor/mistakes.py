@@ -33,6 +33,25 @@ NAMES = ("column_softmax", "no_scale", "transposed", "k_for_v", "mask_forgotten"
 ROUND = 1  # decimal places of a learner's early rounding: 2 would mostly stay within tolerance
 
 
+_OTHER_MODES: dict[tuple[int, str], tuple[Walk, Walk]] = {}  # (id(walk), mode): (walk, walk in mode)
+
+
+def other_mode(walk: Walk, mode: str) -> Walk:
+    """`walk` in another mode (layer.walk.with_mode), kept for the last few walks asked about: a
+    quiz asks it once a question on S, A or Z (of the walk, and of the walk in the other mode),
+    and each asking recomputed every head (on the benchmark layer six times, 9 s of the quiz's
+    11 s); the quiz's bound (scenario/limits.check_work) counts it once."""
+    found = _OTHER_MODES.get((id(walk), mode))
+    if found is not None and found[0] is walk:  # the walk itself is kept, so its id is not reused
+        return found[1]
+    if len(_OTHER_MODES) >= 4:
+        _OTHER_MODES.clear()
+    other = with_mode(walk, mode)
+    _OTHER_MODES[(id(walk), mode)] = (walk, other)
+    _OTHER_MODES[(id(other), walk.mode.name)] = (other, walk)  # and the way back
+    return other
+
+
 def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tuple[str, float]]:
     """What each mistake that applies to the cell (key, head, row, col) gives, as (name, value):
     a name may come twice (the row above and the row below).
@@ -52,9 +71,9 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
         if not scn.allowed.all():
             out.append(("mask_forgotten", _at(ops.softmax(S), mats, key, row, col)))
     if key in ("S", "A", "Z") and walk.scale != 1.0 and walk.mode.reads_scores:
-        out.append(("no_scale", float(with_mode(walk, "unscaled").matrix(key, head)[row, col])))
+        out.append(("no_scale", float(other_mode(walk, "unscaled").matrix(key, head)[row, col])))
     if key in ("S", "A", "Z") and not walk.mode.divides and walk.mode.reads_scores:  # unscaled
-        out.append(("scaled_anyway", float(with_mode(walk, "scaled").matrix(key, head)[row, col])))
+        out.append(("scaled_anyway", float(other_mode(walk, "scaled").matrix(key, head)[row, col])))
     if walk.stage(key).square and row != col and col < M.shape[0] and row < M.shape[1]:
         out.append(("transposed", float(M[col, row])))
     if key == "Z" and mats["K"].shape == mats["V"].shape:

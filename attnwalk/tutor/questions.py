@@ -23,7 +23,7 @@ import numpy as np
 
 from attnwalk.layer.axes import axes, default_cell
 from attnwalk.layer.stages import stage_named
-from attnwalk.layer.walk import Walk, with_mode
+from attnwalk.layer.walk import Walk
 from attnwalk.text import Text, text
 from attnwalk.tutor import mistakes
 from attnwalk.tutor.cachequiz import cache_questions
@@ -247,7 +247,7 @@ def _given(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
 
 def _what_if(walk: Walk, tx: Text, head: int, row: int, col: int) -> Question:
     """"Without √d_k, what does A[bank, river] become?": the cell of A in the unscaled mode."""
-    unscaled = with_mode(walk, "unscaled")
+    unscaled = mistakes.other_mode(walk, "unscaled")
     value = float(unscaled.matrix("A", head)[row, col])
     rows, cols = axes(walk, stage_named("A"), head, tx.lang)
     tol = tolerance(value)
