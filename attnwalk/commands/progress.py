@@ -7,6 +7,8 @@ import sys
 
 from attnwalk.errors import UsageError
 
+MAX_LINE = 4096  # an answer to "forget everything?" is a word; a pasted flood is not read whole
+
 
 def progress_command(*, lang: str | None) -> int:
     from attnwalk.terminal.console import make_console
@@ -31,7 +33,7 @@ def reset_command(*, name: str | None, yes: bool, lang: str | None) -> int:
             raise UsageError(text(lang).t("reset.refused"))
         sys.stderr.write(question)  # on stderr, as rm -i asks: stdout stays the command's result
         sys.stderr.flush()
-        if not confirmed(sys.stdin.readline()):  # Enter or end of input (Ctrl-D) is no
+        if not confirmed(sys.stdin.readline(MAX_LINE)):  # Enter or end of input (Ctrl-D) is no
             print(text(lang).t("reset.kept"))
             return 0
     print(reset_progress(name, lang))

@@ -9,6 +9,12 @@ into an exit code.
   exit 1, as coreutils do: "attnwalk: cannot write the output: No space left on device".
 - An encoding that cannot hold the text gets the --ascii spelling, then escapes, and one line on
   stderr says so (exit 0: nothing is lost).
+- A standard stream the shell closed (`>&-`, `<&-`, `2>&-`) is reopened on /dev/null before the
+  command runs, so no file attnwalk opens lands on descriptor 0, 1 or 2 and is written over: a
+  closed stdin reads as an input that has ended, a closed stderr takes the messages without
+  showing them, and a closed stdout is output that cannot be written (exit 1, the line on stderr).
+- COLUMNS or LINES that is not a whole number from 1 to 10,000 is ignored (80 columns, or the
+  terminal's own width): COLUMNS=0 printed nothing at all, and a huge one drew rules gigabytes long.
 
 Standard library only at import time (cli.py imports it for `attnwalk --help`, which must not
 load numpy or yaml); Rich and the rest are imported where they are needed.
@@ -16,11 +22,14 @@ load numpy or yaml); Rich and the rest are imported where they are needed.
 
 from __future__ import annotations
 
+import errno
 import functools
 import gc
 import os
 import sys
 from typing import Callable
+
+MAX_COLUMNS = 10_000
 
 _state = {"debug": False}
 
@@ -111,6 +120,55 @@ def stdin_is_terminal() -> bool:
         return False
 
 
+class _ClosedStdout:
+    """sys.stdout when the shell closed it (`attnwalk list >&-`): every write is the OSError a
+    closed descriptor gives, which run_command reports in one line on stderr with exit 1."""
+
+    encoding, errors, closed = "utf-8", "strict", False
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+
+def _closed_streams() -> None:
+    """Reopen each standard descriptor the shell closed on /dev/null (os.open takes the lowest
+    free one, so in order 0, 1, 2 each lands on its own), and give Python a stream for it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        try:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+        except OSError:
+            continue
+        if fd == 0 and sys.stdin is None:  # reading it ends at once, as a finished pipe does
+            sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
+        elif fd == 1 and sys.stdout is None:
+            sys.stdout = _ClosedStdout()
+        elif fd == 2 and sys.stderr is None:  # nothing can be said; what would be is dropped
+            sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+
+
+def _sane_size() -> None:
+    """Drop COLUMNS and LINES unless each is a whole number from 1 to MAX_COLUMNS: Rich took
+    COLUMNS=0 for a width of nothing and printed nothing, not even an error."""
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and not (value.strip().isdecimal() and 1 <= int(value) <= MAX_COLUMNS):
+            del os.environ[name]
+
+
 def _tolerant_streams() -> None:
     """stdout and stderr write a character their encoding cannot hold as an escape (\\u5973)
     instead of raising UnicodeEncodeError (PYTHONIOENCODING=ascii, a latin-1 terminal); the
@@ -167,6 +225,8 @@ def run_command(app: Callable[[], object]) -> None:
     """The command (`app`, the Typer app), its output flushed here, not at exit, where Python
     could only report a failure as "Exception ignored"; what cannot be written ends as the
     module's docstring says."""
+    _closed_streams()
+    _sane_size()
     _tolerant_streams()
     try:
         try:
