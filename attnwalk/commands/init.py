@@ -16,6 +16,8 @@ def init_command(*, path: Path, from_: str | None) -> int:
 
         if builtin_path(from_) is None:
             raise AttnwalkError(f"--from: no built-in scenario '{from_}'; built-ins: {', '.join(builtin_names())}")
+    from attnwalk.layer.safe import escaped
+
     write_new_file(path, scenario_text(from_))
-    print(f"wrote {path}; edit it, then: attnwalk step --scenario {path}")
+    print(escaped(f"wrote {path}; edit it, then: attnwalk step --scenario {path}"))
     return 0

@@ -22,6 +22,7 @@ def progress_command(*, lang: str | None) -> int:
 def reset_command(*, name: str | None, yes: bool, lang: str | None) -> int:
     """Without NAME and --yes, ask first; where no one can be asked (stdin is not a terminal),
     refuse (exit 2) and change nothing."""
+    from attnwalk.layer.safe import escaped  # the names are the learner's: shown, never obeyed
     from attnwalk.terminal.streams import stdin_is_terminal
     from attnwalk.text import detect_lang, text
     from attnwalk.tutor.progressview import confirmed, reset_progress, reset_question
@@ -31,10 +32,10 @@ def reset_command(*, name: str | None, yes: bool, lang: str | None) -> int:
     if question is not None:
         if not stdin_is_terminal():  # a script or a pipe: never erase everything unasked
             raise UsageError(text(lang).t("reset.refused"))
-        sys.stderr.write(question)  # on stderr, as rm -i asks: stdout stays the command's result
+        sys.stderr.write(escaped(question))  # on stderr, as rm -i asks: stdout stays the command's result
         sys.stderr.flush()
         if not confirmed(sys.stdin.readline(MAX_LINE)):  # Enter or end of input (Ctrl-D) is no
             print(text(lang).t("reset.kept"))
             return 0
-    print(reset_progress(name, lang))
+    print(escaped(reset_progress(name, lang)))
     return 0

@@ -158,7 +158,9 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     if not no_pause and sys.stdout.isatty():  # output is a terminal, but keys cannot be read
         print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
     if note:
-        print(note, file=sys.stderr)
+        from attnwalk.layer.safe import escaped  # it names the scenario: shown, never obeyed
+
+        print(escaped(note), file=sys.stderr)
     predictor = None
     if predict:  # answers typed at the terminal, or piped on stdin one per stage
         from attnwalk.commands.quiz import LineAnswers, TerminalAnswers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from attnwalk.layer.safe import escaped, json_escaped
 from attnwalk.text import text
 from attnwalk.tutor.quiz import CHOICE, LETTERS, NUMBER, SHAPE, TOKEN, Question, number_text
 
@@ -39,7 +40,7 @@ def as_json(qs: list[Question], lang: str) -> str:
             item["mistakes"] = [{"name": name, "label": tx.t(f"quiz.mistake_name.{name}"), "value": value}
                                 for name, value in q.mistakes]
         out.append(item)
-    return json.dumps({"questions": out}, ensure_ascii=False, indent=2)
+    return json_escaped(json.dumps({"questions": out}, ensure_ascii=False, indent=2))
 
 
 def as_markdown(qs: list[Question], lang: str, name: str, seed: int | None) -> str:
@@ -68,4 +69,5 @@ def as_markdown(qs: list[Question], lang: str, name: str, seed: int | None) -> s
                 tx.t("quiz.worksheet.item", value=number_text(value), name=tx.t(f"quiz.mistake_name.{name}"))
                 for name, value in q.mistakes)
             lines.append(f"   {tx.t('quiz.worksheet.mistakes', answers=wrong)}")
-    return "\n".join(lines) + "\n"
+    # the scenario's name and tokens are shown, never obeyed: escaped as the handouts are
+    return escaped("\n".join(lines), keep_newlines=True) + "\n"
