@@ -36,6 +36,10 @@ def overflow_cause(scn: Scenario, stage: str) -> tuple[str, int | None] | None:
     through --amplify, which is no field's doing)."""
     from attnwalk.layer.stages import STAGES  # each stage lists the fields it is made from
 
+    if stage in ("QK^T", "S") and getattr(scn, "qk_norm", False):
+        # normalised, |q̂ · k̂| ≤ d_k whatever the embeddings and weights: only qk_scale, which
+        # multiplies the scores, can take them past float64
+        return "qk_scale", scn.lines.get("qk_scale")
     inputs = next((s.inputs for s in STAGES if s.key == stage), _SOURCE_X if stage == "source X" else ())
     if not inputs:
         return None

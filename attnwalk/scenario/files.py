@@ -71,8 +71,9 @@ def _is_stdin(info: os.stat_result) -> bool:
 def read_capped(handle: BinaryIO, size: int, limit: int) -> bytes:
     """At most limit + 1 bytes of `handle` (whose fstat size is `size`, or -1 for a pipe): the
     caller sees the extra byte when there is too much."""
-    if size >= 0:
+    if size > 0:
         return handle.read(min(size, limit) + 1)  # read(n) allocates n bytes up front
+    # a pipe, or a file whose size the system does not know (/proc's say 0): read in pieces
     pieces, total = [], 0
     while total <= limit:
         piece = handle.read(min(1 << 16, limit + 1 - total))
