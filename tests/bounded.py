@@ -71,3 +71,14 @@ def refused(*args: str, where: str, code: int = 2, **kwargs) -> str:
     assert len(lines) == 1, out.stderr
     assert lines[0].startswith(f"attnwalk: {where}"), (lines[0], where)
     return lines[0]
+
+
+def benchmark_layer(folder: Path) -> Path:
+    """The benchmark layer (benchmarks/make_large.py: 512 tokens, d_model 768, 12 heads, causal,
+    W_O), written into `folder`; its YAML's path."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from make_large import large_scenario
+    finally:
+        sys.path.pop(0)
+    return large_scenario(folder)

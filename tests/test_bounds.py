@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bounded import ROOT, attnwalk, refused
+from bounded import ROOT, attnwalk, benchmark_layer, refused
 
 from attnwalk.layer import cost
 from attnwalk.layer.walk import compute
@@ -44,12 +44,7 @@ def largest(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from make_large import large_scenario
-    finally:
-        sys.path.pop(0)
-    return large_scenario(tmp_path_factory.mktemp("large"))
+    return benchmark_layer(tmp_path_factory.mktemp("large"))
 
 
 # -- compare ----------------------------------------------------------------------------------------

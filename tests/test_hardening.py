@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bounded import ROOT, attnwalk, refused
+from bounded import attnwalk, benchmark_layer, refused
 
 from attnwalk.scenario import fields, limits
 from attnwalk.scenario.model import load_scenario, scenario_from_text
@@ -92,12 +91,7 @@ def test_a_computed_matrix_too_big_is_refused_on_its_weights_line():
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from make_large import large_scenario
-    finally:
-        sys.path.pop(0)
-    return large_scenario(tmp_path_factory.mktemp("large"))
+    return benchmark_layer(tmp_path_factory.mktemp("large"))
 
 
 def test_the_benchmark_layer_stays_allowed_and_quick_to_load(large):
