@@ -226,9 +226,11 @@ def test_when_as_text_and_as_a_number_both_read(state: Path) -> None:
         "girl_bangs": {"walk": {"stage": 2, "total": 11, "stage_key": "X", "when": "2026-11-29T09:20:00+00:00"},
                        "quiz": {"last": {"score": 1, "answered": 1, "questions": 1, "when": 1764408000}}},
         "river_bank": {"walk": {"stage": 3, "total": 11, "when": 1764408000.5}}}}), encoding="utf-8")
-    out, _ = attnwalk("progress", env={"COLUMNS": "120"})
+    out, _ = attnwalk("progress", env={"COLUMNS": "120", "TZ": "UTC"})
     assert out.returncode == 0 and out.stderr == ""
-    assert "girl_bangs" in out.stdout and "river_bank" in out.stdout and "2026-11-29" in out.stdout
+    assert "girl_bangs" in out.stdout and "river_bank" in out.stdout
+    assert "2026-11-29 09:20" in out.stdout  # girl_bangs: the later of the walk's text and the quiz's number
+    assert "2025-11-29 09:20" in out.stdout  # 1764408000.5 s after 1970, in UTC
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

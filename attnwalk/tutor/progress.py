@@ -72,12 +72,17 @@ def now() -> str:
 
 
 def local_time(when: object) -> str:
-    """An ISO time from the file as the learner's local "2026-11-29 10:20", or "" if unreadable."""
-    if not isinstance(when, str):
-        return ""
+    """A time from the file as the learner's local "2026-11-29 10:20": ISO text, as attnwalk
+    writes it, or a number of seconds since 1970, as another tool or a hand may; "" if neither."""
     try:
-        return datetime.fromisoformat(when).astimezone().strftime("%Y-%m-%d %H:%M")
-    except (ValueError, OverflowError):
+        if isinstance(when, str):
+            moment = datetime.fromisoformat(when)
+        elif isinstance(when, (int, float)) and not isinstance(when, bool):
+            moment = datetime.fromtimestamp(when, timezone.utc)
+        else:
+            return ""
+        return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+    except (ValueError, OverflowError, OSError):
         return ""
 
 
