@@ -101,3 +101,21 @@ def test_a_real_width_is_still_taken() -> None:
     env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(ROOT), COLUMNS="120")
     out = subprocess.run([sys.executable, "-m", "attnwalk", "list"], capture_output=True, env=env, timeout=60)
     assert max(len(line) for line in out.stdout.decode().splitlines()) == 120
+
+
+def test_a_worksheet_on_an_ascii_output_is_the_same_json(tmp_path: Path) -> None:
+    # a token beyond U+FFFF: the stream's own escape, \U0001f431, is not JSON
+    path = tmp_path / "cat.yaml"
+    path.write_text("tokens: [小猫, 🐱, 鱼]\nembeddings: [[1, 0], [0, 1], [1, 1]]\nW_Q: [[1, 0], [0, 1]]\n"
+                    "W_K: [[1, 0.5], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n", encoding="utf-8")
+
+    def sheet(**env: str) -> bytes:
+        environ = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(ROOT), **env)
+        return subprocess.run([sys.executable, "-m", "attnwalk", "quiz", "-s", str(path), "--format", "json"],
+                              capture_output=True, env=environ, timeout=60).stdout
+
+    import json
+
+    ascii_sheet = sheet(PYTHONIOENCODING="ascii")
+    whole = json.loads(sheet(PYTHONIOENCODING="utf-8"))
+    assert ascii_sheet.isascii() and json.loads(ascii_sheet) == whole and "🐱" in json.dumps(whole, ensure_ascii=False)

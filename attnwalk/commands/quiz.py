@@ -286,11 +286,12 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     if missed is not None:
         asked = [q for q in whole if q.qid in missed][:count]
     if format is not None:
+        from attnwalk.terminal.streams import write_out
         from attnwalk.tutor.worksheet import as_json, as_markdown
 
-        sheet = as_json(asked, lang) if format.strip().lower() == "json" else as_markdown(
-            asked, lang, scenario.name, seed)
-        sys.stdout.write(sheet if sheet.endswith("\n") else sheet + "\n")
+        as_json_sheet = format.strip().lower() == "json"
+        sheet = as_json(asked, lang) if as_json_sheet else as_markdown(asked, lang, scenario.name, seed)
+        write_out(sheet if sheet.endswith("\n") else sheet + "\n", json=as_json_sheet)  # as stdout can hold it
         return 0
     console = make_console()
     tx = text(lang)

@@ -104,7 +104,6 @@ def fit_stdout(content: str, json: bool = False) -> str:
 
     if json:
         return ascii_json(content)
-
     return fit_encoding(content, encoding)
 
 
