@@ -9,6 +9,7 @@ XDG_STATE_HOME in the test's own folder. The large files are made here, never co
 
 from __future__ import annotations
 
+import io
 import json
 import multiprocessing
 import os
@@ -233,8 +234,9 @@ def test_when_as_text_and_as_a_number_both_read(state: Path) -> None:
     assert "2025-11-29 09:20" in out.stdout  # 1764408000.5 s after 1970, in UTC
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+JSON = st.recursive(SCALARS, lambda children: st.one_of(st.lists(children, max_size=3),
+                                                         st.dictionaries(st.text(max_size=6), children, max_size=3)),
                     max_leaves=8)
 FIELDS = ("stage", "total", "stage_key", "head", "furthest", "furthest_key", "when", "score", "answered",
           "questions", "full", "seed", "missed", "best", "last", "attempts", "mistakes")
@@ -256,7 +258,7 @@ def test_any_value_in_any_field_is_read_shown_and_recorded_over(tmp_path_factory
                                                             "h": {"walk": walk, "quiz": quiz_record}}}),
                     encoding="utf-8")
     store = Progress(path, warn=lambda message: pytest.fail(message))
-    console = Console(width=100, file=open(os.devnull, "w"), color_system=None)
+    console = Console(width=100, file=io.StringIO(), color_system=None)
     console.print(progress_view("en", store))
     steps = walk_steps(compute(load_scenario("girl_bangs")))
     store.resume_index("g", steps)
