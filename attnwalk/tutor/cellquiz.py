@@ -97,11 +97,17 @@ def givens(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
     rows, cols = axes(walk, stage_named("A"), head, tx.lang)
     sep = tx.t("ui.list_sep")
     small = scn.n <= GIVEN_MAX and scn.m <= GIVEN_MAX
-    if key == "QK^T" and scn.score == "dot" and not scn.qk_norm and scn.d_k <= GIVEN_MAX:
-        scoring = stage_named("QK^T", scn.graph)  # what is dotted: Q and K, or RoPE's turned ones
+    if key == "QK^T" and scn.d_k <= GIVEN_MAX:
+        scoring = stage_named("QK^T", scn.graph)  # what is scored: Q and K, or RoPE's turned ones
         q_key, k_key = scoring.reads[0], scoring.keys[0]
-        return tx.t("quiz.given.qk" if q_key == "Q" else "rope.given", row_token=rows[row], col_token=cols[col],
-                    q=vector(mats[q_key][row]), k=vector(mats[k_key][col]))
+        given = tx.t("quiz.given.qk" if q_key == "Q" else "rope.given", row_token=rows[row], col_token=cols[col],
+                     q=vector(mats[q_key][row]), k=vector(mats[k_key][col]))
+        if scn.score == "additive":  # and how the two make a score
+            w_a = scn.w_a[head * scn.d_k:(head + 1) * scn.d_k] if len(scn.w_a) > scn.d_k else scn.w_a
+            given += " " + tx.t("quiz.given.look_additive", w_a=vector(w_a))
+        if scn.qk_norm:
+            given += " " + tx.t("quiz.given.qk_norm", scale=number_text(scn.qk_scale))
+        return given
     if key == "S":
         return tx.t("quiz.given.s" if scn.scorer.divides else "quiz.given.s_additive",
                     row_token=rows[row], col_token=cols[col],
@@ -110,10 +116,17 @@ def givens(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
         seen = np.where(scn.allowed, walk.scores(head), -np.inf)  # (n, m)
         return tx.t("quiz.given.a", name=scores_name(walk), matrix=matrix(seen), rows=sep.join(rows),
                     cols=sep.join(cols))
+    if key == "A" and scn.m <= 4 * GIVEN_MAX:  # too many rows to print whole: the cell's own row
+        seen = np.where(scn.allowed[row], walk.scores(head)[row], -np.inf)  # (m,)
+        return tx.t("quiz.given.a_row", name=scores_name(walk), row_token=rows[row], row=vector(seen),
+                    cols=sep.join(cols))
+    dims = axes(walk, stage_named("Z"), head, tx.lang)[1] if key == "Z" else ()
     if key == "Z" and small and mats["V"].shape[1] <= GIVEN_MAX:
-        dims = axes(walk, stage_named("Z"), head, tx.lang)[1]
         return tx.t("quiz.given.z", a=matrix(mats["A"]), v=matrix(mats["V"]), rows=sep.join(rows),
                     cols=sep.join(cols), dims=sep.join(dims))
+    if key == "Z" and scn.m <= 4 * GIVEN_MAX:  # the row of A and the column of V the cell sums
+        return tx.t("quiz.given.z_row", row_token=rows[row], a=vector(mats["A"][row]), dim=dims[col],
+                    v=vector(mats["V"][:, col]), cols=sep.join(cols))
     return ""
 
 

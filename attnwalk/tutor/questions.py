@@ -89,7 +89,7 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
         out.append(argmax_question(walk, tx, head, argmax_row))
     out += [number("A"), concept("read_a"), concept("k_vs_v"), number("Z"), concept("output")]
     if walk.scale != 1.0 and walk.mode.reads_scores and walk.mode.smooth and cells["A"] is not None:
-        out.append(cell_question(walk, "A", *cells["A"][:2], head, lang, what_if=True))
+        out.append(_what_if(walk, head, row, cells["A"], lang))
     forbidden = [(int(r), int(c)) for r, c in np.argwhere(~scn.allowed)]
     if forbidden:
         r, c = pick.choice(forbidden) if pick else forbidden[0]
@@ -147,22 +147,54 @@ def _cell(walk: Walk, key: str, head: int, row: int,
     shown = default_cell(walk, key, head)
     square = walk.stage(key).square
 
-    def fits(r: int, c: int, given: bool) -> bool:
+    def fits(r: int, c: int, strict: bool) -> bool:
         if (r, c) == shown or (square and (r == c or not scn.allowed[r, c])):
             return False
-        # never the answer among the inputs it states (Z from a one-hot column of V is a weight)
-        if given and number_text(float(M[r, c])) in givens(walk, _EN, key, head, r, c):
+        inputs = givens(walk, _EN, key, head, r, c)
+        if not inputs:  # nothing a person could compute it from by hand: not asked
+            return False
+        # rather not the answer among the inputs it states (Z from a one-hot column of V is a weight)
+        if strict and number_text(float(M[r, c])) in inputs:
             return False
         return judging(walk, key, head, r, c) is not None
 
     order = _key_order(walk, head, row) if square else list(range(M.shape[1]))
-    for given in (True, False):  # else asked without its inputs
-        choices = [(row, c) for c in order if fits(row, c, given)]
+    if not givens(walk, _EN, key, head, row, order[0]):  # inputs too long to give, whichever the cell
+        return None
+    # the rows nearest the focus first, a bounded number of them
+    others = sorted(range(M.shape[0]), key=lambda r: (abs(r - row), r))[:CANDIDATES]
+    # Rather a cell whose answer is not among its inputs; else one whose answer is, with its inputs
+    # all the same: a dot product is still worked out when it equals an entry of q or k (1 · 1 +
+    # 1 · 0 = 1), and Z from a one-hot column of V asks which weight lands there. Never without
+    # the inputs: a cell nobody can work out by hand is not asked.
+    for strict in (True, False):
+        # a bounded look (a real-size layer has 262,144 cells a head): the focus row, then the
+        # cells of the nearest rows, until CANDIDATES fit
+        choices = [(row, c) for c in order if fits(row, c, strict)]
         if not choices:
-            choices = [(r, c) for r in range(M.shape[0]) for c in range(M.shape[1]) if fits(r, c, given)]
+            for r in others[1:]:
+                choices += [(r, c) for c in range(M.shape[1]) if fits(r, c, strict)]
+                if len(choices) >= CANDIDATES:
+                    break
         if choices:
             r, c = pick.choice(choices) if pick else choices[0]
-            return r, c, given
+            return r, c, True
+    return None
+
+
+CANDIDATES = 32
+
+
+def _what_if(walk: Walk, head: int, row: int, cell: tuple[int, int, bool], lang: str) -> Question | None:
+    """"Without √d_k, what does A[r, c] become?": on the A question's cell, else on the first
+    allowed cell of the focus row (then the nearest rows) where that can be judged fairly."""
+    scn = walk.scenario
+    others = sorted(range(scn.n), key=lambda r: (abs(r - row), r))[:CANDIDATES]
+    tries = [cell[:2]] + [(r, c) for r in others for c in range(scn.m) if r != c and scn.allowed[r, c]]
+    for r, c in tries[:CANDIDATES]:
+        question = cell_question(walk, "A", r, c, head, lang, what_if=True)
+        if question is not None:
+            return question
     return None
 
 
