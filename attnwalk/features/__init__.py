@@ -19,7 +19,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, output, rope, scores, tiles
+from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, output, rope, scores, target, tiles
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
 # The order features are applied in: each sees the graph the ones before it made (tiles puts its
 # stage after Z before the others reroute what it reads and add their notes to it; a real model's
-# stages come before the grouped heads' text, which names them).
+# stages come before the grouped heads' text, which names them; a target is read last, against the
+# output's width and the mask).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, model, biases,
-                                    gqa)
+                                    gqa, target)
 
 
 def graph_of(scn: Scenario) -> Graph:

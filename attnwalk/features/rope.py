@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnwalk.layer.graph import Stage, amend, get, has, insert_before, replace, reroute
+from attnwalk.layer import gradcells
+from attnwalk.layer.graph import Backward, Stage, amend, fixed_terms, get, has, insert_before, replace, reroute
 from attnwalk.layer.rope import PAIRINGS, SHIFT, Rope, pair_of
 
 if TYPE_CHECKING:
@@ -80,6 +81,14 @@ def read(d: Draft) -> None:
 
 def _turned(ctx: Context, M: np.ndarray) -> np.ndarray:
     return _rope(ctx.scn).turn(M, ctx.here)  # (n, d_k): each row at its own position
+
+
+def _turned_back(ctx: Context, d: np.ndarray, out: np.ndarray, M: np.ndarray) -> tuple:
+    # a rotation's transpose is the rotation by the opposite angle: R(φ)ᵀ = R(−φ)
+    return (_rope(ctx.scn).turn(d, -ctx.here),)  # (n, d_k)
+
+
+_BACK = Backward(_turned_back, fixed_terms("R(−pos · θ_i) · {d}[pos, pair i]"), gradcells.unturned)
 
 
 def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
@@ -165,10 +174,11 @@ _ROT = "{x}_rot[pos, (i, i + d_k/2)] = R(pos · θ_i) · {x}[pos, (i, i + d_k/2)
 STAGES = (
     Stage("Q_rot", "Q_rot", _ROT.format(x="Q"), "n", "d_k", _turned, reads=("Q",), per_head=True,
           formula_for=_formula, variants=_variants, notes=_notes, worked=rotation,
-          overflow="use smaller queries", aliases=("qrot", "rotated_q"), step=lambda scn, mode: "q_t ← R(t − 1) · q_t"),
+          overflow="use smaller queries", aliases=("qrot", "rotated_q"), step=lambda scn, mode: "q_t ← R(t − 1) · q_t",
+          backward=_BACK),
     Stage("K_rot", "K_rot", _ROT.format(x="K"), "m", "d_k", _turned, reads=("K",), per_head=True,
           formula_for=_formula, notes=_notes, worked=rotation, overflow="use smaller keys",
-          aliases=("krot", "rotated_k"), step=lambda scn, mode: "k_t ← R(t − 1) · k_t"),
+          aliases=("krot", "rotated_k"), step=lambda scn, mode: "k_t ← R(t − 1) · k_t", backward=_BACK),
 )
 
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.layer import cells
+from attnwalk.layer import cells, gradcells
 from attnwalk.layer.geometry import geometry
-from attnwalk.layer.graph import amend, replace
-from attnwalk.layer.scores import SCORES, Scoring, rms_normalize
+from attnwalk.layer.graph import Backward, amend, replace
+from attnwalk.layer.scores import SCORES, Scoring, rms_normalize, rms_normalize_grad
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft
@@ -78,6 +78,37 @@ def raw(scn: Scenario, q: np.ndarray, k: np.ndarray, w_a: np.ndarray | None = No
 
 def _compute(ctx: Context, Q: np.ndarray, K: np.ndarray, w_a: np.ndarray | None = None) -> np.ndarray:
     return raw(ctx.scn, Q, K, w_a)  # (n, d_k), (m, d_k) -> (n, m), this head's
+
+
+def _grad(ctx: Context, d: np.ndarray, out: np.ndarray, Q: np.ndarray, K: np.ndarray,
+          w_a: np.ndarray | None = None) -> tuple:
+    """raw's backward: through × qk_scale, the score kind, and the RMS normalising."""
+    scoring = _scoring(ctx.scn)
+    q, k = (rms_normalize(Q), rms_normalize(K)) if scoring.qk_norm else (Q, K)
+    if scoring.qk_norm:
+        d = d * scoring.qk_scale
+    dq, dk, dw = scoring.score.raw_grad(d, q, k, w_a)
+    if scoring.qk_norm:
+        dq, dk = rms_normalize_grad(dq, Q), rms_normalize_grad(dk, K)
+    return (dq, dk) if w_a is None else (dq, dk, dw)
+
+
+def _terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    """What ∂L/∂q and ∂L/∂k (and ∂L/∂w_a) are made of, for this score kind."""
+    scoring = _scoring(scn)
+    g = "qk_scale · {d}" if scoring.qk_norm and scoring.qk_scale != 1.0 else "{d}"
+    if scoring.score.name == "additive":
+        hat = "\u0302" if scoring.qk_norm else ""
+        inner = f"(1 − tanh²(q{hat}_i + k{hat}_j)) ⊙ w_a"
+        terms = (f"Σ_j {g}[i, j] · {inner}", f"Σ_i {g}[i, j] · {inner}",
+                 f"Σ_i,j {g}[i, j] · tanh(q{hat}_i + k{hat}_j)")
+    else:
+        terms = (f"{g} · K̂" if scoring.qk_norm else f"{g} · {{1}}",
+                 f"{g}ᵀ · Q̂" if scoring.qk_norm else f"{g}ᵀ · {{0}}")
+    if scoring.qk_norm:  # then back through q̂ = q / RMS(q)
+        terms = (f"(G − q̂ · mean(G ⊙ q̂)) / RMS(q), G = {terms[0]}",
+                 f"(G − k̂ · mean(G ⊙ k̂)) / RMS(k), G = {terms[1]}", *terms[2:])
+    return terms
 
 
 def formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
@@ -141,7 +172,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     scoring = _scoring(scn)
     additive = scoring.score.name == "additive"
     replace(stages, "QK^T", compute=_compute, params=("w_a",) if additive else (), formula_for=formula,
-            worked=cell)
+            worked=cell, backward=Backward(_grad, _terms, gradcells.scores))
     if additive:  # no dot product to speak of
         amend(stages, "QK^T", variants=lambda scn, mode, names: ("additive", *names))
     if scoring.qk_norm:

@@ -1,0 +1,215 @@
+"""What the layer should have computed (`target:`), the loss that says how far it is, and how
+`attnwalk train` descends it (`train:`):
+
+    target: {output: MATRIX}             Y (Z, or O with W_O) should be this n × d matrix:
+                                         L = ½ Σ (Y − T)²
+    target: {attend: {bank: river}}      each listed query should attend to that key:
+    target: {attend: {…}, head: 2}       L = −Σ log A[query, key] (of head 2; default head 1)
+    train: {steps: 40, lr: 0.5}          the lesson's own default steps and η (−−steps, −−lr win)
+
+The loss stands beside the graph, not in it. It is not part of the layer: a layer computes Y, and
+a loss compares Y (or one head's A) with what the learner asked for, as a training loop calls
+loss.backward() on a scalar outside the model. So the forward walk, decode and export stay the
+layer's own, and the loss is where the backward walk starts: `loss` gives its value, each row's
+share and its gradient with respect to the stage it reads (the seed of layer/backward.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from attnwalk.errors import ComputeError
+from attnwalk.scenario.fields import quoted, shape_text, whole
+from attnwalk.scenario.yamltree import shown
+
+if TYPE_CHECKING:
+    from attnwalk.layer.graph import Stage
+    from attnwalk.layer.walk import Walk
+    from attnwalk.scenario.load import Draft
+    from attnwalk.scenario.scenario import Scenario
+    from attnwalk.scenario.yamltree import Node
+
+NAME = "target"
+KEYS = ("target", "train")
+STAGES: tuple[Stage, ...] = ()
+KINDS = ("output", "attend")
+MAX_STEPS = 10_000  # a lesson's steps; --steps is bounded by what they cost (layer/train.py)
+DEFAULT_STEPS, DEFAULT_LR = 20, 0.1
+
+
+class Target(NamedTuple):
+    """A scenario's target (`target:`) and its training defaults (`train:`)."""
+
+    kind: str  # "output" | "attend"
+    T: np.ndarray | None = None  # output: the n × d matrix Y should be
+    pairs: tuple[tuple[int, int], ...] = ()  # attend: (query, key), 0-based
+    head: int = 0  # attend: the head whose A is asked (0-based)
+    steps: int = DEFAULT_STEPS
+    lr: float = DEFAULT_LR
+
+
+def active(scn: Scenario) -> bool:
+    return scn.setting(NAME) is not None
+
+
+def target_of(scn: Scenario) -> Target | None:
+    return scn.setting(NAME)
+
+
+def extend(stages: list[Stage], scn: Scenario) -> None:
+    """Nothing: the loss is not a stage of the layer (see the module's docstring)."""
+
+
+def read(d: Draft) -> None:
+    """`target: {output: MATRIX} | {attend: {QUERY: KEY, …}, head: N}` and `train: {steps, lr}`."""
+    f, top = d.f, d.top
+    if "target" not in top:
+        if "train" in top:
+            raise f.error("train", top["train"], "train sets how attnwalk train descends a loss, "
+                          "and there is none: add a target (target: {attend: {QUERY: KEY}} or "
+                          "target: {output: MATRIX}), or remove train")
+        return
+    node = top["target"]
+    spec = f.mapping(node, "target", ("output", "attend", "head"))
+    given = [kind for kind in KINDS if kind in spec]
+    if len(given) != 1:
+        raise f.error("target", node, "give exactly one of target.output (the n × d matrix the "
+                      "layer's output should be) or target.attend (QUERY: KEY pairs), not "
+                      + ("both" if given else "neither"))
+    if given[0] == "output":
+        if "head" in spec:
+            raise f.error("target.head", spec["head"], "target.head names the head whose weights "
+                          "target.attend asks for; an output target compares the whole output Y")
+        target = Target("output", T=_output(d, spec["output"]))
+    else:
+        head = 0
+        if "head" in spec:
+            head = f.integer(spec["head"], "target.head", minimum=1) - 1
+            if head >= d.heads:
+                raise f.error("target.head", spec["head"], f"target.head is {whole(head + 1)}, but "
+                              f"there {'is' if d.heads == 1 else 'are'} only {d.heads} "
+                              f"head{'s' if d.heads > 1 else ''} (count from 1)")
+        target = Target("attend", pairs=_pairs(d, spec["attend"]), head=head)
+    if "train" in top:
+        train = f.mapping(top["train"], "train", ("steps", "lr"))
+        if "steps" in train:
+            steps = f.integer(train["steps"], "train.steps", minimum=1)
+            if steps > MAX_STEPS:
+                raise f.error("train.steps", train["steps"], f"train.steps is {whole(steps)}; at most "
+                              f"{whole(MAX_STEPS)} (a lesson shows its point in far fewer)")
+            target = target._replace(steps=steps)
+        if "lr" in train:
+            lr = f.number(train["lr"], "train.lr")
+            if lr <= 0:
+                raise f.error("train.lr", train["lr"], f"train.lr is the step size η of W ← W − η · "
+                              f"∂L/∂W and must be above 0, got {lr:g}")
+            target = target._replace(lr=lr)
+    d.settings[NAME] = target
+
+
+def _output(d: Draft, node: Node) -> np.ndarray:
+    """The matrix the output should be: n × d_model with W_O (O), else n × h·d_v (Z, or concat)."""
+    T = d.f.matrix(node, "target.output")
+    width = d.main.d_model if d.W_O is not None else d.heads * d.d_v
+    what = "d_model (the output is O = concat · W_O)" if d.W_O is not None else (
+        "h·d_v (the output is concat, every head's Z side by side)" if d.heads > 1 else "d_v (the output is Z)")
+    if T.shape != (d.main.n, width):
+        raise d.f.error("target.output", node, f"target.output is {shape_text(T)}, but it must be "
+                        f"n × {what} = {d.main.n} × {width}")
+    T.flags.writeable = False
+    return T
+
+
+def _pairs(d: Draft, node: Node) -> tuple[tuple[int, int], ...]:
+    """`{QUERY: KEY, …}`: tokens or 1-based positions; a pair the mask forbids is refused."""
+    f = d.f
+    spec = node.value
+    if not isinstance(spec, dict) or not spec:
+        raise f.error("target.attend", node, "expected QUERY: KEY pairs, e.g. attend: {bank: river} "
+                      "(tokens, or positions counted from 1)")
+    keys = (d.source or d.main).tokens
+    pairs = []
+    for raw, value in spec.items():
+        line = (node.keys or {}).get(raw, node.line)
+        field = f"target.attend.{shown(str(raw))}"
+        query = _position(f, field, str(raw), line, d.main.tokens, "query")
+        key = _position(f, field, value.raw if value.raw is not None else value.value, value.line, keys, "key")
+        if d.allowed is not None and not d.allowed[query, key]:
+            raise f.error(field, value, f"the mask forbids query {quoted(d.main.tokens[query], 20)} "
+                          f"(row {query + 1}) to attend to key {quoted(keys[key], 20)} (column "
+                          f"{key + 1}): its weight is always exactly 0, so −log A would be infinite; "
+                          "choose a key the mask allows")
+        pairs.append((query, key))
+    return tuple(pairs)
+
+
+def _position(f: Any, field: str, value: Any, line: int, tokens: tuple[str, ...], what: str) -> int:
+    """A token, or its position counted from 1 (a token that looks like a number wins)."""
+    text = str(value) if value is not None else ""
+    if text in tokens:
+        if tokens.count(text) > 1:
+            where = ", ".join(str(i + 1) for i, t in enumerate(tokens) if t == text)
+            raise f.error(field, _At(line), f"the {what} {quoted(text, 20)} appears more than once "
+                          f"(positions {where}); give its position instead")
+        return tokens.index(text)
+    if text.isdecimal() and 1 <= int(text) <= len(tokens):
+        return int(text) - 1
+    listed = ", ".join(quoted(t, 20) for t in tokens[:12]) + (", …" if len(tokens) > 12 else "")
+    raise f.error(field, _At(line), f"the {what} {quoted(text, 20)} is not one of the tokens ({listed}) "
+                  f"nor a position 1–{len(tokens)}")
+
+
+class _At(NamedTuple):  # the line an error names, where there is no Node to hand (a mapping's key)
+    line: int
+
+
+# -- the loss -------------------------------------------------------------------------------------
+
+
+class Loss(NamedTuple):
+    value: float  # L
+    rows: np.ndarray  # (n, 1): each query row's share of L
+    reads: str  # the stage L is computed from: "O", "concat" or "A"
+    head: int | None  # for A: the head; None for the output
+    seed: np.ndarray  # ∂L/∂ of that stage: Y − T, or −1/A[q, k] at the pairs
+
+
+def loss(walk: Walk) -> Loss:
+    """L for `walk`, each row's share, and ∂L/∂ of the stage it reads (the backward pass's seed).
+    ComputeError when an asked weight is exactly 0 in float64 (−log 0 is infinite)."""
+    from attnwalk.layer.backward import output_key
+
+    scn = walk.scenario
+    target = target_of(scn)
+    if target.kind == "output":
+        key = output_key(walk)
+        R = walk.mats[key] - target.T  # (n, d): Y − T
+        rows = 0.5 * np.sum(R * R, axis=1, keepdims=True)  # (n, 1)
+        return Loss(float(rows.sum()), rows, key, None, R)
+    A = walk.matrix("A", target.head)
+    rows = np.zeros((scn.n, 1))
+    seed = np.zeros_like(A)  # (n, m)
+    for q, k in target.pairs:
+        if A[q, k] <= 0.0:
+            raise ComputeError(f"A[{q + 1}, {k + 1}] is exactly 0 in float64 under {walk.mode.name} "
+                               "weights, so −log A is infinite: the scores are too far apart (try "
+                               "the scaled mode, or smaller weights)", stage="A")
+        rows[q, 0] -= np.log(A[q, k])
+        seed[q, k] -= 1.0 / A[q, k]  # ∂(−log a)/∂a = −1/a
+    return Loss(float(rows.sum()), rows, "A", target.head, seed)
+
+
+def seeds(result: Loss) -> dict[tuple[str, int | None], np.ndarray]:
+    return {(result.reads, result.head): result.seed}
+
+
+def export(walk: Walk, data: dict[str, Any]) -> None:
+    """The target, as the scenario gives it: `{"output": rows}` or `{"attend": [[q, k], …],
+    "head": h}` (0-based, as JSON indices are)."""
+    target = target_of(walk.scenario)
+    if target.kind == "output":
+        data["target"] = {"output": target.T.tolist()}
+    else:
+        data["target"] = {"attend": [list(p) for p in target.pairs], "head": target.head}
