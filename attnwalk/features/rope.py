@@ -88,7 +88,24 @@ def _turned_back(ctx: Context, d: np.ndarray, out: np.ndarray, M: np.ndarray) ->
     return (_rope(ctx.scn).turn(d, -ctx.here),)  # (n, d_k)
 
 
-_BACK = Backward(_turned_back, fixed_terms("R(−pos · θ_i) · {d}[pos, pair i]"), gradcells.unturned)
+def unturned_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """One cell of ∂L/∂Q (K) from ∂L/∂Q_rot: its pair turned back by the same angle, R(−φ)."""
+    g = gradcells.upstream(c, stage)[c.row]  # (d_k,) ∂L/∂ of this row's rotated query or key
+    rope, d, pos = _rope(c.scn), len(g), c.row
+    i, a, b = pair_of(c.col, d, rope.pairing)
+    angle = c.printed(pos * c.printed(float(rope.thetas(d)[i])))
+    cos, sin = c.printed(np.cos(angle)), c.printed(np.sin(angle))
+    back = np.array([cos, sin]) if c.col == a else np.array([-sin, cos])  # a row of R(φ)ᵀ = R(−φ)
+    pair = np.array([g[a], g[b]])
+    value = float(pair @ back)
+    name = c.cols
+    lines = [c.prose(c.say("grad.cell.rope", a=name[a], b=name[b], i=i, pos=pos)),
+             c.plain(f"φ = {pos} {c.mk.times} θ_{i} = {c.num(angle)}, cos φ = {c.num(cos)}, sin φ = {c.num(sin)}")]
+    return lines + c.dot(f"{gradcells.d(stage.symbol)}[{c.rows[c.row]}, ({name[a]}, {name[b]})] {c.mk.dot} "
+                         f"R({c.mk.minus}φ)[{name[c.col]}, :]", pair, back, value), value
+
+
+_BACK = Backward(_turned_back, fixed_terms("R(−pos · θ_i) · {d}[pos, pair i]"), unturned_cell)
 
 
 def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:

@@ -46,14 +46,12 @@ class Grads:
     heads: list[dict[str, np.ndarray]]  # of each head's stages, and its share of Q, K, V (its block)
     params: dict[str, np.ndarray]  # of the parameters: W_Q, W_K, W_V, W_O, w_a, …
 
-    def of(self, key: str, head: int = 0) -> np.ndarray:
-        """∂L/∂ of stage or parameter `key` (a per-head stage's, or a head's share of Q, K, V:
-        head `head`'s)."""
-        if key in self.params:
-            return self.params[key]
-        if key in self.heads[head]:
+    def of(self, key: str, head: int | None = None) -> np.ndarray:
+        """∂L/∂ of stage or parameter `key`: of head `head`'s stage (or its share of Q, K, V) when
+        a head is given, else of the matrix computed once (Q, K, V full width)."""
+        if head is not None:
             return self.heads[head][key]
-        return self.mats[key]
+        return self.params[key] if key in self.params else self.mats[key]
 
 
 def output_key(walk: Walk) -> str:

@@ -1,12 +1,425 @@
-"""How one cell of a gradient is worked out on the backward walk (placeholder)."""
+"""How one cell of a gradient is worked out on the backward walk: the chain rule with real numbers.
+
+A gradient stage ∂L/∂F (gradwalk.py) is the sum of what each stage that reads F passes back, so
+its cell is: each reader's part, worked out by that reader's own backward (graph.Backward.cell,
+kept beside its forward: `projection`, `softmax`, … below for the base layer; RoPE's and the score
+kinds' in their feature modules), then their sum. A reader's cell returns its lines and the value
+it arrived at; every equation holds for the digits it prints, as in cells.py.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def passed(c, index, total):
-    return []
+import numpy as np
+
+from attnwalk.layer.graph import Stage, needed, symbol_of
+
+if TYPE_CHECKING:
+    from attnwalk.layer.cells import Cell
+    from attnwalk.layer.modes import Mode
+    from attnwalk.scenario.scenario import Scenario
 
 
-projection = dot_scores = scaled = softmax = output = concat = passed
+def d(symbol: str) -> str:
+    """∂L/∂Z, ∂L/∂(QKᵀ): the gradient of the matrix printed as `symbol`."""
+    return f"∂L/∂({symbol})" if ("ᵀ" in symbol or " " in symbol) else f"∂L/∂{symbol}"
 
-unturned = scores = passed
+
+# -- which forward stage a gradient screen is of, and who passes it back ---------------------------
+
+
+def source(scn: Scenario, key: str, mode: Mode) -> tuple[str, str]:
+    """(forward key, scope) of gradient stage `key` ("dQ_h": ("Q", "view")); scope as gradwalk's."""
+    name = key[1:]
+    graph = {s.key: s for s in scn.graph}
+    if name in graph:
+        stage = graph[name]
+        if stage.split and not stage.across and scn.heads > 1:
+            return name, "split"
+        return name, "head" if stage.per_head or stage.split and not stage.across else "once"
+    if name.endswith("_h") and name[:-2] in graph:
+        return name[:-2], "view"
+    return name, "param"
+
+
+def path(scn: Scenario, mode: Mode) -> tuple[Stage, ...]:
+    """The forward stages the output is made from under `mode` (what the gradient goes through)."""
+    computed = tuple(s for s in scn.graph if s.in_mode(mode))
+    out = "O" if any(s.key == "O" for s in computed) else "concat"
+    return needed(computed, [out])
+
+
+def readers(scn: Scenario, mode: Mode, name: str, scope: str) -> list[tuple[Stage, int]]:
+    """(stage, index) of each stage on the path that reads `name` as its index-th input, among the
+    per-head stages for a per-head gradient or a head's share, else among the others."""
+    per_head = scope in ("head", "view")
+    out = []
+    for stage in path(scn, mode):
+        if name not in stage.inputs:
+            continue
+        if scope == "param" or stage.per_head == per_head or (scope == "head" and stage.across):
+            out.append((stage, stage.inputs.index(name)))  # concat reads every head's Z
+    return out
+
+
+def seeded(scn: Scenario, mode: Mode, name: str) -> bool:
+    """Does the loss itself read stage `name` (the output Y, or A for an attend target)? With one
+    head and no W_O the output is concat, one head's Z itself: its gradient is Z's."""
+    from attnwalk.features.target import target_of
+
+    target = target_of(scn)
+    if target.kind == "attend":
+        return name == "A"
+    out = "O" if any(s.key == "O" for s in scn.graph) else "concat"
+    return name == out or (name == "Z" and out == "concat" and scn.heads == 1)
+
+
+# -- formulas, variants, notes of the gradient stages -----------------------------------------------
+
+
+def term(stage: Stage, index: int, scn: Scenario, mode: Mode) -> str | None:
+    """What `stage` passes back into its index-th input, written with the layer's symbols."""
+    text = stage.backward.terms(scn, mode)[index]
+    if text is None:
+        return None
+    names = [symbol_of(n, scn) for n in stage.inputs]
+    return text.format(*names, d=d(stage.symbol), out=stage.symbol)
+
+
+def seed_term(scn: Scenario, mode: Mode) -> str:
+    from attnwalk.features.target import target_of
+
+    if target_of(scn).kind == "attend":
+        return "(−1 / A[q, k] at each asked q, k)"
+    out = "O" if any(s.key == "O" for s in scn.graph) else "Z" if scn.heads == 1 else "concat"
+    return f"{out} − T"
+
+
+def formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
+    """∂L/∂F = the sum of its readers' terms (and the loss's, where the loss reads F)."""
+    from attnwalk.layer.gradwalk import blocks_formula
+
+    name, scope = source(scn, stage.key, mode)
+    if scope == "split":
+        F = next(s for s in scn.graph if s.key == name)
+        return f"{stage.symbol} = {blocks_formula(d(F.symbol), scn, F.shared)}"
+    # one head's concat is its Z: the output, whose gradient is the loss's (seeded says so)
+    parts = [term(R, i, scn, mode) for R, i in readers(scn, mode, name, scope) if R.shown or R.key != "concat"]
+    if seeded(scn, mode, name):
+        parts.append(seed_term(scn, mode))
+    shown = [p for p in parts if p is not None]
+    if scope == "param" and scn.heads > 1 and any(R.per_head for R, _ in readers(scn, mode, name, scope)):
+        shown = [f"Σ_h {p}" for p in shown]
+    return f"{stage.symbol} = " + (" + ".join(shown) if shown else "0")
+
+
+def variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    """The text variants of every gradient stage: the mode where it stops the gradient (uniform),
+    unscaled scores, and an attend target (the loss reads A alone: what comes after A gets 0)."""
+    from attnwalk.features.target import target_of
+
+    out = []
+    if not mode.smooth:
+        out.append(mode.name)
+    elif not mode.scales(scn.scorer):
+        out.append("unscaled")
+    if target_of(scn).kind == "attend":
+        out.append("attend")
+    return tuple(out)
+
+
+# Which notes a gradient stage adds, by forward key: (note, when) pairs.
+_NOTES = {
+    "S": ("grad.masked", "grad.uniform", "grad.alibi"),
+    "QK^T": ("grad.uniform",),
+    "Q": ("grad.uniform", "grad.rope"), "K": ("grad.uniform", "grad.rope", "grad.group"),
+    "V": ("grad.group",), "W_Q": ("grad.uniform",), "W_K": ("grad.uniform",),
+    "X": ("grad.paths",), "Z": ("grad.attend",), "V_": (), "W_V": ("grad.attend",), "W_O": ("grad.attend",),
+    "O": ("grad.attend",), "concat": ("grad.attend",), "A": ("grad.seed_attend",),
+}
+
+
+def notes_for(key: str):
+    """The notes of gradient stage `key` ("dS": the mask's zeros, uniform's missing gradient, …)."""
+    def said(scn: Scenario, mode: Mode) -> list[str]:
+        from attnwalk.features.target import target_of
+
+        name, scope = source(scn, key, mode)
+        graph = {s.key for s in scn.graph}
+        attend = target_of(scn).kind == "attend"
+        when = {"grad.masked": scn.masked and mode.smooth, "grad.uniform": not mode.smooth,
+                "grad.alibi": "S+B" in graph and mode.smooth, "grad.rope": "Q_rot" in graph and scope != "split",
+                "grad.group": scn.groups < scn.heads and scope == "split", "grad.paths": True,
+                "grad.attend": attend, "grad.seed_attend": attend}
+        return [note for note in _NOTES.get(name, ()) if when.get(note)]
+    return said
+
+
+# -- the loss -----------------------------------------------------------------------------------
+
+
+def loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
+    from attnwalk.features.target import target_of
+
+    target = target_of(scn)
+    if target.kind == "attend":
+        head = f"_{target.head + 1}" if scn.heads > 1 else ""
+        return f"L = Σ_i L_i,  L_i = −log A{head}[i, k_i] for each asked query i"
+    out = "O" if any(s.key == "O" for s in scn.graph) else "Z" if scn.heads == 1 else "concat"
+    return f"L = Σ_i L_i,  L_i = ½ Σ_c ({out}[i, c] − T[i, c])²"
+
+
+def loss_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    from attnwalk.features.target import target_of
+
+    return (target_of(scn).kind,)
+
+
+def loss_cell(c: Cell) -> list:
+    """L_i with the row's numbers, then L = Σ L_i."""
+    from attnwalk.features.target import target_of
+
+    from attnwalk.layer.axes import token_labels  # axes reads the stages, which read this module
+
+    target = target_of(c.scn)
+    walk = c.walk.forward
+    tok = c.rows[c.row]
+    total = float(c.walk.matrix("L").sum())
+    lines: list = []
+    if target.kind == "attend":
+        keys = [k for q, k in target.pairs if q == c.row]
+        if not keys:
+            lines.append(c.prose(c.say("grad.cell.not_asked", token=tok)))
+        A = walk.matrix("A", target.head)
+        for k in keys:
+            a = float(A[c.row, k])
+            lines.append(f"L_{tok} = {c.mk.minus}log A[{tok}, {token_labels(c.scn.key_tokens)[k]}] = {c.mk.minus}log {c.num(a)}"
+                         f" = {c.num(-np.log(c.printed(a)))}")
+            c.lands(-np.log(c.printed(a)))
+    else:
+        out = _output_symbol(c.scn)
+        Y = walk.mats[_output_key(walk)][c.row]
+        T = target.T[c.row]
+        diff = np.array([c.printed(c.printed(y) - c.printed(t)) for y, t in zip(Y, T)])
+        lines.append(f"{out}[{tok}] {c.mk.minus} T[{tok}] = {c.vec(Y)} {c.mk.minus} {c.vec(T)} = {c.vec(diff)}")
+        lines += c.dot(f"½ Σ_c ({out} {c.mk.minus} T)[{tok}, c]²  {c.mk.times} 2", diff, diff, 2 * c.value)
+        half = c.printed(c.dot_value(diff, diff)) / 2
+        lines.append(f"L_{tok} = {c.product(c.dot_value(diff, diff))} / 2 = {c.num(half)}")
+        c.lands(half)
+    lines.append(c.prose(c.say("grad.cell.total", total=c.num(total))))
+    return lines
+
+
+def _output_key(walk) -> str:
+    return "O" if walk.has("O") else "concat"
+
+
+def _output_symbol(scn: Scenario) -> str:
+    return "O" if any(s.key == "O" for s in scn.graph) else "Z" if scn.heads == 1 else "concat"
+
+
+# -- a gradient's cell: its readers' parts, summed ---------------------------------------------------
+
+
+def chain(c: Cell) -> list:
+    """One cell of ∂L/∂F: what each stage that reads F passes back into it (worked out by that
+    stage's backward), the loss's own part where the loss reads F, and the sum."""
+    name, scope = source(c.scn, c.stage.key, c.walk.mode)
+    if scope == "split":
+        return _blocks(c, name)
+    parts: list[tuple[str, list, float]] = []  # (who, lines, value)
+    heads = range(c.scn.heads) if scope == "param" and _per_head_owner(c, name) else [c.head]
+    for R, i in readers(c.scn, c.walk.mode, name, scope):
+        if R.key == "concat" and not R.shown:  # one head: concat is Z, the output
+            continue
+        for h in heads:
+            lines, value = R.backward.cell(_At(c, h), R, i)
+            who = R.symbol if len(heads) == 1 else f"{R.symbol}, {c.say('ui.head', head=h + 1, heads=c.scn.heads)}"
+            parts.append((who, lines, value))
+    if seeded(c.scn, c.walk.mode, name):
+        parts.append(("L", *_seed(c, name)))
+    if not parts:
+        return [c.prose(c.say("grad.cell.none"))]
+    if len(parts) == 1:
+        return parts[0][1]
+    lines: list = []
+    for who, part, value in parts:
+        lines.append(c.prose(c.say("grad.cell.from", stage=who, value=c.num(value))))
+        lines += part
+    values = [c.printed(value) for _, _, value in parts]
+    end = c.printed(sum(values))
+    c.lands(end)
+    lines.append(f"{c.ref()} = " + " + ".join(c.operand(v) if k else c.num(v) for k, v in enumerate(values))
+                 + f" = {c.num(end)}")
+    return lines
+
+
+def _per_head_owner(c: Cell, name: str) -> bool:
+    return any(R.per_head for R, _ in readers(c.scn, c.walk.mode, name, "param"))
+
+
+def _seed(c: Cell, name: str) -> tuple[list, float]:
+    """The loss's part: Y − T at this cell, or −1/A at an asked pair (0 at any other cell)."""
+    from attnwalk.features.target import target_of
+
+    target = target_of(c.scn)
+    walk = c.walk.forward
+    tok, col = c.rows[c.row], c.cols[c.col]
+    if target.kind == "attend":
+        if c.head != target.head or (c.row, c.col) not in target.pairs:
+            return [c.prose(c.say("grad.cell.not_asked_cell"))], 0.0
+        a = c.printed(float(walk.matrix("A", c.head)[c.row, c.col]))
+        value = c.printed(-1.0 / a)
+        return [f"{c.mk.minus}1 / A[{tok}, {col}] = {c.mk.minus}1 / {c.num(a)} = {c.num(value)}"], value
+    out = _output_symbol(c.scn)
+    y = c.printed(float(walk.mats[_output_key(walk)][c.row, c.col]))
+    t = c.printed(float(target.T[c.row, c.col]))
+    value = c.printed(y - t)
+    return [f"{out}[{tok}, {col}] {c.mk.minus} T[{tok}, {col}] = {c.num(y)} {c.mk.minus} {c.operand(t)} "
+            f"= {c.num(value)}"], value
+
+
+def _blocks(c: Cell, name: str) -> list:
+    """Q, K, V full width: this column is head h's share (a K/V head's: its query heads' summed)."""
+    F = c.walk.forward.stage(name)
+    count = c.scn.groups if F.shared else c.scn.heads
+    width = c.walk.matrix(c.stage.key).shape[1] // count
+    block, inner = divmod(c.col, width)
+    sharers = [h for h in range(c.scn.heads) if (c.scn.kv_head(h) if F.shared else h) == block]
+    values = [c.printed(float(c.walk.matrix(f"d{name}_h", h)[c.row, inner])) for h in sharers]
+    parts = [f"{d(F.symbol)}_{h + 1}[{c.rows[c.row]}, {inner + 1}]" for h in sharers]
+    end = c.printed(sum(values))
+    c.lands(end)
+    line = f"{c.ref()} = " + " + ".join(parts)
+    if len(values) > 1:
+        line += " = " + " + ".join(c.operand(v) if k else c.num(v) for k, v in enumerate(values))
+    return [c.prose(c.say("grad.cell.block", col=c.col + 1, block=block + 1, inner=inner + 1,
+                          count=len(sharers))), f"{line} = {c.num(end)}"]
+
+
+class _At:
+    """The cell `c` seen from head `head` (a shared weight's gradient sums every head's part)."""
+
+    def __init__(self, c: Cell, head: int) -> None:
+        self._c, self.head = c, head
+
+    def __getattr__(self, name: str):
+        return getattr(self._c, name)
+
+
+# -- what each base stage passes back (graph.Backward.cell): (lines, value) ------------------------
+
+
+def upstream(c: Cell, stage: Stage) -> np.ndarray:
+    """∂L/∂ of `stage`'s output, the gradient it passes back (this head's for a per-head stage)."""
+    grads = c.walk.grads
+    return grads.heads[c.head][stage.key] if stage.per_head else grads.mats[stage.key]
+
+
+def given(c: Cell, stage: Stage, index: int) -> tuple[str, np.ndarray]:
+    """(symbol, forward matrix) of `stage`'s index-th input, this head's for a per-head stage."""
+    name, M = c.walk.forward.input(stage, index, c.head)
+    return symbol_of(name, c.scn), np.asarray(M, dtype=np.float64)
+
+
+def passed(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """X = E + P (S + B): a summand's gradient is the sum's, unchanged."""
+    g = float(upstream(c, stage)[c.row, c.col])
+    return [f"{c.ref()} = {d(stage.symbol)}[{c.rows[c.row]}, {c.cols[c.col]}] = {c.num(g)}",
+            c.prose(c.say("grad.cell.passed", stage=stage.symbol))], g
+
+
+def projection(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """Q = X · W (+ b): ∂L/∂X[i, j] = ∂L/∂Q[i, :] · W[j, :];  ∂L/∂W[j, k] = X[:, j] · ∂L/∂Q[:, k]."""
+    g = upstream(c, stage)  # (n, h·d)
+    dq = d(stage.symbol)
+    if index == 0:
+        w_name, W = given(c, stage, 1)
+        value = float(g[c.row] @ W[c.col])
+        return c.dot(f"{dq}[{c.rows[c.row]}] {c.mk.dot} {w_name}[{c.cols[c.col]}, :]", g[c.row], W[c.col],
+                     value), value
+    x_name, X = given(c, stage, 0)
+    if index == 1:
+        value = float(X[:, c.row] @ g[:, c.col])  # W[j, k]: j is this row (a dimension of X)
+        return c.dot(f"{x_name}[:, {c.rows[c.row]}] {c.mk.dot} {dq}[:, {c.cols[c.col]}]", X[:, c.row],
+                     g[:, c.col], value), value
+    value = float(g[:, c.col].sum())
+    return c.dot(f"Σ_i {dq}[i, {c.cols[c.col]}]", g[:, c.col], np.ones(len(g)), value), value
+
+
+def dot_scores(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """QKᵀ: ∂L/∂q_i = Σ_j ∂L/∂(QKᵀ)[i, j] k_j; ∂L/∂k_j = Σ_i ∂L/∂(QKᵀ)[i, j] q_i, through the
+    transpose: key j's column, every query that scored it."""
+    g = upstream(c, stage)  # (n, m)
+    dqk = d(stage.symbol)
+    if index == 0:
+        k_name, K = given(c, stage, 1)
+        value = float(g[c.row] @ K[:, c.col])
+        return c.dot(f"{dqk}[{c.rows[c.row]}, :] {c.mk.dot} {k_name}[:, {c.cols[c.col]}]", g[c.row],
+                     K[:, c.col], value), value
+    q_name, Q = given(c, stage, 0)
+    value = float(g[:, c.row] @ Q[:, c.col])
+    return [c.prose(c.say("grad.cell.transpose", name=c.rows[c.row])),
+            *c.dot(f"{dqk}[:, {c.rows[c.row]}] {c.mk.dot} {q_name}[:, {c.cols[c.col]}]", g[:, c.row],
+                   Q[:, c.col], value)], value
+
+
+def scaled(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """S = QKᵀ / √d_k: ∂L/∂(QKᵀ) = ∂L/∂S / √d_k (unscaled: the same)."""
+    g = c.printed(float(upstream(c, stage)[c.row, c.col]))
+    scale = c.walk.forward.scale
+    ref = f"{d(stage.symbol)}[{c.rows[c.row]}, {c.cols[c.col]}]"
+    if scale == 1.0:
+        return [f"{ref} = {c.num(g)}", c.prose(c.say("grad.cell.unscaled"))], g
+    value = c.printed(g / c.printed(scale))
+    c.lands(value)
+    return [f"{ref} / {c.mk.sqrt}d_k = {c.num(g)} / {c.num(scale)} = {c.num(value)}"], value
+
+
+def softmax(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """A = softmax(S + M): ∂L/∂S[i, j] = A[i, j] · (∂L/∂A[i, j] − Σ_k A[i, k] ∂L/∂A[i, k])."""
+    if not c.walk.mode.smooth:
+        return [c.prose(c.say(f"grad.cell.{c.walk.mode.name}"))], 0.0
+    A = c.walk.forward.matrix("A", c.head)
+    g = upstream(c, stage)
+    tok, key = c.rows[c.row], c.cols[c.col]
+    if not c.scn.allowed[c.row, c.col]:
+        return [c.prose(c.say("grad.cell.masked", query=tok, name=key))], 0.0
+    dA = d("A")
+    # rowsum(A ⊙ ∂L/∂A) of this row: the row of A dotted with the row of ∂L/∂A
+    lines = c.dot(f"A[{tok}] {c.mk.dot} {dA}[{tok}]", A[c.row], g[c.row], float(A[c.row] @ g[c.row]))
+    mean = c.printed(c.dot_value(A[c.row], g[c.row]))
+    a, ga = c.printed(float(A[c.row, c.col])), c.printed(float(g[c.row, c.col]))
+    inner = c.printed(ga - mean)
+    value = c.printed(a * inner * c.walk.amplify)
+    lines.append(f"A[{tok}, {key}] {c.mk.times} ({dA}[{tok}, {key}] {c.mk.minus} {c.operand(mean)}) = "
+                 f"{c.num(a)} {c.mk.times} ({c.num(ga)} {c.mk.minus} {c.operand(mean)}) = "
+                 f"{c.num(a)} {c.mk.times} {c.operand(inner)} = {c.num(value)}")
+    if a * (1 - a) < 1e-3:  # saturated: a ≈ 0 or 1, and the gradient with it
+        lines.append(c.prose(c.say("grad.cell.saturated", weight=c.num(a))))
+    return lines, value
+
+
+def output(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """Z = A · V: ∂L/∂A[i, j] = ∂L/∂Z[i, :] · V[j, :];  ∂L/∂V[j, c] = A[:, j] · ∂L/∂Z[:, c]."""
+    g = upstream(c, stage)  # (n, d_v)
+    dz = d(stage.symbol)
+    if index == 0:
+        v_name, V = given(c, stage, 1)
+        value = float(g[c.row] @ V[c.col])
+        return c.dot(f"{dz}[{c.rows[c.row]}] {c.mk.dot} {v_name}[{c.cols[c.col]}]", g[c.row], V[c.col],
+                     value), value
+    a_name, A = given(c, stage, 0)
+    value = float(A[:, c.row] @ g[:, c.col])
+    return [c.prose(c.say("grad.cell.values", name=c.rows[c.row])),
+            *c.dot(f"{a_name}[:, {c.rows[c.row]}] {c.mk.dot} {dz}[:, {c.cols[c.col]}]", A[:, c.row],
+                   g[:, c.col], value)], value
+
+
+def concat(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """concat = [Z_1 | … | Z_h]: head h's Z gets its own columns of ∂L/∂concat back."""
+    width = c.scn.d_v
+    col = c.head * width + c.col
+    value = float(upstream(c, stage)[c.row, col])
+    return [f"{c.ref()} = {d(stage.symbol)}[{c.rows[c.row]}, {col + 1}] = {c.num(value)}"], value

@@ -60,12 +60,13 @@ class Backward(NamedTuple):
     into that input (a fixed position table, ALiBi's bias, the scores under uniform weights).
     `terms(scn, mode)` gives, per input, what the stage adds to that input's gradient as a
     formula ("{d} · {1}ᵀ": {d} is ∂L/∂ of this stage, {0}, {1}, … its inputs' symbols, {out} its
-    own), None where `grad` gives none. `cell(c, index, total)` works out one cell of input
-    `index`'s gradient as this stage contributes it (`total`), with the walk's numbers."""
+    own), None where `grad` gives none. `cell(c, stage, index)` works out one cell of input
+    `index`'s gradient as this stage contributes it, with the walk's numbers, and returns the
+    lines and the value they arrive at (layer/gradcells.py)."""
 
     grad: Callable[..., tuple]
     terms: Callable[[Scenario, Mode], tuple[str | None, ...]]
-    cell: Callable[..., list] | None = None
+    cell: Callable[..., tuple] | None = None
 
 
 def fixed_terms(*terms: str | None) -> Callable[[Scenario, Mode], tuple[str | None, ...]]:
