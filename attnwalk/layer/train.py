@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attnwalk.errors import ScenarioError
+from attnwalk.errors import ComputeError, ScenarioError
 from attnwalk.layer.backward import Grads, backward
 from attnwalk.layer.cost import dims_of, work
 from attnwalk.layer.modes import Mode, mode_named
@@ -55,11 +55,26 @@ def descend(scn: Scenario, mode: Mode | str, steps: int, lr: float) -> Iterator[
     """Step 0, then each of `steps` updates W ← W − lr · ∂L/∂W, one at a time."""
     mode = mode_named(mode)
     for k in range(steps + 1):
-        walk = compute(scn, mode)
-        grads = gradients(walk)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                walk = compute(scn, mode)
+                grads = gradients(walk)
+        except ComputeError as exc:
+            if k == 0:
+                raise
+            raise diverged(scn, k, lr, mode) from exc
+        if not (np.isfinite(grads.loss) and all(np.all(np.isfinite(g)) for g in grads.params.values())):
+            raise diverged(scn, k, lr, mode)
         yield Step(k, grads.loss, walk, grads)
         if k < steps:
             scn = updated(scn, grads, lr)
+
+
+def diverged(scn: Scenario, k: int, lr: float, mode: Mode) -> ComputeError:
+    """Gradient descent that overshot until float64 overflowed: say so, and what to change."""
+    return ComputeError(f"{scn.label}: at step {k} of {mode.name} training the loss or its gradient "
+                        f"overflows float64: each step overshot the one before, so η = {lr:g} is too "
+                        f"large for this layer; try --lr {lr / 10:g}")
 
 
 def updated(scn: Scenario, grads: Grads, lr: float) -> Scenario:
