@@ -62,6 +62,14 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     """Nothing: the loss is not a stage of the layer (see the module's docstring)."""
 
 
+def note_stages(scn: Scenario) -> tuple[Stage, ...]:
+    """The backward walk's screens (L, dZ, dS, …): a lesson's notes may speak to them as to the
+    forward walk's stages."""
+    from attnwalk.layer.gradwalk import grad_stages
+
+    return grad_stages(scn)
+
+
 def read(d: Draft) -> None:
     """`target: {output: MATRIX} | {attend: {QUERY: KEY, …}, head: N}` and `train: {steps, lr}`."""
     f, top = d.f, d.top

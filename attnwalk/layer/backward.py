@@ -54,15 +54,19 @@ class Grads:
         return self.params[key] if key in self.params else self.mats[key]
 
 
+def output_of(stages: Graph) -> str:
+    """The layer's output Y among `stages`: O where there is W_O, else concat (one head's Z itself)."""
+    return "O" if any(s.key == "O" for s in stages) else "concat"
+
+
 def output_key(walk: Walk) -> str:
-    """The layer's output Y: O where there is W_O, else concat (one head's Z itself)."""
-    return "O" if walk.has("O") else "concat"
+    return output_of(walk.computed)
 
 
-def path_of(walk: Walk) -> Graph:
+def path_of(computed: Graph) -> Graph:
     """The stages the layer's output is made from (what a gradient can reach), in order; a
     UsageError naming the first one whose backward is not known."""
-    path = needed(walk.computed, [output_key(walk)])
+    path = needed(computed, [output_of(computed)])
     for stage in path:
         if stage.compute is not None and stage.inputs and stage.backward is None:
             raise UsageError(f"the backward pass cannot go through stage {stage.key}: its gradient "
@@ -75,7 +79,7 @@ def backward(walk: Walk, seeds: Seeds, loss: float) -> Grads:
     the loss gives the stage it reads ((key, None) for a stage computed once, (key, h) for head
     h's)."""
     scn = walk.scenario
-    path = path_of(walk)
+    path = path_of(walk.computed)
     before, per_head, after = segments(path)
     per_head_keys = {s.key for s in per_head}
     shared: dict[str, np.ndarray] = {}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.layer.graph import Stage, needed, symbol_of
+from attnwalk.layer.graph import Stage, symbol_of
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -45,9 +45,9 @@ def source(scn: Scenario, key: str, mode: Mode) -> tuple[str, str]:
 
 def path(scn: Scenario, mode: Mode) -> tuple[Stage, ...]:
     """The forward stages the output is made from under `mode` (what the gradient goes through)."""
-    computed = tuple(s for s in scn.graph if s.in_mode(mode))
-    out = "O" if any(s.key == "O" for s in computed) else "concat"
-    return needed(computed, [out])
+    from attnwalk.layer.backward import path_of
+
+    return path_of(tuple(s for s in scn.graph if s.in_mode(mode)))
 
 
 def readers(scn: Scenario, mode: Mode, name: str, scope: str) -> list[tuple[Stage, int]]:
@@ -71,7 +71,7 @@ def seeded(scn: Scenario, mode: Mode, name: str) -> bool:
     target = target_of(scn)
     if target.kind == "attend":
         return name == "A"
-    out = "O" if any(s.key == "O" for s in scn.graph) else "concat"
+    out = _output(scn)
     return name == out or (name == "Z" and out == "concat" and scn.heads == 1)
 
 
@@ -92,8 +92,7 @@ def seed_term(scn: Scenario, mode: Mode) -> str:
 
     if target_of(scn).kind == "attend":
         return "(−1 / A[q, k] at each asked q, k)"
-    out = "O" if any(s.key == "O" for s in scn.graph) else "Z" if scn.heads == 1 else "concat"
-    return f"{out} − T"
+    return f"{_output_symbol(scn)} − T"
 
 
 def formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
@@ -166,8 +165,7 @@ def loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     if target.kind == "attend":
         head = f"_{target.head + 1}" if scn.heads > 1 else ""
         return f"L = Σ_i L_i,  L_i = −log A{head}[i, k_i] for each asked query i"
-    out = "O" if any(s.key == "O" for s in scn.graph) else "Z" if scn.heads == 1 else "concat"
-    return f"L = Σ_i L_i,  L_i = ½ Σ_c ({out}[i, c] − T[i, c])²"
+    return f"L = Σ_i L_i,  L_i = ½ Σ_c ({_output_symbol(scn)}[i, c] − T[i, c])²"
 
 
 def loss_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
@@ -199,7 +197,7 @@ def loss_cell(c: Cell) -> list:
             c.lands(-np.log(c.printed(a)))
     else:
         out = _output_symbol(c.scn)
-        Y = walk.mats[_output_key(walk)][c.row]
+        Y = walk.mats[_output(c.scn)][c.row]
         T = target.T[c.row]
         diff = np.array([c.printed(c.printed(y) - c.printed(t)) for y, t in zip(Y, T)])
         lines.append(f"{out}[{tok}] {c.mk.minus} T[{tok}] = {c.vec(Y)} {c.mk.minus} {c.vec(T)} = {c.vec(diff)}")
@@ -211,12 +209,16 @@ def loss_cell(c: Cell) -> list:
     return lines
 
 
-def _output_key(walk) -> str:
-    return "O" if walk.has("O") else "concat"
+def _output(scn: Scenario) -> str:
+    from attnwalk.layer.backward import output_of
+
+    return output_of(scn.graph)
 
 
 def _output_symbol(scn: Scenario) -> str:
-    return "O" if any(s.key == "O" for s in scn.graph) else "Z" if scn.heads == 1 else "concat"
+    """How the output Y is named in the loss: O, concat, or with one head its Z."""
+    out = _output(scn)
+    return "Z" if out == "concat" and scn.heads == 1 else out
 
 
 # -- a gradient's cell: its readers' parts, summed ---------------------------------------------------
@@ -273,7 +275,7 @@ def _seed(c: Cell, name: str) -> tuple[list, float]:
         value = c.printed(-1.0 / a)
         return [f"{c.mk.minus}1 / A[{tok}, {col}] = {c.mk.minus}1 / {c.num(a)} = {c.num(value)}"], value
     out = _output_symbol(c.scn)
-    y = c.printed(float(walk.mats[_output_key(walk)][c.row, c.col]))
+    y = c.printed(float(walk.mats[_output(c.scn)][c.row, c.col]))
     t = c.printed(float(target.T[c.row, c.col]))
     value = c.printed(y - t)
     return [f"{out}[{tok}, {col}] {c.mk.minus} T[{tok}, {col}] = {c.num(y)} {c.mk.minus} {c.operand(t)} "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.layer import gradcells
-from attnwalk.layer.backward import Grads, output_key
+from attnwalk.layer.backward import Grads, output_of, path_of
 from attnwalk.layer.graph import SIGNED, Graph, Stage, segments
 from attnwalk.layer.stages import blocks
 from attnwalk.layer.walk import Head, Walk
@@ -46,27 +46,33 @@ def grad_symbol(symbol: str) -> str:
     return f"∂L/∂({symbol})" if ("ᵀ" in symbol or " " in symbol) else f"∂L/∂{symbol}"
 
 
+def grad_stages(scn: Scenario, mode: Mode | str = "scaled") -> tuple[Stage, ...]:
+    """The screens of `scn`'s backward walk, the loss first, made from its graph alone (no numbers):
+    what the walk shows, and what a lesson's notes may name."""
+    from attnwalk.layer.modes import mode_named
+
+    mode = mode_named(mode)
+    computed = tuple(s for s in scn.graph if s.in_mode(mode))
+    path = path_of(computed)
+    shown = {s.key for s in computed if s.shown}
+    output = output_of(computed)
+    by_key = {s.key: s for s in path}
+    return (_loss_stage(), *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown, output)))
+
+
 def grad_walk(grads: Grads) -> GradWalk:
     """The backward walk of `grads`: the loss, then every gradient in the order it completes."""
-    fwd = grads.walk
-    scn = fwd.scenario
-    shown = {s.key for s in fwd.stages}
-    order = _order(grads.path, scn, shown, output_key(fwd))
-    by_key = {s.key: s for s in grads.path}
-    stages: list[Stage] = [s._replace(shown=False) for s in fwd.graph]
-    stages.append(_loss_stage())
-    sources: dict[str, tuple[str, bool, bool]] = {}
-    for key, scope in order:
-        stage = _grad_stage(key, scope, by_key, scn)
-        stages.append(stage)
-        sources[stage.key] = (key, scope == "view", scope == "param")
-    mats = dict(fwd.mats)
-    heads = [dict(h.mats) for h in fwd.heads]
     from attnwalk.features.target import loss
 
-    result = loss(fwd)
-    mats[LOSS] = result.rows
-    for stage in stages[len(fwd.graph) + 1:]:
+    fwd = grads.walk
+    scn = fwd.scenario
+    shown = grad_stages(scn, fwd.mode)
+    stages: list[Stage] = [s._replace(shown=False) for s in fwd.graph] + list(shown)
+    sources = {stage.key: _source_of(stage.key, scn) for stage in shown[1:]}
+    mats = dict(fwd.mats)
+    heads = [dict(h.mats) for h in fwd.heads]
+    mats[LOSS] = loss(fwd).rows
+    for stage in shown[1:]:
         key, view, param = sources[stage.key]
         if stage.per_head:
             for h, own in enumerate(heads):
@@ -77,6 +83,14 @@ def grad_walk(grads: Grads) -> GradWalk:
     return GradWalk(scenario=named, mode=fwd.mode, amplify=fwd.amplify, graph=tuple(stages), mats=mats,
                     heads=[Head(h, own) for h, own in enumerate(heads)], source=fwd.source,
                     grads=grads, forward=fwd, sources=sources)
+
+
+def _source_of(key: str, scn: Scenario) -> tuple[str, bool, bool]:
+    """(forward key, a head's share?, a parameter?) of gradient stage `key`."""
+    name = key[1:]
+    if name.endswith("_h") and any(s.key == name[:-2] for s in scn.graph):
+        return name[:-2], True, False
+    return name, False, not any(s.key == name for s in scn.graph)
 
 
 def _order(path: Graph, scn: Scenario, shown: set[str], output: str) -> list[tuple[str, str]]:
