@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnwalk.features.target import loss, seeds
+from attnwalk.features.target import loss
 from attnwalk.layer.backward import backward, output_key
 from attnwalk.layer.walk import compute
 from attnwalk.scenario.load import scenario_from_text
@@ -28,7 +28,7 @@ def grads_of(text: str, mode: str):
     scn = scenario_from_text(text, "case.yaml")
     walk = compute(scn, mode)
     result = loss(walk)
-    return scn, walk, backward(walk, seeds(result), result.value)
+    return scn, walk, backward(walk, result.seeds, result.value)
 
 
 def checks(scn, walk, grads):

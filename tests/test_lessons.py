@@ -28,7 +28,8 @@ BUILTINS = ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_d
             "yellow_dog_length", "qk_norm", "additive_score", "cross_attention", "online_softmax")
 # their own oracles: tests/test_rope_lesson.py, test_alibi.py, test_gqa.py, test_window.py; kv_cache
 # (two heads) in tests/test_decode.py
-LESSONS = (*BUILTINS, "shapes", "rope", "alibi", "grouped_query", "sliding_window", "kv_cache")
+LESSONS = (*BUILTINS, "shapes", "rope", "alibi", "grouped_query", "sliding_window", "kv_cache", "backprop",
+           "saturation")
 STAGE_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
 
 # The lesson prints 4 decimals, so a printed value is within half a unit of the last place.
@@ -453,10 +454,10 @@ def squeeze(s: str) -> str:
     return re.sub(r"[\s\u2500-\u257f]", "", s)
 
 
-def walk(name: str, lang: str) -> str:
+def walk(name: str, lang: str, command: str = "run") -> str:
     env = {"COLUMNS": "100", "NO_COLOR": "1", "LANG": "C.UTF-8", "ATTNWALK_LANG": None, "LANGUAGE": None,
            "LC_ALL": None, "LC_MESSAGES": None}
-    result = CliRunner().invoke(app, ["run", name, "--no-pause", "--lang", lang], env=env)
+    result = CliRunner().invoke(app, [command, name, "--no-pause", "--lang", lang], env=env)
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -511,9 +512,18 @@ def test_the_walk_shows_the_title_the_dimensions_and_every_note(name: str, lang:
     for dim, stage_key in (("d_model", "E"), ("d_k", "Q"), ("d_v", "V")):
         if dim in dims:  # the table's column labels
             assert in_lang(dims[dim], lang)[-1] in screens[stage_key], (dim, stage_key)
+    backward = {}
+    if "target" in doc:  # notes on the backward walk's screens (attnwalk grad): each on its own
+        from attnwalk.layer.gradwalk import grad_stages
+
+        grad_out = walk(name, lang, "grad")
+        keys = [stage_.key for stage_ in grad_stages(load_scenario(name))]
+        starts = [grad_out.find(header.format(i, len(keys))) for i in range(1, len(keys) + 1)]
+        assert all(start >= 0 for start in starts)
+        backward = {key: grad_out[start:end] for key, start, end in zip(keys, starts, [*starts[1:], None])}
     for key, note in doc["notes"].items():
         said = tx.t("lesson.notice") + tx.t("ui.colon") + in_lang(note, lang)
-        assert squeeze(said) in squeeze(screens[key]), (key, lang)
+        assert squeeze(said) in squeeze(screens[key] if key in screens else backward[key]), (key, lang)
 
 
 def test_lessons_with_meaningful_dimensions_name_them() -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from attnwalk.layer.backward import Grads, output_key
+from attnwalk.layer.backward import Grads, objective, output_key
 from attnwalk.layer.train import Step
 
 
@@ -39,9 +39,7 @@ def grad_data(grads: Grads) -> dict[str, Any]:
                             "loss": grads.loss, "grads": out,
                             "shape": {"n": scn.n, "m": scn.m, "d_model": scn.d_model, "d_k": scn.d_k,
                                       "d_v": scn.d_v, "heads": scn.heads, "kv_heads": scn.groups}}
-    from attnwalk.features.target import export  # the target as the scenario gives it
-
-    export(walk, data)
+    objective(scn).export(walk, data)  # the target, as the scenario gives it
     return data
 
 

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from attnwalk.errors import ComputeError
+from attnwalk.layer.graph import Stage
 from attnwalk.scenario.fields import quoted, shape_text, whole
 from attnwalk.scenario.yamltree import shown
 
 if TYPE_CHECKING:
-    from attnwalk.layer.graph import Stage
+    from attnwalk.layer.cells import Cell
+    from attnwalk.layer.modes import Mode
     from attnwalk.layer.walk import Walk
     from attnwalk.scenario.load import Draft
     from attnwalk.scenario.scenario import Scenario
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 NAME = "target"
 KEYS = ("target", "train")
-STAGES: tuple[Stage, ...] = ()
+STAGES: tuple[Stage, ...] = ()  # the loss is not a stage of the layer: see LOSS_STAGE
 KINDS = ("output", "attend")
 MAX_STEPS = 10_000  # a lesson's steps; --steps is bounded by what they cost (layer/train.py)
 DEFAULT_STEPS, DEFAULT_LR = 20, 0.1
@@ -183,16 +185,26 @@ class Loss(NamedTuple):
     head: int | None  # for A: the head; None for the output
     seed: np.ndarray  # ∂L/∂ of that stage: Y − T, or −1/A[q, k] at the pairs
 
+    @property
+    def seeds(self) -> dict[tuple[str, int | None], np.ndarray]:
+        """Where the backward pass starts (layer/backward.py)."""
+        return {(self.reads, self.head): self.seed}
+
+
+def reads(scn: Scenario) -> str:
+    """The stage the loss reads: the layer's output (O, or concat), or A."""
+    from attnwalk.layer.backward import output_of
+
+    return "A" if target_of(scn).kind == "attend" else output_of(scn.graph)
+
 
 def loss(walk: Walk) -> Loss:
     """L for `walk`, each row's share, and ∂L/∂ of the stage it reads (the backward pass's seed).
     ComputeError when an asked weight is exactly 0 in float64 (−log 0 is infinite)."""
-    from attnwalk.layer.backward import output_key
-
     scn = walk.scenario
     target = target_of(scn)
     if target.kind == "output":
-        key = output_key(walk)
+        key = reads(scn)
         R = walk.mats[key] - target.T  # (n, d): Y − T
         rows = 0.5 * np.sum(R * R, axis=1, keepdims=True)  # (n, 1)
         return Loss(float(rows.sum()), rows, key, None, R)
@@ -209,8 +221,87 @@ def loss(walk: Walk) -> Loss:
     return Loss(float(rows.sum()), rows, "A", target.head, seed)
 
 
-def seeds(result: Loss) -> dict[tuple[str, int | None], np.ndarray]:
-    return {(result.reads, result.head): result.seed}
+# -- the loss on the backward walk's screens (layer/gradwalk.py asks for these) --------------------
+
+
+def _output_symbol(scn: Scenario) -> str:
+    """How the loss names the output Y: O, concat, or with one head its Z."""
+    out = reads(scn) if target_of(scn).kind == "output" else "concat"
+    return "Z" if out == "concat" and scn.heads == 1 else out
+
+
+def _loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
+    target = target_of(scn)
+    if target.kind == "attend":
+        head = f"_{target.head + 1}" if scn.heads > 1 else ""
+        return f"L = Σ_i L_i,  L_i = −log A{head}[i, k_i] for each asked query i"
+    return f"L = Σ_i L_i,  L_i = ½ Σ_c ({_output_symbol(scn)}[i, c] − T[i, c])²"
+
+
+def _loss_cell(c: Cell) -> list:
+    """L_i with the row's numbers, then L = Σ L_i."""
+    from attnwalk.layer.axes import token_labels
+
+    target = target_of(c.scn)
+    walk = c.walk.forward
+    tok = c.rows[c.row]
+    lines: list = []
+    if target.kind == "attend":
+        asked = [k for q, k in target.pairs if q == c.row]
+        if not asked:
+            lines.append(c.prose(c.say("grad.cell.not_asked", token=tok)))
+        for k in asked:
+            a = c.printed(float(walk.matrix("A", target.head)[c.row, k]))
+            value = c.printed(-np.log(a))
+            c.lands(value)
+            lines.append(f"L_{tok} = {c.mk.minus}log A[{tok}, {token_labels(c.scn.key_tokens)[k]}] = "
+                         f"{c.mk.minus}log {c.num(a)} = {c.num(value)}")
+    else:
+        out = _output_symbol(c.scn)
+        Y, T = walk.mats[reads(c.scn)][c.row], target.T[c.row]
+        diff = np.array([c.printed(c.printed(y) - c.printed(t)) for y, t in zip(Y, T)])
+        squares = c.dot_value(diff, diff)
+        half = c.printed(c.printed(squares) / 2)
+        c.lands(half)
+        lines += [f"{out}[{tok}] {c.mk.minus} T[{tok}] = {c.vec(Y)} {c.mk.minus} {c.vec(T)} = {c.vec(diff)}",
+                  *c.dot(f"Σ_c ({out} {c.mk.minus} T)[{tok}, c]²", diff, diff, squares),
+                  f"L_{tok} = ½ {c.mk.times} {c.product(squares)} = {c.num(half)}"]
+    total = float(c.walk.matrix(LOSS_STAGE.key).sum())
+    return lines + [c.prose(c.say("grad.cell.total", total=c.num(total)))]
+
+
+LOSS_STAGE = Stage("L", "L", "L", "n", "L_i", None, formula_for=_loss_formula,
+                   variants=lambda scn, mode: (target_of(scn).kind,), worked=_loss_cell, aliases=("loss",))
+
+
+def seed_term(scn: Scenario) -> str:
+    """The loss's own part of the gradient of what it reads, as a formula."""
+    if target_of(scn).kind == "attend":
+        return "(−1 / A[q, k] at each asked q, k)"
+    return f"{_output_symbol(scn)} − T"
+
+
+def seed_cell(c: Cell) -> tuple[list, float]:
+    """The loss's own part at this cell: Y − T, or −1/A at an asked pair (0 at any other)."""
+    target = target_of(c.scn)
+    walk = c.walk.forward
+    tok, col = c.rows[c.row], c.cols[c.col]
+    if target.kind == "attend":
+        if c.head != target.head or (c.row, c.col) not in target.pairs:
+            return [c.prose(c.say("grad.cell.not_asked_cell"))], 0.0
+        a = c.printed(float(walk.matrix("A", c.head)[c.row, c.col]))
+        value = c.printed(-1.0 / a)
+        return [f"{c.mk.minus}1 / A[{tok}, {col}] = {c.mk.minus}1 / {c.num(a)} = {c.num(value)}"], value
+    y = c.printed(float(walk.mats[reads(c.scn)][c.row, c.col]))
+    t = c.printed(float(target.T[c.row, c.col]))
+    value = c.printed(y - t)
+    return [f"{_output_symbol(c.scn)}[{tok}, {col}] {c.mk.minus} T[{tok}, {col}] = {c.num(y)} {c.mk.minus} "
+            f"{c.operand(t)} = {c.num(value)}"], value
+
+
+def grad_variants(scn: Scenario) -> tuple[str, ...]:
+    """The backward walk's text variants this target calls for: an attend target reads A alone."""
+    return ("attend",) if target_of(scn).kind == "attend" else ()
 
 
 def export(walk: Walk, data: dict[str, Any]) -> None:

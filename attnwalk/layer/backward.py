@@ -74,6 +74,16 @@ def path_of(computed: Graph) -> Graph:
     return path
 
 
+def objective(scn):
+    """The feature that gives `scn` its loss (features/target.py: `loss`, `reads`, its stage and
+    cells), found among the scenario's features as decoding finds why it cannot run: the layer
+    asks the scenario, it does not import a feature. UsageError when the scenario has none."""
+    for feature in scn.features:
+        if hasattr(feature, "loss"):
+            return feature
+    raise UsageError(f"{scn.label}: has no target, so there is no loss to differentiate")
+
+
 def backward(walk: Walk, seeds: Seeds, loss: float) -> Grads:
     """∂L/∂ of every stage and parameter on the path to the output, from `seeds`: the gradient
     the loss gives the stage it reads ((key, None) for a stage computed once, (key, h) for head

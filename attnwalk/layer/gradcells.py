@@ -64,15 +64,23 @@ def readers(scn: Scenario, mode: Mode, name: str, scope: str) -> list[tuple[Stag
 
 
 def seeded(scn: Scenario, mode: Mode, name: str) -> bool:
-    """Does the loss itself read stage `name` (the output Y, or A for an attend target)? With one
-    head and no W_O the output is concat, one head's Z itself: its gradient is Z's."""
-    from attnwalk.features.target import target_of
+    """Does the loss itself read stage `name` (the output Y, or one head's A)? With one head and no
+    W_O the output is concat, one head's Z itself: its gradient is Z's."""
+    reads = objective(scn).reads(scn)
+    return name == reads or (name == "Z" and reads == "concat" and scn.heads == 1)
 
-    target = target_of(scn)
-    if target.kind == "attend":
-        return name == "A"
-    out = _output(scn)
-    return name == out or (name == "Z" and out == "concat" and scn.heads == 1)
+
+def objective(scn: Scenario):
+    """The feature that gives the loss (features/target.py), asked for it as the layer asks a
+    feature anything: through the scenario's features, never by importing it."""
+    from attnwalk.layer.backward import objective as found
+
+    return found(scn)
+
+
+def reads_output(scn: Scenario) -> bool:
+    """Does the loss read the layer's output (else only A: nothing after A gets a gradient)?"""
+    return objective(scn).reads(scn) == output_symbol_key(scn)
 
 
 # -- formulas, variants, notes of the gradient stages -----------------------------------------------
@@ -88,11 +96,7 @@ def term(stage: Stage, index: int, scn: Scenario, mode: Mode) -> str | None:
 
 
 def seed_term(scn: Scenario, mode: Mode) -> str:
-    from attnwalk.features.target import target_of
-
-    if target_of(scn).kind == "attend":
-        return "(−1 / A[q, k] at each asked q, k)"
-    return f"{_output_symbol(scn)} − T"
+    return objective(scn).seed_term(scn)
 
 
 def formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
@@ -116,16 +120,12 @@ def formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
 def variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     """The text variants of every gradient stage: the mode where it stops the gradient (uniform),
     unscaled scores, and an attend target (the loss reads A alone: what comes after A gets 0)."""
-    from attnwalk.features.target import target_of
-
     out = []
     if not mode.smooth:
         out.append(mode.name)
     elif not mode.scales(scn.scorer):
         out.append("unscaled")
-    if target_of(scn).kind == "attend":
-        out.append("attend")
-    return tuple(out)
+    return (*out, *objective(scn).grad_variants(scn))
 
 
 # Which notes a gradient stage adds, by forward key: (note, when) pairs.
@@ -142,11 +142,9 @@ _NOTES = {
 def notes_for(key: str):
     """The notes of gradient stage `key` ("dS": the mask's zeros, uniform's missing gradient, …)."""
     def said(scn: Scenario, mode: Mode) -> list[str]:
-        from attnwalk.features.target import target_of
-
         name, scope = source(scn, key, mode)
         graph = {s.key for s in scn.graph}
-        attend = target_of(scn).kind == "attend"
+        attend = not reads_output(scn)
         when = {"grad.masked": scn.masked and mode.smooth, "grad.uniform": not mode.smooth,
                 "grad.alibi": "S+B" in graph and mode.smooth, "grad.rope": "Q_rot" in graph and scope != "split",
                 "grad.group": scn.groups < scn.heads and scope == "split", "grad.paths": True,
@@ -155,69 +153,16 @@ def notes_for(key: str):
     return said
 
 
-# -- the loss -----------------------------------------------------------------------------------
-
-
-def loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
-    from attnwalk.features.target import target_of
-
-    target = target_of(scn)
-    if target.kind == "attend":
-        head = f"_{target.head + 1}" if scn.heads > 1 else ""
-        return f"L = Σ_i L_i,  L_i = −log A{head}[i, k_i] for each asked query i"
-    return f"L = Σ_i L_i,  L_i = ½ Σ_c ({_output_symbol(scn)}[i, c] − T[i, c])²"
-
-
-def loss_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    from attnwalk.features.target import target_of
-
-    return (target_of(scn).kind,)
-
-
-def loss_cell(c: Cell) -> list:
-    """L_i with the row's numbers, then L = Σ L_i."""
-    from attnwalk.features.target import target_of
-
-    from attnwalk.layer.axes import token_labels  # axes reads the stages, which read this module
-
-    target = target_of(c.scn)
-    walk = c.walk.forward
-    tok = c.rows[c.row]
-    total = float(c.walk.matrix("L").sum())
-    lines: list = []
-    if target.kind == "attend":
-        keys = [k for q, k in target.pairs if q == c.row]
-        if not keys:
-            lines.append(c.prose(c.say("grad.cell.not_asked", token=tok)))
-        A = walk.matrix("A", target.head)
-        for k in keys:
-            a = float(A[c.row, k])
-            lines.append(f"L_{tok} = {c.mk.minus}log A[{tok}, {token_labels(c.scn.key_tokens)[k]}] = {c.mk.minus}log {c.num(a)}"
-                         f" = {c.num(-np.log(c.printed(a)))}")
-            c.lands(-np.log(c.printed(a)))
-    else:
-        out = _output_symbol(c.scn)
-        Y = walk.mats[_output(c.scn)][c.row]
-        T = target.T[c.row]
-        diff = np.array([c.printed(c.printed(y) - c.printed(t)) for y, t in zip(Y, T)])
-        lines.append(f"{out}[{tok}] {c.mk.minus} T[{tok}] = {c.vec(Y)} {c.mk.minus} {c.vec(T)} = {c.vec(diff)}")
-        lines += c.dot(f"½ Σ_c ({out} {c.mk.minus} T)[{tok}, c]²  {c.mk.times} 2", diff, diff, 2 * c.value)
-        half = c.printed(c.dot_value(diff, diff)) / 2
-        lines.append(f"L_{tok} = {c.product(c.dot_value(diff, diff))} / 2 = {c.num(half)}")
-        c.lands(half)
-    lines.append(c.prose(c.say("grad.cell.total", total=c.num(total))))
-    return lines
-
-
-def _output(scn: Scenario) -> str:
+def output_symbol_key(scn: Scenario) -> str:
+    """The stage that is the layer's output: O, or concat (with one head, its Z)."""
     from attnwalk.layer.backward import output_of
 
     return output_of(scn.graph)
 
 
-def _output_symbol(scn: Scenario) -> str:
+def output_symbol(scn: Scenario) -> str:
     """How the output Y is named in the loss: O, concat, or with one head its Z."""
-    out = _output(scn)
+    out = output_symbol_key(scn)
     return "Z" if out == "concat" and scn.heads == 1 else out
 
 
@@ -240,7 +185,7 @@ def chain(c: Cell) -> list:
             who = R.symbol if len(heads) == 1 else f"{R.symbol}, {c.say('ui.head', head=h + 1, heads=c.scn.heads)}"
             parts.append((who, lines, value))
     if seeded(c.scn, c.walk.mode, name):
-        parts.append(("L", *_seed(c, name)))
+        parts.append(("L", *objective(c.scn).seed_cell(c)))
     if not parts:
         return [c.prose(c.say("grad.cell.none"))]
     if len(parts) == 1:
@@ -259,27 +204,6 @@ def chain(c: Cell) -> list:
 
 def _per_head_owner(c: Cell, name: str) -> bool:
     return any(R.per_head for R, _ in readers(c.scn, c.walk.mode, name, "param"))
-
-
-def _seed(c: Cell, name: str) -> tuple[list, float]:
-    """The loss's part: Y − T at this cell, or −1/A at an asked pair (0 at any other cell)."""
-    from attnwalk.features.target import target_of
-
-    target = target_of(c.scn)
-    walk = c.walk.forward
-    tok, col = c.rows[c.row], c.cols[c.col]
-    if target.kind == "attend":
-        if c.head != target.head or (c.row, c.col) not in target.pairs:
-            return [c.prose(c.say("grad.cell.not_asked_cell"))], 0.0
-        a = c.printed(float(walk.matrix("A", c.head)[c.row, c.col]))
-        value = c.printed(-1.0 / a)
-        return [f"{c.mk.minus}1 / A[{tok}, {col}] = {c.mk.minus}1 / {c.num(a)} = {c.num(value)}"], value
-    out = _output_symbol(c.scn)
-    y = c.printed(float(walk.mats[_output(c.scn)][c.row, c.col]))
-    t = c.printed(float(target.T[c.row, c.col]))
-    value = c.printed(y - t)
-    return [f"{out}[{tok}, {col}] {c.mk.minus} T[{tok}, {col}] = {c.num(y)} {c.mk.minus} {c.operand(t)} "
-            f"= {c.num(value)}"], value
 
 
 def _blocks(c: Cell, name: str) -> list:

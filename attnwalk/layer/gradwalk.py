@@ -20,17 +20,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.layer import gradcells
-from attnwalk.layer.backward import Grads, output_of, path_of
-from attnwalk.layer.graph import SIGNED, Graph, Stage, segments
+from attnwalk.layer.backward import Grads, objective, output_of, path_of
+from attnwalk.layer.graph import Graph, Stage, segments
 from attnwalk.layer.stages import blocks
 from attnwalk.layer.walk import Head, Walk
 
 if TYPE_CHECKING:
     from attnwalk.layer.modes import Mode
     from attnwalk.scenario.scenario import Scenario
-
-LOSS = "L"
-
 
 @dataclass(eq=False)
 class GradWalk(Walk):
@@ -57,13 +54,11 @@ def grad_stages(scn: Scenario, mode: Mode | str = "scaled") -> tuple[Stage, ...]
     shown = {s.key for s in computed if s.shown}
     output = output_of(computed)
     by_key = {s.key: s for s in path}
-    return (_loss_stage(), *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown, output)))
+    return (objective(scn).LOSS_STAGE, *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown, output)))
 
 
 def grad_walk(grads: Grads) -> GradWalk:
     """The backward walk of `grads`: the loss, then every gradient in the order it completes."""
-    from attnwalk.features.target import loss
-
     fwd = grads.walk
     scn = fwd.scenario
     shown = grad_stages(scn, fwd.mode)
@@ -71,7 +66,7 @@ def grad_walk(grads: Grads) -> GradWalk:
     sources = {stage.key: _source_of(stage.key, scn) for stage in shown[1:]}
     mats = dict(fwd.mats)
     heads = [dict(h.mats) for h in fwd.heads]
-    mats[LOSS] = loss(fwd).rows
+    mats[shown[0].key] = objective(scn).loss(fwd).rows
     for stage in shown[1:]:
         key, view, param = sources[stage.key]
         if stage.per_head:
@@ -149,11 +144,6 @@ def _completed(section: list[Stage], emit) -> None:
             remaining[name] -= 1
             if remaining[name] == 0:
                 emit(name, i >= first_param)
-
-
-def _loss_stage() -> Stage:
-    return Stage(LOSS, "L", "L", "n", "L_i", None, kind=SIGNED, formula_for=gradcells.loss_formula,
-                 variants=gradcells.loss_variants, worked=gradcells.loss_cell, aliases=("loss",))
 
 
 def _grad_stage(key: str, scope: str, by_key: dict[str, Stage], scn: Scenario) -> Stage:

@@ -1,7 +1,7 @@
 """Watching attention learn: plain gradient descent on the layer's weights, W ← W − η · ∂L/∂W, for
 W_Q, W_K, W_V (and W_O), one step at a time (`attnwalk train`).
 
-Each step is the layer's forward walk (walk.py), the scenario's loss (features/target.py) and the
+Each step is the layer's forward walk (walk.py), the scenario's loss (its target feature's) and the
 backward walk (backward.py); nothing else. What a run may cost is worked out from the shapes
 before any of it is computed (`check_cost`): a forward and a backward pass per step, and the
 matrices one step holds at once.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from attnwalk.errors import ComputeError, ScenarioError
-from attnwalk.layer.backward import Grads, backward
+from attnwalk.layer.backward import Grads, backward, objective
 from attnwalk.layer.cost import dims_of, work
 from attnwalk.layer.modes import Mode, mode_named
 from attnwalk.layer.walk import Walk, compute
@@ -45,10 +45,8 @@ class Step(NamedTuple):
 
 def gradients(walk: Walk) -> Grads:
     """The loss of `walk`'s scenario (its target) and ∂L/∂ of every matrix: the backward walk."""
-    from attnwalk.features.target import loss, seeds  # the loss is the target feature's
-
-    result = loss(walk)
-    return backward(walk, seeds(result), result.value)
+    result = objective(walk.scenario).loss(walk)
+    return backward(walk, result.seeds, result.value)
 
 
 def descend(scn: Scenario, mode: Mode | str, steps: int, lr: float) -> Iterator[Step]:
