@@ -15,6 +15,7 @@ stage by the printed walk. The interactive walk (app/walk.py) asks and judges th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,10 +82,11 @@ class Predictor:
     pending: dict[tuple[str, int], tuple[Question, str]] = field(default_factory=dict)
     asked: set[tuple[str, int]] = field(default_factory=set)
     stopped: bool = False  # input ended: no more asking
+    questions: Callable[..., Question | None] = prediction  # the backward walk asks its own (gradquiz.py)
 
     def before(self, key: str, head: int) -> None:
         """Ask for the prediction of stage `key` (printed walk: above the stage's screen)."""
-        q = prediction(self.walk, key, head, self.lang)
+        q = self.questions(self.walk, key, head, self.lang)
         if q is None or self.stopped or (key, head) in self.asked:
             return
         self.asked.add((key, head))
