@@ -276,13 +276,17 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         mode = self._next_mode()
         if mode.name not in self.walks:
             ahead = self._next_walks.pop(mode.name, None)
-            self.walks[mode.name] = ahead.result() if ahead is not None else with_mode(old, mode)
+            self.walks[mode.name] = ahead.result() if ahead is not None else self.walk_in(mode)
         self.walk = self.walks[mode.name]
         change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
         self.before = (old, self.step[1], plain(change, self.opts))
         self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
         self.show(home=False)
         self.call_after_refresh(self._compute_next_mode)
+
+    def walk_in(self, mode) -> Walk:
+        """This walk in another mode (the backward walk's app makes its own: app/gradwalk.py)."""
+        return with_mode(self.walk, mode)
 
     def action_head(self) -> None:
         heads = self.walk.scenario.heads

@@ -32,11 +32,13 @@ def rows_shown(steps: int, every: int) -> list[int]:
     return sorted({0, steps, *range(0, steps + 1, every)})
 
 
-def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOptions) -> RenderableType:
+def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOptions,
+               steps: int | None = None) -> RenderableType:
+    """What is trained and how: the scenario, steps, modes, η, the rule, the head whose A is shown."""
     scn = next(iter(runs.values()))[0].walk.scenario
     modes = style.say(opts, "ui.list_sep").join(style.say(opts, f"mode.{m}.name") for m in runs)
-    line = style.say(opts, "train.header", name=scn.name, modes=modes, lr=style.short(lr, opts),
-                     steps=len(next(iter(runs.values()))) - 1)
+    steps = len(next(iter(runs.values()))) - 1 if steps is None else steps
+    line = style.say(opts, "train.header", name=scn.name, modes=modes, lr=style.short(lr, opts), steps=steps)
     parts: list[RenderableType] = [Text(style.plain(line, opts), style=style.SCREEN_TITLE)]
     parts.append(Text(style.plain(style.say(opts, "train.rule"), opts), style=style.FORMULA))
     if scn.heads > 1:
@@ -100,6 +102,36 @@ def summary(runs: dict[str, list[Step]], opts: ViewOptions) -> RenderableType:
         if drop_a > 0:
             lines.append(style.say(opts, "train.ratio", ratio=f"{drop_b / drop_a:.3g}"))
     return Group(*(Prose(style.plain(line, opts)) for line in lines))
+
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+ASCII_BLOCKS = " .:-=+*#%"
+
+
+def loss_curve(losses: Sequence[float], top: float, steps: int, width: int, height: int,
+               opts: ViewOptions) -> Text:
+    """The loss so far as columns of blocks, on a fixed scale from 0 to `top` and `steps` steps
+    across, so two runs drawn with the same `top` compare by eye. Textual's Sparkline scales each
+    series to its own range, which would draw a loss that falls by 1e-9 as steeply as one that
+    falls by 0.4: the one thing this view must not do (the saturation lesson)."""
+    blocks = ASCII_BLOCKS if opts.ascii else BLOCKS
+    columns = max(1, min(width, steps + 1))
+    per = (steps + 1) / columns
+    levels = []
+    for c in range(columns):
+        span = losses[int(c * per):max(int((c + 1) * per), int(c * per) + 1)]
+        levels.append(None if not span else (max(span) / top if top > 0 else 0.0))
+    rows = []
+    for r in range(height - 1, -1, -1):  # the top line first
+        line = ""
+        for level in levels:
+            if level is None:
+                line += " "
+                continue
+            fill = min(max(level * height - r, 0.0), 1.0)  # how much of this line the column fills
+            line += blocks[int(round(fill * (len(blocks) - 1)))]
+        rows.append(line)
+    return Text("\n".join(rows), style=style.FORMULA)
 
 
 def weights_view(step: Step, head: int, opts: ViewOptions, label: str) -> RenderableType:
