@@ -9,7 +9,6 @@ renderables (render/trainview.py): the curve on one scale for both runs."""
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import replace
 from collections.abc import Iterator
 
@@ -78,6 +77,7 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
         self.running = threading.Event()
         self.running.set()
         self.one_step = threading.Event()
+        self.leaving = threading.Event()  # the app is closing: the worker stops at its next check
         self.done = False
         self.message = ""
 
@@ -105,17 +105,33 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
         try:
             for k in range(self.steps + 1):
                 steps = {mode: next(run) for mode, run in self.runs.items()}
-                self.call_from_thread(self.show_step, steps)
+                if self.leaving.is_set():
+                    return
+                self._post(self.show_step, steps)
                 if k == self.steps:
                     break
-                time.sleep(self.pause)
+                if self.leaving.wait(self.pause):
+                    return
                 while not self.running.is_set():  # paused: n takes one step
+                    if self.leaving.is_set():
+                        return
                     if self.one_step.wait(0.05):
                         self.one_step.clear()
                         break
         except Exception as exc:  # a run that overflows float64 says why (layer/train.diverged)
-            self.call_from_thread(self.say_now, str(exc))
-        self.call_from_thread(self.finished)
+            if not self.leaving.is_set():
+                self._post(self.say_now, str(exc))
+        if not self.leaving.is_set():
+            self._post(self.finished)
+
+    def _post(self, callback, *args) -> None:
+        try:
+            self.call_from_thread(callback, *args)
+        except RuntimeError:  # the app closed between the check and the call
+            self.leaving.set()
+
+    def on_unmount(self) -> None:
+        self.leaving.set()
 
     def show_step(self, steps: dict[str, Step]) -> None:
         for mode, step in steps.items():

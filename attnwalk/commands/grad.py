@@ -9,7 +9,6 @@ for scripts (export/graddata.py).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.gradwalk import GradWalk, grad_walk
@@ -59,8 +58,7 @@ def grad_command(*, name: str, mode: str, no_pause: bool, precision: int, ascii:
         from attnwalk.app.gradwalk import GradApp  # only in a terminal: the piped walk never loads Textual
         from attnwalk.tutor.gradquiz import GradPredictions
 
-        steps_from = 0
-        app = GradApp(walk, opts, start=steps_from, predictor=GradPredictions(opts.lang), predict=predict)
+        app = GradApp(walk, opts, predictor=GradPredictions(opts.lang), predict=predict)
         if shown:
             app.index = next(i for i, (stage, h) in enumerate(app.steps) if stage.per_head and h == shown)
         app.run()
@@ -100,9 +98,3 @@ def grad_json(*, name: str, mode: str) -> str:
                             "heads, or the printed walk (attnwalk grad NAME --no-pause)",
                             file=scenario.label, field="tokens", line=scenario.lines.get("tokens"))
     return to_json(grad_data(grads)) + "\n"
-
-
-def scenario_path(name: str | None, scenario_file: Path | None) -> str:
-    from attnwalk.commands.walk import scenario_arg
-
-    return scenario_arg(name, scenario_file)

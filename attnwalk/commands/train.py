@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from attnwalk.errors import ScenarioError, UsageError
-from attnwalk.layer.train import Step, check_cost, descend
+from attnwalk.layer.train import check_cost, descend
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.scenario import Scenario
 
@@ -101,7 +101,3 @@ def train_json(*, name: str, steps: int | None, lr: float | None, mode: str, com
     out = {key: first[key] for key in ("name", "tokens", "lr", "head")}
     out["modes"] = {m: {"steps": d["steps"]} for m, d in data.items()}
     return to_json(out) + "\n"
-
-
-def losses(steps: list[Step]) -> list[float]:
-    return [step.loss for step in steps]
