@@ -89,12 +89,12 @@ def grad_json(*, name: str, mode: str) -> str:
 
     scenario = with_target(load_scenario(name), "attnwalk grad")
     check_cost(scenario, 0, "attnwalk grad")
-    grads = gradients(compute(scenario, mode))
-    numbers = grad_numbers(grads)
+    walk = compute(scenario, mode)
+    numbers = grad_numbers(walk)  # before the backward pass, as export counts before it writes
     if numbers > MAX_EXPORT:
         size = numbers * JSON_BYTES_PER_NUMBER // (1024 * 1024)
         raise ScenarioError(f"grad's JSON for this layer holds {amount(numbers)} numbers (about {amount(size)} "
                             f"MB), more than the {amount(MAX_EXPORT)} an export writes; use fewer tokens or "
                             "heads, or the printed walk (attnwalk grad NAME --no-pause)",
                             file=scenario.label, field="tokens", line=scenario.lines.get("tokens"))
-    return to_json(grad_data(grads)) + "\n"
+    return to_json(grad_data(gradients(walk))) + "\n"

@@ -16,8 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from attnwalk.layer.backward import Grads, objective, output_key
+import numpy as np
+
+from attnwalk.layer.backward import Grads, objective, output_key, path_of
 from attnwalk.layer.train import Step
+from attnwalk.layer.walk import Walk
 
 
 def grad_data(grads: Grads) -> dict[str, Any]:
@@ -43,14 +46,22 @@ def grad_data(grads: Grads) -> dict[str, Any]:
     return data
 
 
-def grad_numbers(grads: Grads) -> int:
-    """How many numbers grad_data writes (counted before a list is built)."""
-    scn = grads.walk.scenario
-    total = sum(g.size for g in grads.mats.values()) + sum(g.size for g in grads.params.values())
-    if scn.heads > 1:
-        total += sum(g.size for own in grads.heads for g in own.values())
-    else:
-        total += sum(g.size for g in grads.heads[0].values())
+def grad_numbers(walk: Walk) -> int:
+    """How many numbers grad_data will write for `walk`'s backward pass, from the forward matrices'
+    shapes (each gradient has its matrix's shape): counted before the backward pass is computed."""
+    scn = walk.scenario
+    path = path_of(walk.computed)
+    total = walk.mats[output_key(walk)].size  # Y
+    for stage in path:
+        if stage.compute is None or not stage.inputs:
+            continue
+        if stage.per_head:
+            total += sum(head.mats[stage.key].size for head in walk.heads)
+        else:
+            total += walk.mats[stage.key].size
+            if scn.heads > 1 and stage.key in walk.heads[0].mats:  # each head's share of Q, K, V
+                total += sum(head.mats[stage.key].size for head in walk.heads)
+        total += sum(np.size(scn.param(name)) for name in stage.params)
     return total
 
 

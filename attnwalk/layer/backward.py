@@ -158,8 +158,9 @@ def _forward(walk: Walk, name: str) -> object:
 
 
 def _add(into: dict, key: str, g: np.ndarray) -> None:
+    """into[key] += g, never in place: a gradient may be a view of another (concat's blocks)."""
     g = np.asarray(g, dtype=np.float64)
-    into[key] = g.copy() if key not in into else into[key] + g
+    into[key] = g if key not in into else into[key] + g
 
 
 def _fold_heads(stage: Stage, walk: Walk, heads: list[dict], shared: dict) -> None:
@@ -171,7 +172,7 @@ def _fold_heads(stage: Stage, walk: Walk, heads: list[dict], shared: dict) -> No
     M = walk.mats[stage.key]
     count = scn.groups if stage.shared else scn.heads
     width = M.shape[1] // count
-    G = np.zeros_like(M) if stage.key not in shared else shared[stage.key]
+    G = np.zeros_like(M) if stage.key not in shared else shared[stage.key].copy()  # added to in place
     for h, own in enumerate(heads):
         if stage.key in own:
             b = scn.kv_head(h) if stage.shared else h

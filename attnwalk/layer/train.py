@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
 
 TRAINED = ("W_Q", "W_K", "W_V", "W_O")  # what gradient descent updates (a lesson's other parameters stay)
-MAX_WORK = 25_000_000_000  # multiply-adds of a whole run: a few seconds of numpy on two CPUs
+MAX_WORK = 15_000_000_000  # multiply-adds of a whole run: a few seconds of numpy on two CPUs (bench_grad.py)
 MAX_BYTES = 300 * 1024 * 1024  # the matrices one step holds at once
 
 
