@@ -256,22 +256,27 @@ def passed(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
             c.prose(c.say("grad.cell.passed", stage=stage.symbol))], g
 
 
-def projection(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
-    """Q = X · W (+ b): ∂L/∂X[i, j] = ∂L/∂Q[i, :] · W[j, :];  ∂L/∂W[j, k] = X[:, j] · ∂L/∂Q[:, k]."""
-    g = upstream(c, stage)  # (n, h·d)
-    dq = d(stage.symbol)
+def product(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """P = L · R (Q = X · W, Z = A · V, O = concat · W_O): ∂L/∂L[i, j] = ∂L/∂P[i, :] · R[j, :], and
+    ∂L/∂R[j, k] = L[:, j] · ∂L/∂P[:, k], a sum over the rows of P (every token, or every query);
+    a bias added to every row gets the column sums of ∂L/∂P."""
+    g = upstream(c, stage)  # (rows, cols) ∂L/∂P
+    dp = d(stage.symbol)
     if index == 0:
-        w_name, W = given(c, stage, 1)
-        value = float(g[c.row] @ W[c.col])
-        return c.dot(f"{dq}[{c.rows[c.row]}] {c.mk.dot} {w_name}[{c.cols[c.col]}, :]", g[c.row], W[c.col],
+        r_name, R = given(c, stage, 1)
+        value = float(g[c.row] @ R[c.col])
+        return c.dot(f"{dp}[{c.rows[c.row]}] {c.mk.dot} {r_name}[{c.cols[c.col]}, :]", g[c.row], R[c.col],
                      value), value
-    x_name, X = given(c, stage, 0)
-    if index == 1:
-        value = float(X[:, c.row] @ g[:, c.col])  # W[j, k]: j is this row (a dimension of X)
-        return c.dot(f"{x_name}[:, {c.rows[c.row]}] {c.mk.dot} {dq}[:, {c.cols[c.col]}]", X[:, c.row],
-                     g[:, c.col], value), value
+    l_name, L = given(c, stage, 0)
+    if index == 1:  # R[j, k]: j is this row (a dimension of X, or a key)
+        value = float(L[:, c.row] @ g[:, c.col])
+        lines = c.dot(f"{l_name}[:, {c.rows[c.row]}] {c.mk.dot} {dp}[:, {c.cols[c.col]}]", L[:, c.row],
+                      g[:, c.col], value)
+        if stage.keys:  # Z = A · V: a value reaches every query through its column of A
+            lines.insert(0, c.prose(c.say("grad.cell.values", name=c.rows[c.row])))
+        return lines, value
     value = float(g[:, c.col].sum())
-    return c.dot(f"Σ_i {dq}[i, {c.cols[c.col]}]", g[:, c.col], np.ones(len(g)), value), value
+    return c.dot(f"Σ_i {dp}[i, {c.cols[c.col]}]", g[:, c.col], np.ones(len(g)), value), value
 
 
 def dot_scores(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
@@ -325,22 +330,6 @@ def softmax(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
     if a * (1 - a) < 1e-3:  # saturated: a ≈ 0 or 1, and the gradient with it
         lines.append(c.prose(c.say("grad.cell.saturated", weight=c.num(a))))
     return lines, value
-
-
-def output(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
-    """Z = A · V: ∂L/∂A[i, j] = ∂L/∂Z[i, :] · V[j, :];  ∂L/∂V[j, c] = A[:, j] · ∂L/∂Z[:, c]."""
-    g = upstream(c, stage)  # (n, d_v)
-    dz = d(stage.symbol)
-    if index == 0:
-        v_name, V = given(c, stage, 1)
-        value = float(g[c.row] @ V[c.col])
-        return c.dot(f"{dz}[{c.rows[c.row]}] {c.mk.dot} {v_name}[{c.cols[c.col]}]", g[c.row], V[c.col],
-                     value), value
-    a_name, A = given(c, stage, 0)
-    value = float(A[:, c.row] @ g[:, c.col])
-    return [c.prose(c.say("grad.cell.values", name=c.rows[c.row])),
-            *c.dot(f"{a_name}[:, {c.rows[c.row]}] {c.mk.dot} {dz}[:, {c.cols[c.col]}]", A[:, c.row],
-                   g[:, c.col], value)], value
 
 
 def concat(c: Cell, stage: Stage, index: int) -> tuple[list, float]:

@@ -76,11 +76,12 @@ def sum_grad(ctx: Context, dX: np.ndarray, X: np.ndarray, E: np.ndarray, P: np.n
     return dX, None  # X = E + P: E's rows get ∂L/∂X; P is a fixed table (or 0), never learned
 
 
-def projection_grad(ctx: Context, dQ: np.ndarray, Q: np.ndarray, X: np.ndarray, W: np.ndarray,
-                    b: np.ndarray | None = None) -> tuple:
-    dX = dQ @ W.T  # (n, h·d) @ (h·d, d_model) -> (n, d_model)
-    dW = X.T @ dQ  # (d_model, n) @ (n, h·d) -> (d_model, h·d)
-    return (dX, dW) if b is None else (dX, dW, dQ.sum(axis=0))  # b is added to every row
+def product_grad(ctx: Context, dP: np.ndarray, P: np.ndarray, L: np.ndarray, R: np.ndarray,
+                 b: np.ndarray | None = None) -> tuple:
+    """P = L · R (+ b): Q = X · W_Q, Z = A · V, O = concat · W_O."""
+    dL = dP @ R.T  # (n, h·d) @ (h·d, d_model) -> (n, d_model);  Z: (n, d_v) @ (d_v, m) -> (n, m)
+    dR = L.T @ dP  # (d_model, n) @ (n, h·d) -> (d_model, h·d);  Z: (m, n) @ (n, d_v) -> (m, d_v)
+    return (dL, dR) if b is None else (dL, dR, dP.sum(axis=0))  # b is added to every row
 
 
 def dot_scores_grad(ctx: Context, dS: np.ndarray, QKT: np.ndarray, Q: np.ndarray, K: np.ndarray) -> tuple:
@@ -102,10 +103,6 @@ def weights_grad(ctx: Context, dA: np.ndarray, A: np.ndarray, S: np.ndarray) -> 
     return (np.where(ctx.allowed, dS, 0.0),)
 
 
-def output_grad(ctx: Context, dZ: np.ndarray, Z: np.ndarray, A: np.ndarray, V: np.ndarray) -> tuple:
-    return dZ @ V.T, A.T @ dZ  # (n, d_v) @ (d_v, m) -> (n, m);  (m, n) @ (n, d_v) -> (m, d_v)
-
-
 def concat_grad(ctx: Context, dC: np.ndarray, C: np.ndarray, Z: list[np.ndarray]) -> tuple:
     from attnwalk.layer.graph import block
 
@@ -121,8 +118,7 @@ def _a_terms(scn: Scenario, mode: Mode) -> tuple[str | None, ...]:
 
 
 SUM_BACK = Backward(sum_grad, fixed_terms("{d}", None), gradcells.passed)
-PROJECTION_BACK = Backward(projection_grad, fixed_terms("{d} · {1}ᵀ", "{0}ᵀ · {d}", "Σ_i {d}[i, :]"),
-                           gradcells.projection)
+PRODUCT_BACK = Backward(product_grad, fixed_terms("{d} · {1}ᵀ", "{0}ᵀ · {d}", "Σ_i {d}[i, :]"), gradcells.product)
 
 
 # -- formulas, text variants and notes -------------------------------------------------------------
@@ -227,13 +223,13 @@ BASE: Graph = (
           step=_step("x_t = e_t + p_t"), backward=SUM_BACK),
     Stage("Q", "Q", "Q = $0 · W_Q", "n", "d_k", projection, reads=("X",), params=("W_Q",), split=True,
           weight="W_Q", formula_for=projection_formula,
-          worked=cells.projection, overflow=_BIG, backward=PROJECTION_BACK),
+          worked=cells.projection, overflow=_BIG, backward=PRODUCT_BACK),
     Stage("K", "K", "K = $0 · W_K", "m", "d_k", projection, reads=("X",), params=("W_K",), split=True, shared=True,
           weight="W_K", formula_for=projection_formula, worked=cells.projection, overflow=_BIG,
-          backward=PROJECTION_BACK),
+          backward=PRODUCT_BACK),
     Stage("V", "V", "V = $0 · W_V", "m", "d_v", projection, reads=("X",), params=("W_V",), split=True, shared=True,
           weight="W_V", formula_for=projection_formula, worked=cells.projection, overflow=_BIG,
-          backward=PROJECTION_BACK),
+          backward=PRODUCT_BACK),
     Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", dot_scores, reads=("Q",), keys=("K",),
           per_head=True, formula_for=score_formula, notes=lambda scn, mode: ["truth.cost"],
           worked=cells.scores,
@@ -247,7 +243,7 @@ BASE: Graph = (
           worked=cells.softmax, backward=Backward(weights_grad, _a_terms, gradcells.softmax)),
     Stage("Z", "Z", "Z = A · V", "n", "d_v", output, reads=("A",), keys=("V",), per_head=True,
           variants=mode_variants, notes=_output_notes, worked=cells.output, overflow="use smaller values",
-          backward=Backward(output_grad, fixed_terms("{d} · {1}ᵀ", "{0}ᵀ · {d}"), gradcells.output)),
+          backward=PRODUCT_BACK),
     # every head's Z side by side: one head's Z itself, so not shown (features/heads.py shows it)
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", concatenated, reads=("Z",),
           split=True, across=True, shown=False, worked=cells.concat,

@@ -23,7 +23,7 @@ import numpy as np
 from attnwalk.layer.axes import axes, default_cell, token_labels
 from attnwalk.layer.walk import Walk, with_mode
 from attnwalk.text import Text, text
-from attnwalk.tutor.predict import Predictor, judge
+from attnwalk.tutor.predict import Predictor, StepPredictions
 from attnwalk.tutor.quiz import CHOICE, NUMBER, Question, number_text, tolerance
 
 GIVEN_MAX = 8  # a column longer than this is not written into the question
@@ -58,17 +58,9 @@ def _vector(v: np.ndarray) -> str:
     return "[" + ", ".join(number_text(float(x)) for x in v) + "]"
 
 
-class GradPredictions:
-    """The interactive backward walk's asking and judging (app/gradwalk.py), as StepPredictions."""
-
-    def __init__(self, lang: str = "en") -> None:
-        self.lang = lang
-
-    def ask(self, walk: Walk, key: str, head: int) -> Question | None:
-        return grad_prediction(walk, key, head, self.lang)
-
-    def judge(self, walk: Walk, q: Question, raw: str) -> str:
-        return judge(walk, q, raw, self.lang)[0]
+def GradPredictions(lang: str = "en") -> StepPredictions:
+    """The interactive backward walk's asking and judging (app/gradwalk.py): the walk's, asking these."""
+    return StepPredictions(lang, questions=grad_prediction)
 
 
 def GradPredictor(walk: Walk, console, answers, lang: str = "en") -> Predictor:

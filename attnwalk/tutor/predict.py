@@ -137,11 +137,12 @@ class StepPredictions:
     """The interactive walk's asking and judging, handed to the app by commands/walk.py (so app/
     needs no more of tutor/ than this object)."""
 
-    def __init__(self, lang: str = "en") -> None:
+    def __init__(self, lang: str = "en", questions: Callable[..., Question | None] = prediction) -> None:
         self.lang = lang
+        self.questions = questions  # the backward walk asks its own (tutor/gradquiz.py)
 
     def ask(self, walk: Walk, key: str, head: int) -> Question | None:
-        return prediction(walk, key, head, self.lang)
+        return self.questions(walk, key, head, self.lang)
 
     def judge(self, walk: Walk, q: Question, raw: str) -> str:
         return judge(walk, q, raw, self.lang)[0]
