@@ -267,7 +267,8 @@ def _loss_cell(c: Cell) -> list:
                   *c.dot(f"Σ_c ({out} {c.mk.minus} T)[{tok}, c]²", diff, diff, squares),
                   f"L_{tok} = ½ {c.mk.times} {c.product(squares)} = {c.num(half)}"]
     total = float(c.walk.matrix(LOSS_STAGE.key).sum())
-    return lines + [c.prose(c.say("grad.cell.total", total=c.num(total)))]
+    return [c.plain(line) if isinstance(line, str) else line for line in lines] + [
+        c.prose(c.say("grad.cell.total", total=c.num(total)))]
 
 
 LOSS_STAGE = Stage("L", "L", "L", "n", "L_i", None, formula_for=_loss_formula,

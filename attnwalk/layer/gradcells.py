@@ -171,7 +171,12 @@ def output_symbol(scn: Scenario) -> str:
 
 def chain(c: Cell) -> list:
     """One cell of ∂L/∂F: what each stage that reads F passes back into it (worked out by that
-    stage's backward), the loss's own part where the loss reads F, and the sum."""
+    stage's backward), the loss's own part where the loss reads F, and the sum; its math spelled
+    in ASCII under --ascii."""
+    return [c.plain(line) if isinstance(line, str) else line for line in _chain(c)]
+
+
+def _chain(c: Cell) -> list:
     name, scope = source(c.scn, c.stage.key, c.walk.mode)
     if scope == "split":
         return _blocks(c, name)

@@ -67,6 +67,7 @@ _TO_ASCII = str.maketrans({
     "“": '"', "”": '"', "‘": "'", "’": "'", "ᵢ": "_i", "ⱼ": "_j", "̂": "^",
     "∈": "in", "ℝ": "R", "α": "alpha", "Õ": "O~",
     "μ": "mu", "σ": "sigma", "ε": "eps", "γ": "gamma", "β": "beta",  # a real model's LayerNorm
+    "⊙": ".*", "φ": "phi", "η": "eta", "½": "1/2",  # the backward walk and training
 })
 
 
