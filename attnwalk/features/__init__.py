@@ -4,7 +4,8 @@ A feature module holds everything about its feature: the scenario keys it reads 
 (`read`), whether a scenario uses it (`active`), the stages it adds to the graph and what it
 changes in the others' reads and text (`extend`), the names of its text, its stages' worked cells,
 and what it adds to an export (`export`). Code outside a feature's module does not test the
-feature's flag: it asks the graph (which stages there are, what each reads).
+feature's flag: it asks the graph (which stages there are, what each reads), or the scenario's
+features for what a feature offers (a target's `loss`, the start of the backward pass).
 
 Adding a feature is a module here and its line in FEATURES, its text in attnwalk/text/*.toml,
 and a lesson in scenarios/ (README, "Architecture").
