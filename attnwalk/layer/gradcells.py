@@ -147,7 +147,8 @@ def notes_for(key: str):
         attend = not reads_output(scn)
         when = {"grad.masked": scn.masked and mode.smooth, "grad.uniform": not mode.smooth,
                 "grad.alibi": "S+B" in graph and mode.smooth, "grad.rope": "Q_rot" in graph and scope != "split",
-                "grad.group": scn.groups < scn.heads and scope == "split", "grad.paths": True,
+                "grad.group": scn.groups < scn.heads and scope == "split",
+                "grad.paths": len(readers(scn, mode, name, scope)) > 1,  # not with a source: K, V read it
                 "grad.attend": attend, "grad.seed_attend": attend}
         return [note for note in _NOTES.get(name, ()) if when.get(note)]
     return said

@@ -73,7 +73,7 @@ def grad_walk(grads: Grads) -> GradWalk:
             for h, own in enumerate(heads):
                 own[stage.key] = grads.heads[h][key]
         else:
-            mats[stage.key] = grads.params[key] if param else grads.mats[key]
+            mats[stage.key] = np.atleast_2d(grads.params[key]) if param else grads.mats[key]  # w_a: 1 × d_k
     named = dataclasses.replace(scn, dimensions={**scn.dimensions, "L_i": {"": ("L_i",)}})  # the loss column
     return GradWalk(scenario=named, mode=fwd.mode, amplify=fwd.amplify, graph=tuple(stages), mats=mats,
                     heads=[Head(h, own) for h, own in enumerate(heads)], source=fwd.source,
