@@ -32,6 +32,8 @@ app = typer.Typer(
     "  attnwalk export girl_bangs --format json  every matrix, for scripts\n"
     "  attnwalk export girl_bangs -f latex       a handout (also markdown, csv)\n"
     "  attnwalk quiz girl_bangs                  predict, then check: scored\n"
+    "  attnwalk grad backprop                    the gradients, from the loss back\n"
+    "  attnwalk train saturation --compare       why √d_k matters, by learning\n"
     "  attnwalk run girl_bangs --resume          go on where you left off\n"
     "  attnwalk list                             the built-in lessons\n"
     "  attnwalk model \"I sat by the river\"       a real model's layer, your words",
@@ -330,7 +332,7 @@ def decode_cmd(
                                     precision=precision, ascii=ascii, lang=lang, head=head, save=save))
 
 
-@app.command("grad", short_help="The backward pass, stage by stage, from the loss back to the weights.")
+@app.command("grad", short_help="The backward pass, from the loss back to the weights.")
 @handles_errors
 def grad_cmd(
     scenario: ScenarioArg, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
@@ -360,7 +362,7 @@ def grad_cmd(
                                   ascii=ascii, lang=lang, head=head, save=save, predict=predict))
 
 
-@app.command("train", short_help="Gradient descent on W_Q, W_K, W_V (and W_O): watch the loss and A move.")
+@app.command("train", short_help="Gradient descent on the weights: watch the loss and A move.")
 @handles_errors
 def train_cmd(
     scenario: ScenarioArg,
