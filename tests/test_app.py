@@ -334,18 +334,23 @@ def test_h_goes_to_the_same_stage_and_cell_in_the_next_head(tmp_path) -> None:
 # -- predictions, help, language ----------------------------------------------------------------------
 
 
-def test_p_asks_before_s_a_and_z_once_each() -> None:
+def test_p_asks_each_prediction_before_its_evidence_once() -> None:
+    """Before P the word order (its options in the prompt), before QKᵀ where 撩 looks, before S,
+    A and Z their cells; back and on again asks none twice."""
     from attnwalk.tutor.predict import StepPredictions
 
-    keys = ["p"] + ["n"] * 8 + typed("5.15") + ["n"] + typed("刘海") + ["n"] + typed("1.7") + ["b", "n"]
+    keys = (["p", "n", "n"] + typed("z") + ["n"] * 5 + typed("刘海") + ["n"] + typed("5.15") + ["n"]
+            + typed("0.2384") + ["n"] + typed("1.7") + ["b", "n"])
     d = drive("girl_bangs", keys, size=(120, 50), predictor=StepPredictions("en"))
     assert "Predictions on" in d.screens[1]
+    assert any(s and "If 女生 and 刘海 traded places" in s and "a) " in s and "c) " in s for s in d.screens)
+    assert any(s and "Your prediction: 刘海 · the walk: 刘海 · right" in s for s in d.screens)
     s_screen = next(s for s in d.screens if s and "Your prediction: 5.15" in s)
     assert "Stage 9 / 11" in s_screen and "the walk: 5.1526 · right" in s_screen
-    assert any(s and "Your prediction: 刘海 · the walk: 刘海 · right" in s for s in d.screens)
+    # A[撩, 刘海] = 0.7104; 0.2384 is softmax down its column (seed 002's S), named as such
+    assert any(s and "0.2384 is softmax taken down the column" in s for s in d.screens)
     assert any(s and "Your prediction: 1.7 · the walk: 1.6145 · off" in s for s in d.screens)
-    assert d.app.index == 10 and len(d.app.predicted) == 3  # back and on again: not asked twice
-    assert "What will S[撩, 刘海] be?" in d.screens[9]
+    assert d.app.index == 10 and len(d.app.predicted) == 5  # back and on again: not asked twice
 
 
 def test_after_a_prediction_the_cursor_is_on_the_cell_asked_about() -> None:

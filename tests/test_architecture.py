@@ -30,6 +30,8 @@ FORBIDDEN = {
     "app": {"terminal", "tutor", "export", "commands", "cli", "typer", "yaml", "scenario"},
     # the command bodies and completion callbacks sit under the CLI (typer); Textual only through app/
     "commands": {"cli", "textual"},
+    # attnwalk serve: above the commands (it runs the apps and the quiz's loop), under the CLI
+    "serve": {"cli", "typer"},
     # real checkpoints: numpy, the layer's ops, safetensors and tokenizers (lazily); never torch
     "models": {"scenario", "text", "render", "terminal", "tutor", "export", "commands", "cli", "rich",
                "yaml", "typer", "app", "textual", "torch", "transformers", "huggingface_hub",

@@ -298,7 +298,7 @@ def test_decode_save_writes_every_step_and_says_where_and_how_big(tmp_path, suff
     assert saved.lstrip().startswith(start)
     if suffix == ".txt":
         assert saved.count("Step ") >= 4 and "All steps" in saved
-    assert str(path) in result.stderr and ("bytes" in result.stderr or "KB" in result.stderr)
+    assert str(path) in result.stderr and ("bytes" in result.stderr or "KiB" in result.stderr)
 
 
 def test_decode_save_refuses_a_bad_path_before_any_work(tmp_path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -186,7 +187,7 @@ def invoke(*args: str, input: str | None = None, code: int = 0):
 def test_the_walk_opens_with_the_model_and_the_tokenization(tiny) -> None:
     out = invoke("--no-pause").stdout
     assert "tiny-bert · layer 1 of 3 · 4 heads" in out
-    assert "12,345 parameters · 48.2 KB on disk · d_model 16 · 4 heads of 4 · vocabulary 500" in out
+    assert "12,345 parameters · 48.2 KiB on disk · d_model 16 · 4 heads of 4 · vocabulary 500" in out
     assert "found: /tmp/tiny" in out
     assert "[CLS] · i · sat · by · the · river · bank · ##s · [SEP]" in out  # the pieces
     assert "i · sat · by · the · river · banks" in out  # the words
@@ -290,8 +291,10 @@ def test_quiz_asks_about_the_layer(tiny) -> None:
     (("--layer", "0"), "--layer 0: layers are numbered from 1"),
     (("--layer", "4"), "--layer 4: tiny has 3 layers"),
     (("--head", "5"), "--head 5: tiny-bert L1 has 4 heads, numbered 1 to 4"),
-    (("--format", "json", "--compare"), "give at most one of --format, --compare, --quiz and --decode"),
-    (("-o", "x.json"), "--output writes an export: add --format"),
+    (("--quiz", "--compare"), "give at most one of --compare, --quiz and --decode"),
+    (("--compare", "--format", "latex"), "--compare --format latex: compare is written as json only"),
+    (("--quiz", "--format", "csv"), "--quiz --format csv: quiz is written as json or markdown only"),
+    (("-o", "x.json"), "--output writes what --format prints: add --format"),
     (("--count", "2"), "--count sets how many questions --quiz asks: add --quiz"),
 ])
 def test_a_bad_option_is_one_line_and_exit_2(tiny, args, message) -> None:
@@ -333,3 +336,31 @@ def test_roberta_positions_and_token_type_are_said_as_it_numbers_them(tiny) -> N
     bert = compute(scenario_from_model(random_layer("bert")))
     assert bert.stage("P").formula_in(bert.scenario) == "P = W_pos[0 … n−1]"
     assert stage_text("en", bert.stage("E_seg"), bert.scenario) == "Segment embeddings"
+
+
+def test_format_says_how_compare_quiz_and_decode_are_written_and_o_where(tiny, tmp_path: Path) -> None:
+    # --compare --format json is compare's JSON contract (it was refused as a clash)
+    data = json.loads(invoke("--compare", "--format", "json", "--head", "2").stdout)
+    assert data["head"] == 2 and set(data["modes"]) == {"scaled", "unscaled", "uniform"}
+    # -o writes what --format prints, for each of them (--decode ignored it: 746 KB on stdout)
+    for args, name in ((("--model", "gpt2", "--decode", "--format", "json"), "steps.json"),
+                       (("--compare", "--format", "json"), "compare.json"),
+                       (("--quiz", "--format", "markdown"), "quiz.md"), (("--format", "csv"), "layer.csv")):
+        target = tmp_path / name
+        result = invoke(*args, "-o", str(target))
+        assert result.stdout == "" and target.stat().st_size > 100, args
+    assert json.loads((tmp_path / "steps.json").read_text())["steps"][0]["t"] == 1
+    assert (tmp_path / "quiz.md").read_text().startswith("# Quiz")
+
+
+def test_y_cell_divides_by_the_sigma_it_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # MiniLM's Y cell printed σ = √(0.31504 + 1e-12) = 0.56128, then divided by 0.56129 (σ's
+    # unrounded 0.5612866): the cell's σ and μ are the ones its own lines arrive at. This layer
+    # and precision printed σ = 1.6348 and divided by 1.6349 before the fix.
+    monkeypatch.setattr(model_command, "load_layer", lambda s, m, l: random_layer("bert", layer=l - 1, seed=2))
+    out = invoke("--no-pause", "--precision", "3").stdout
+    cell = out[out.index("Worked cell: Y["):]
+    sigma = re.search(r"σ = √\(var \+ ε\) = √\([^)]*\) = (-?[\d.]+)", cell).group(1)
+    mu = re.search(r"μ = [-\d.]+ / \d+ = (-?[\d.]+)", cell).group(1)
+    y = re.search(r"Y\[[^\]]+\] = \((-?[\d.]+) − \(?(-?[\d.]+)\)?\) / (-?[\d.]+) ×", cell)
+    assert (y.group(2), y.group(3)) == (mu, sigma)

@@ -276,7 +276,8 @@ class MatrixGrid(Widget):
         value = self._cell_text(v, r, c, style.markers(v.opts)).rstrip()
         if value == style.markers(v.opts).times:  # a masked weight reads as the table marks it
             value = style.say(v.opts, "marks.masked_weight", mark=value)
-        first = f"{v.symbol}[{v.rows[r]}, {v.cols[c]}] = {value}"
+        symbol = f"({v.symbol})" if " " in v.symbol else v.symbol  # (S + M)[T2, T2], as explain writes it
+        first = f"{symbol}[{v.rows[r]}, {v.cols[c]}] = {value}"
         parts = []
         if win.rows < n_rows or win.cols < n_cols:
             last_col = min(n_cols, win.left + win.cols)

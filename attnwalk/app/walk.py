@@ -236,7 +236,8 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             self.message = verdict
             self.go(self.index + 1, cell=q.cell[2:] if q.cell else None)  # the asked cell, worked out
 
-        self.ask(f"{self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))}: {q.text} ", judged)
+        before = self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))
+        self.ask(f"{before}{self.t('ui.colon')}{q.text} ", judged)  # "：" in Chinese
 
     def action_back(self) -> None:
         if self.index == 0:

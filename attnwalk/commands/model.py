@@ -54,18 +54,19 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
     biases = {name: bias for name, bias in (("b_Q", layer.b_Q), ("b_K", layer.b_K), ("b_V", layer.b_V),
                                             ("b_O", layer.b_O)) if bias is not None}
     return Scenario(
-        name=f"{info.name} L{layer.layer + 1}", main=main, W_Q=layer.W_Q, W_K=layer.W_K,
-        W_V=layer.W_V, W_O=layer.W_O, allowed=allowed, heads=heads,
+        name=f"{info.name} L{layer.layer + 1}" + (f" {info.quantized}" if info.quantized else ""), main=main,
+        W_Q=layer.W_Q, W_K=layer.W_K, W_V=layer.W_V, W_O=layer.W_O, allowed=allowed, heads=heads,
         kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0,
         label=f"model {info.name}", focus=focus, settings=settings, params=biases,
         dimensions={**stats, "h": {"": tuple(str(h + 1) for h in range(heads))}})
 
 
-def load_layer(sentence: str, model: str | None, layer: int) -> ModelLayer:
-    """The layer `layer` (1-based, as --layer counts) of `model` on `sentence` (models/)."""
+def load_layer(sentence: str, model: str | None, layer: int, quantize: str | None = None) -> ModelLayer:
+    """The layer `layer` (1-based, as --layer counts) of `model` on `sentence` (models/); with
+    `quantize`, its weight matrices quantized to that type by gguf's quantizer."""
     from attnwalk.models import load  # safetensors and tokenizers: only the model command reads them
 
-    return load.model_layer(sentence, model, layer - 1)
+    return load.model_layer(sentence, model, layer - 1, quantize)
 
 
 def model_data(walk, head: int) -> dict:
@@ -107,11 +108,15 @@ def model_data(walk, head: int) -> dict:
                      "n_layers": info.n_layers, "n_heads": info.n_heads, "n_kv_heads": info.n_kv_heads,
                      "d_model": info.d_model,
                      "d_head": info.d_head, "vocab_size": info.vocab_size, "n_params": info.n_params,
-                     "file_bytes": info.file_bytes}
+                     "file_bytes": info.file_bytes, "file_format": info.file_format,
+                     "quantized": info.quantized}
+    if layer.stored:  # a GGUF (or --quantize): how each attention weight is stored
+        data["model"]["stored"] = {name: {"type": w.kind, "block": w.info.block_size, "bits": w.info.bits}
+                                   for name, w in layer.stored.items()}
     tok = layer.tokens
     data["tokenization"] = {"text": tok.text, "words": list(tok.words), "pieces": list(tok.pieces),
                             "ids": list(tok.ids), "special": list(tok.special),
-                            "word_of": list(tok.word_of)}
+                            "word_of": list(tok.word_of), "unknown": list(tok.unknown)}
     return data
 
 
@@ -119,16 +124,21 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
                   no_pause: bool, precision: int, ascii: bool, save: str | None, lang: str | None,
                   resume: bool, predict: bool, format: str | None, output: str | None,
                   compare: bool, quiz: bool, count: int | None, write, tiles: int | None = None,
-                  at: str | None = None, decode: bool = False) -> int:
+                  at: str | None = None, decode: bool = False, quantize: str | None = None) -> int:
     """Walk (or export, compare, quiz, decode) one layer of a real model; returns the exit code.
     `write` prints an export (content, is_json) as stdout's encoding can hold it. --tiles adds
     the tiled stage to the walk, the export and the compare as a scenario's --tiles does; --at
     projects the cost panel of the walk and the comparison."""
-    if sum((format is not None and not decode, compare, quiz, decode)) > 1:
-        raise UsageError("give at most one of --format, --compare, --quiz and --decode")
-    if decode and format not in (None, "json"):
-        raise UsageError(f"--decode --format {format}: decoding is written as json only "
-                         "(or walked on screen without --format)")
+    # --compare, --quiz and --decode are three different things to do with the layer; --format says
+    # how the chosen one is written (an export when none is chosen), -o where
+    if sum((compare, quiz, decode)) > 1:
+        raise UsageError("give at most one of --compare, --quiz and --decode (--format then says how "
+                         "the one you chose is written)")
+    written = {"--compare": ("json",), "--quiz": ("json", "markdown"), "--decode": ("json",)}
+    for option, chosen in (("--compare", compare), ("--quiz", quiz), ("--decode", decode)):
+        if chosen and format not in (None, *written[option]):
+            raise UsageError(f"{option} --format {format}: {option[2:]} is written as "
+                             f"{' or '.join(written[option])} only (or shown on screen without --format)")
     if decode and (tiles is not None or predict or resume):
         option = "--tiles" if tiles is not None else "--predict" if predict else "--resume"
         raise UsageError(f"{option} works on the walk of the layer, not with --decode (which steps the "
@@ -137,7 +147,8 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
         raise UsageError("--at projects the cost panel of the walk and of --compare; it has no place "
                          "in an export, the quiz or --decode")
     if output is not None and format is None:
-        raise UsageError("--output writes an export: add --format json, markdown, latex or csv")
+        raise UsageError("--output writes what --format prints: add --format json (or markdown, latex, "
+                         "csv for an export)")
     if count is not None and not quiz:
         raise UsageError("--count sets how many questions --quiz asks: add --quiz")
     if not sentence.strip():
@@ -146,23 +157,74 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
         raise UsageError(f"--layer {layer}: layers are numbered from 1")
     from attnwalk.features.tiles import with_tiles
 
-    scenario = with_tiles(scenario_from_model(load_layer(sentence, model, layer)), tiles)
+    target = None
+    if output is not None:  # checked before the model is read
+        from attnwalk.commands.walk import output_path
+
+        target = output_path(output, "--output", f"layer.{'md' if format == 'markdown' else format}")
+    emit = _emitter(target, write)
+    if quantize is not None and compare:  # the same layer at float and quantized, side by side
+        return _quantized_pair(sentence, model, layer, quantize, _head_number(head), mode, format,
+                               precision, ascii, lang, emit)
+    loaded = load_layer(sentence, model, layer) if quantize is None else \
+        load_layer(sentence, model, layer, quantize=quantize)
+    scenario = with_tiles(scenario_from_model(loaded), tiles)
     if decode:
-        return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, write)
-    if format is not None:
-        return _export(scenario, format, mode, lang, precision, output, _head(scenario, head), write)
-    if compare:
-        return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
+        return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, emit)
+    if compare and format is not None:
+        return _compare_json(scenario, _head(scenario, head), emit)
     if quiz:
         from attnwalk.commands.quiz import quiz_command
 
         return quiz_command(name=None, scenario_file=None, count=count, seed=None, lang=lang,
-                            scenario=scenario)
+                            scenario=scenario, format=format,
+                            write=None if format is None else (lambda sheet: emit(sheet, format == "json")))
+    if format is not None:
+        return _export(scenario, format, mode, lang, precision, _head(scenario, head), emit)
+    if compare:
+        return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
     from attnwalk.commands.walk import walk_command
 
     return walk_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause,
                         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume,
                         head=head, predict=predict, scenario=scenario, at=at)
+
+
+def _quantized_pair(sentence: str, model: str | None, layer: int, quantize: str, head: int,
+                    mode: str, format: str | None, precision: int, ascii: bool, lang: str | None,
+                    emit) -> int:
+    """--quantize KIND --compare: the layer as stored (left) and with every weight matrix through
+    gguf's quantizer (right), every stage side by side, as `attnwalk compare A B` sets two
+    scenarios: what 4 bits do to W_Q, Q, the scores and A."""
+    from attnwalk.layer.compare import check_head
+    from attnwalk.layer.pair import compare_pair, pair_data
+
+    left = scenario_from_model(load_layer(sentence, model, layer))
+    right = scenario_from_model(load_layer(sentence, model, layer, quantize=quantize))
+    result = compare_pair(left, right, mode, 1.0, check_head(left, head))
+    if format is not None:
+        from attnwalk.export.data import to_json
+
+        emit(to_json(pair_data(result)) + "\n", True)
+        return 0
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.render.pairview import pair_view
+    from attnwalk.terminal.console import fitted, make_console
+    from attnwalk.text import detect_lang
+
+    console = make_console()
+    console.print(pair_view(result, fitted(ViewOptions(precision=precision, ascii=ascii,
+                                                       lang=detect_lang(lang)), console)))
+    return 0
+
+
+def _head_number(head: str | None) -> int:
+    """--head as a number from 1, before any model is read (checked against the model later)."""
+    if head is None:
+        return 1
+    if not head.strip().isdecimal():
+        raise UsageError(f"--head {head}: give a head number, from 1")
+    return int(head)
 
 
 def _head(scenario: Scenario, head: str | None) -> int:
@@ -176,16 +238,27 @@ def _head(scenario: Scenario, head: str | None) -> int:
     return check_head(scenario, int(head))
 
 
+def _emitter(target, write):
+    """What prints a result: `write` (stdout, as its encoding can hold it), or with -o the file,
+    written whole or not at all."""
+    if target is None:
+        return write
+
+    def to_file(content: str, is_json: bool) -> None:
+        from attnwalk.commands.walk import write_atomically
+
+        write_atomically(target, content, option="--output")
+    return to_file
+
+
 def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precision: int,
-            output: str | None, head: int, write) -> int:
-    from attnwalk.commands.walk import output_path, write_atomically
+            head: int, emit) -> int:
     from attnwalk.export.data import to_json
     from attnwalk.layer.walk import compute
     from attnwalk.scenario.limits import check_export
     from attnwalk.text import detect_lang
 
     lang = detect_lang(lang)
-    target = None if output is None else output_path(output, "--output", f"walk.{format}")
     walk = compute(scenario, mode)
     check_export(walk, format)
     if format == "json":
@@ -195,15 +268,12 @@ def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precis
         from attnwalk.render.options import ViewOptions
 
         content = handout(walk, format, ViewOptions(precision=precision, lang=lang))
-    if target is None:
-        write(content, format == "json")
-    else:
-        write_atomically(target, content, option="--output")
+    emit(content, format == "json")
     return 0
 
 
 def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None, no_pause: bool,
-            precision: int, ascii: bool, lang: str | None, save: str | None, write) -> int:
+            precision: int, ascii: bool, lang: str | None, save: str | None, emit) -> int:
     """--decode: the layer's KV cache stepped (or written as JSON) by `attnwalk decode`'s own code;
     a bidirectional model (BERT) is refused there, as a scenario without a causal mask is."""
     from attnwalk.commands.decode import decode_command, decode_json
@@ -211,10 +281,19 @@ def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None,
     if format == "json":
         if save is not None:
             raise UsageError("--save records the screens; with --format json redirect the output instead")
-        write(decode_json(name=None, scenario_file=None, mode=mode, head=head, scenario=scenario), True)
+        emit(decode_json(name=None, scenario_file=None, mode=mode, head=head, scenario=scenario), True)
         return 0
     return decode_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause, precision=precision,
                           ascii=ascii, lang=lang, head=head, save=save, scenario=scenario)
+
+
+def _compare_json(scenario: Scenario, head: int, emit) -> int:
+    """--compare --format json: `attnwalk compare --format json`'s contract for the layer's head."""
+    from attnwalk.export.data import to_json
+    from attnwalk.layer.compare import compare, comparison_data
+
+    emit(to_json(comparison_data(compare(scenario, (), 1.0, head))) + "\n", True)
+    return 0
 
 
 def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: str | None,

@@ -20,9 +20,8 @@ from rich.text import Text
 
 from attnwalk.text import pick, text
 from attnwalk.layer.walk import Walk
-from attnwalk.tutor.mistakes import diagnose
-from attnwalk.tutor.quiz import (CHOICE, LETTERS, NUMBER, Question, check, choice_list, counted_wrong,
-                                 number_text, parse_choice, parse_number, unreadable)
+from attnwalk.tutor.quiz import (CHOICE, LETTERS, NUMBER, TOKEN, Question, check, choice_list, counted_wrong,
+                                 diagnosis, number_text, parse_choice, unreadable)
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose, prose_line
 
@@ -126,7 +125,7 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
                 _add(shown, q.covers)
                 if not _retry(walk, q, raw, console, answers, tx, opts, index):
                     break
-            elif q.kind == NUMBER and read and _diagnosed(walk, q, raw, console, tx, opts, shown):
+            elif q.kind in (NUMBER, TOKEN) and read and _diagnosed(walk, q, raw, console, tx, opts, shown):
                 pass
             else:
                 _reveal(walk, q, console, tx, opts, read)
@@ -161,22 +160,30 @@ def _retry(walk: Walk, q: Question, raw: str, console: Console, answers: AnswerS
 
 def _diagnosed(walk: Walk, q: Question, raw: str, console: Console, tx, opts: ViewOptions,
                shown: list[str]) -> bool:
-    """When a wrong number is what a known mistake gives: that mistake named, the cell worked
-    out right, the answer. False (nothing printed) when it matches none."""
-    found = diagnose(list(q.mistakes), parse_number(raw), q.tolerance, float(q.answer))
+    """When a wrong answer is what a known mistake gives: that mistake named, the cell worked out
+    right (a token: the row it is read from), the answer. False (nothing printed) when it matches
+    none."""
+    found = diagnosis(q, raw)
     if not found:
         return False
-    key, head, row, col = q.cell
     from attnwalk.layer.axes import axes
 
-    rows, cols = axes(walk, walk.stage(key), head, tx.lang)
+    if q.kind == TOKEN:
+        said = [tx.t(f"quiz.diagnosis.{name}", value=q.tokens[int(value)]) for name, value in found]
+    else:
+        key, head, row, col = q.cell
+        rows, cols = axes(walk, walk.stage(key), head, tx.lang)
+        said = [tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row], col=cols[col])
+                for name, value in found]
     console.print(prose_line(tx.t("quiz.diagnosis.not_quite"), style="yellow"))
-    for name, value in found:
-        console.print(prose_line(tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
-                                col=cols[col]), style="yellow"))
+    for line in said:
+        console.print(prose_line(line, style="yellow"))
     _add(shown, [name for name, _ in found])
     console.print(prose_line(tx.t("quiz.diagnosis.done_right"), style="bold"))
-    _worked(walk, q, console, opts)
+    if q.cell is not None:
+        _worked(walk, q, console, opts)
+    else:
+        console.print(prose_line(q.worked))
     console.print(prose_line(tx.t("quiz.answer", answer=q.shown), style="bold"))
     return True
 
@@ -239,9 +246,10 @@ def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, re
 
 def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | None,
                  seed: int | None, lang: str | None, format: str | None = None,
-                 review: bool = False, scenario=None) -> int:
+                 review: bool = False, scenario=None, write=None) -> int:
     """`attnwalk quiz`: build the quiz, print it as a worksheet (--format), or run it on the
-    terminal or on piped lines and record it; --review asks the questions missed last time."""
+    terminal or on piped lines and record it; --review asks the questions missed last time.
+    `write` takes the worksheet instead of stdout (`attnwalk model --quiz --format json -o FILE`)."""
     from attnwalk.errors import UsageError
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
@@ -269,9 +277,9 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     if format is not None:
         from attnwalk.tutor.worksheet import as_json, as_markdown
 
-        sheet = as_json(asked, lang) if format.strip().lower() == "json" else as_markdown(
-            asked, lang, scenario.name, seed)
-        sys.stdout.write(sheet if sheet.endswith("\n") else sheet + "\n")
+        sheet = (as_json if format.strip().lower() == "json" else as_markdown)(asked, lang, scenario.name, seed)
+        sheet = sheet if sheet.endswith("\n") else sheet + "\n"
+        (write or sys.stdout.write)(sheet)
         return 0
     console = make_console()
     tx = text(lang)

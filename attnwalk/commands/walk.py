@@ -170,13 +170,13 @@ def write_atomically(path: str | Path, content: str, option: str = "--save") -> 
 
 
 def saved_size(size: int, opts: ViewOptions) -> str:
-    """A file's size as a person reads it: bytes below 1 KB, else whole KB, else MB to one
-    decimal (1 KB = 1024 bytes, as ls -h counts; halves round up, not to even)."""
+    """A file's size as a person reads it: bytes below 1 KiB, else whole KiB, else MiB to one
+    decimal (1 KiB = 1024 bytes, as ls -h counts; halves round up, not to even)."""
     from attnwalk.render.style import say
 
     if size < 1024:
         return say(opts, "save.bytes", n=size)
-    if size < 1024 * 1024 - 512:  # what would round to 1024 KB is written 1.0 MB
+    if size < 1024 * 1024 - 512:  # what would round to 1024 KiB is written 1.0 MiB
         return say(opts, "save.kb", n=int(size / 1024 + 0.5))
     return say(opts, "save.mb", n=f"{int(size / (1024 * 1024) * 10 + 0.5) / 10:.1f}")
 
@@ -208,7 +208,7 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 
-    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang), predicting=predict)
     fmt = save_format(save) if save is not None else None
     from attnwalk.features.tiles import with_tiles
 

@@ -232,6 +232,8 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
         amend(stages, "QK^T", variants=lambda scn, mode, names: ("additive", *names))
     if scoring.qk_norm:
         amend(stages, "QK^T", notes=_before_cost("score.qk_norm.explain"))
+        if not additive:  # normalised q and k: no length left to speak of
+            amend(stages, "QK^T", variants=lambda scn, mode, names: ("qk_norm", *names))
         replace(stages, "S", worked=_scaled_cell)
     # w_a, or QK-norm's scale, is learned between QKᵀ and Z: Z's note would say nothing is
     amend(stages, "Z", notes=lambda scn, mode, notes: [n for n in notes if not n.startswith("truth.no_parameters")])

@@ -239,14 +239,20 @@ def softmax(c: Cell) -> list:
     naive = top <= EXP_SAFE
     m = len(SM)
     # Every power is of the score as shown, so e^3.5002 = 33.12 checks on a calculator; the
-    # exponentials carry as many digits as let both forms' quotients land on the table's weight
+    # exponentials of each form carry as many digits as let its quotients land on the table's
+    # weights, every allowed key's of the row: one precision along the row, whichever cell is
+    # worked (the lesson's e^3.5002 = 33.12 keeps its 4 digits, while e^(s − max) may need more)
     s = np.array([c.printed(x) for x in SM])  # (m,) −∞ where masked
     top_s = c.printed(top)
     with np.errstate(over="ignore"):
         e = np.exp(s)  # (m,) the lesson's form: only printed when nothing overflows
         stable = np.exp(s - top_s)  # (m,) every exponent ≤ 0
-    forms = [e, stable] if naive else [stable]
-    digits = next((d for d in EXP_DIGITS if _lands(c, [_quotient(c, f, d)[2] for f in forms])), 4)
+    weights = c.walk.matrix("A", c.head)[c.row]  # (m,)
+    keys = [j for j in range(m) if allowed[j]]
+    def row_digits(form: np.ndarray) -> int:
+        return next((d for d in EXP_DIGITS if all(_lands(c, [_quotient(c, form, d, j)[2]], weights[j])
+                                                  for j in keys)), 4)
+    naive_d, digits = row_digits(e) if naive else 4, row_digits(stable)
     minus = c.mk.minus
     top_text = c.num(top) if top >= 0 else f"({c.num(top)})"
     heads = ["", "e^s"] if naive else [""]
@@ -258,7 +264,7 @@ def softmax(c: Cell) -> list:
         elif not allowed[j]:
             rows.append((c.cols[j], [None] * (len(heads) - 1)))  # None: masked, e^−∞ = 0
         else:
-            cells = [f"e^{c.operand(SM[j])} = {c.exp(e[j], digits)}"] if naive else []
+            cells = [f"e^{c.operand(SM[j])} = {c.exp(e[j], naive_d)}"] if naive else []
             cells.append(f"e^({c.num(SM[j])} {minus} {top_text}) = {c.exp(stable[j], digits)}")
             rows.append((c.cols[j], cells))
     lines.append(c.exponentials(heads, rows))
@@ -266,11 +272,11 @@ def softmax(c: Cell) -> list:
         lines.append(c.prose(c.say("ui.overflow_note", max=c.num(top))))
     row_sum = c.say("ui.row_sum")
     if naive:
-        shown_e, total, weight = _quotient(c, e, digits)
+        shown_e, total, weight = _quotient(c, e, naive_d)
         c.lands(weight)
-        parts = c.terms({j: c.exp(e[j], digits) for j in shown(c, m)}, m)
-        lines.append(f"{row_sum} = {parts} = {c.exp(total, digits)}")
-        lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, digits)} / {c.exp(total, digits)}"
+        parts = c.terms({j: c.exp(e[j], naive_d) for j in shown(c, m)}, m)
+        lines.append(f"{row_sum} = {parts} = {c.exp(total, naive_d)}")
+        lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, naive_d)} / {c.exp(total, naive_d)}"
                      f" = {c.num(weight)}")
     shown_e, total, weight = _quotient(c, stable, digits)
     c.lands(weight)
@@ -280,20 +286,23 @@ def softmax(c: Cell) -> list:
     return lines
 
 
-def _lands(c: Cell, weights: list[float]) -> bool:
-    """Both forms of the softmax print one weight, and it rounds to the table's."""
-    return len({c.num(w) for w in weights}) == 1 and c.agrees(weights[0])
+def _lands(c: Cell, weights: list[float], on: float | None = None) -> bool:
+    """Both forms of the softmax print one weight, and it rounds to the table's (`on`, else the
+    cell's)."""
+    return len({c.num(w) for w in weights}) == 1 and c.agrees(weights[0], on)
 
 
 EXP_DIGITS = range(4, 11)  # significant digits tried for the exponentials, fewest (the lessons' 4) first
 
 
-def _quotient(c: Cell, e: np.ndarray, digits: int) -> tuple[float, float, float]:
-    """This key's exponential, the row sum and their quotient, each from the digits shown before it:
-    the exponentials to `digits` significant digits, their sum to as many, the quotient as a weight."""
+def _quotient(c: Cell, e: np.ndarray, digits: int, col: int | None = None) -> tuple[float, float, float]:
+    """Key `col`'s (else this cell's) exponential, the row sum and their quotient, each from the
+    digits shown before it: the exponentials to `digits` significant digits, their sum to as many,
+    the quotient as a weight."""
+    col = c.col if col is None else col
     shown_e = np.array([float(c.exp(x, digits)) for x in e])  # (m,) 0 where masked
     total = float(c.exp(float(np.sum(shown_e)), digits))
-    return float(shown_e[c.col]), total, c.printed(shown_e[c.col] / total)
+    return float(shown_e[col]), total, c.printed(shown_e[col] / total)
 
 
 def _seen_row(c: Cell) -> np.ndarray:

@@ -28,6 +28,7 @@ class Dims(NamedTuple):
     d_v: int  # per head
     cross: bool = False  # keys from another sequence: m is not n
     w_o: bool = False  # the layer has W_O
+    scaled: bool = True  # S divides QKᵀ by √d_k (additive scores never do: S = QKᵀ)
 
 
 class Matrix(NamedTuple):
@@ -51,7 +52,7 @@ class Work(NamedTuple):
 
 def dims_of(scn: Scenario) -> Dims:
     return Dims(scn.n, scn.m, scn.d_model, scn.heads, scn.d_k, scn.d_v, scn.source is not None,
-                scn.W_O is not None)
+                scn.W_O is not None, scn.scorer.divides)
 
 
 def matrices(d: Dims) -> list[Matrix]:
@@ -71,14 +72,14 @@ def matrices(d: Dims) -> list[Matrix]:
 
 
 def work(d: Dims) -> list[Work]:
-    """The multiply-adds of each stage (S: one multiply by 1/√d_k per score; A: one exponential,
-    add and divide per score, counted once)."""
+    """The multiply-adds of each stage (S: one multiply by 1/√d_k per score, none where S = QKᵀ;
+    A: one exponential, add and divide per score, counted once)."""
     h = d.heads
     out = [Work("Q", "n·d_model·h·d_k", d.n * d.d_model * h * d.d_k, "n"),
            Work("K", "m·d_model·h·d_k", d.m * d.d_model * h * d.d_k, "n"),
            Work("V", "m·d_model·h·d_v", d.m * d.d_model * h * d.d_v, "n"),
            Work("QK^T", "h·n·m·d_k", h * d.n * d.m * d.d_k, "n²"),
-           Work("S", "h·n·m", h * d.n * d.m, "n²"),
+           Work("S", "h·n·m", h * d.n * d.m, "n²") if d.scaled else Work("S", "0 (S = QKᵀ)", 0, ""),
            Work("A", "h·n·m", h * d.n * d.m, "n²"),
            Work("Z", "h·n·m·d_v", h * d.n * d.m * d.d_v, "n²")]
     if d.w_o:
@@ -128,4 +129,4 @@ def projected_dims(scn: Scenario, text: str) -> Dims:
             sizes[name] = d_model // heads
         else:
             sizes[name] = getattr(d, name)
-    return Dims(n, m, d_model, heads, sizes["d_k"], sizes["d_v"], d.cross, d.w_o)
+    return Dims(n, m, d_model, heads, sizes["d_k"], sizes["d_v"], d.cross, d.w_o, d.scaled)

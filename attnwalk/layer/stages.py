@@ -45,7 +45,7 @@ def positions(ctx: Context) -> np.ndarray:
 
 
 def projection(ctx: Context, X: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    out = X @ W  # (n, d_model) @ (d_model, h·d) -> (n, h·d)
+    out = ops.product(X, W)  # (n, d_model) @ (d_model, h·d) -> (n, h·d)
     return out if b is None else out + b  # a real model's bias: (h·d,), added to every row
 
 

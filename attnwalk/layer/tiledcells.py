@@ -87,6 +87,10 @@ def tiled_cell(c: Cell) -> list:
         products = " + ".join(f"{c.num(p[k])} {t} {c.operand(V[s.start + k])}" for k in shown_p)
         lines += c.chain(f"Õ[{col}] = α{c.mk.dot}Õ[{col}] + Σ e^(S_blk {minus} m){c.mk.dot}V_blk[:, {col}]",
                          f"{c.num(alpha)} {t} {c.operand(O)} + ({products})", c.num(O_new))
+        # the running l and Õ as the tiled table prints them (1.1839, not 1.1840 from the rounded
+        # 0.3679 × 0.5000 + 1): else the cell is worked again with more decimals
+        c.lands(p_sum, float(s.l[0]))
+        c.lands(O_new, float(s.O[0, j]))
         m, l, O = m_new, p_sum, O_new
     end = c.printed(O / l)
     c.lands(end)

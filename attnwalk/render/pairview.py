@@ -26,6 +26,7 @@ from attnwalk.render.wrap import Prose
 from attnwalk.text import pick, stage_text
 
 MAX_ROWS_NAMED = 6  # beyond this many differing rows, count them instead of naming each
+REORDERED = "reordered"  # different in place, the same rows once matched to the tokens
 
 
 def pair_view(pair: Pair, opts: ViewOptions) -> RenderableType:
@@ -64,9 +65,10 @@ def summary(pair: Pair, opts: ViewOptions) -> list[RenderableType]:
     groups: dict[str, list[str]] = {}
     items = [(d, item_name(d, opts)) for d in differences(pair)]
     for d, name in items:
-        groups.setdefault(d.status, []).append(name)
+        groups.setdefault(REORDERED if d.reordered else d.status, []).append(name)
     sep = style.say(opts, "ui.list_sep")
     keys = {IDENTICAL: ("summary_identical", {}), ROUNDING: ("summary_rounding", {}),
+            REORDERED: ("summary_reordered", {}),
             DIFFERENT: ("summary_different", {}), LEFT_ONLY: ("summary_only", {"name": a.name}),
             RIGHT_ONLY: ("summary_only", {"name": b.name})}
     lines: list[RenderableType] = []
@@ -138,6 +140,8 @@ def verdict(pair: Pair, stage: Stage, d: Difference, opts: ViewOptions) -> Rende
         return Prose(style.say(opts, "pair.only", name=(a if d.status == LEFT_ONLY else b).name))
     if d.status != DIFFERENT:
         return Prose(f"= {weight_verdict(pair, d, opts)}")
+    if d.reordered:
+        return Prose(f"{_unequal(opts)} {style.say(opts, 'pair.reordered')}")
     rows_l, rows_r, cols = labels(pair, stage, opts.lang)
     if stage.kind == TOKENS:
         body = style.say(opts, "pair.tokens_differ", count=len(d.rows), total=len(d.left),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.features.model import cells, layout
+from attnwalk.features.model import cells, layout, quant
 from attnwalk.layer import norms, ops
 from attnwalk.layer.graph import Stage, amend, get, insert_after, insert_before, replace
 
@@ -115,6 +115,14 @@ def _no_parameters(scn: Scenario, mode: Mode, notes: list[str]) -> list[str]:
     return [said if n.startswith("truth.no_parameters") else n for n in notes]
 
 
+def _with_block(stage: Stage):
+    inner = stage.worked
+
+    def worked(c: Cell) -> list:  # the stored block behind the first weight of the dot product
+        return [*inner(c), *quant.stored_weight(c, stage.params[0])]
+    return worked
+
+
 def extend(stages: list[Stage], scn: Scenario) -> None:
     x = layout.norm_input(scn)
     added = [_BY_KEY["E_sum"]._replace(reads=("E", "P", "E_seg")) if layout.has_segments(scn)
@@ -134,6 +142,9 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     for key in ("Q", "K", "V"):  # a model's X is normalised (and past layer 1 carries context)
         amend(stages, key, notes=lambda scn, mode, notes: [
             "rope.model.unrotated" if n == "rope.unrotated" else n for n in notes])
+    if getattr(layout.layer_of(scn), "stored", None):  # a GGUF's weights: how each became a number
+        for key in ("Q", "K", "V", "O"):
+            replace(stages, key, worked=_with_block(get(stages, key)))
     insert_before(stages, "QK^T", _BY_KEY["glance"])
     amend(stages, "Z", notes=_no_parameters)
     insert_after(stages, "O", _BY_KEY["R"]._replace(reads=(layout.residual_input(scn), "O")))

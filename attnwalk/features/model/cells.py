@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.features.model import layout
+from attnwalk.layer import normcells
 from attnwalk.layer.cells import dims_shown
 
 if TYPE_CHECKING:
@@ -68,27 +69,6 @@ def earlier(c: Cell) -> list:
             *dims_shown(c, c.scn.d_model)]
 
 
-def _mean_lines(c: Cell, name: str, x: np.ndarray, mu: float) -> list:
-    """μ = (x_0 + … + x_{d−1}) / d, from the sum of the entries as printed."""
-    d = len(x)
-    total = float(sum(c.printed(v) for v in x))  # every entry as printed, the hidden ones too
-    mean = c.printed(c.printed(total) / d)
-    c.lands(mean, on=mu)
-    shown = [i for i in c.elided(d) if isinstance(i, int)]  # only these are printed
-    parts = c.terms({i: c.num(x[i]) if i == 0 else c.operand(x[i]) for i in shown}, d)
-    return [f"Σ {name} = {parts} = {c.num(total)}", f"μ = {c.num(total)} / {d} = {c.num(mean)}"]
-
-
-def _sigma_lines(c: Cell, name: str, x: np.ndarray, mu: float, sigma: float, eps: float) -> list:
-    """σ = √(mean((x − μ)²) + ε)."""
-    var = float(np.mean((x - mu) ** 2))
-    root = c.printed(np.sqrt(c.printed(var) + eps))
-    c.lands(root, on=sigma)
-    t = c.mk.sqrt
-    return [f"var = mean(({name} {c.mk.minus} μ)²) = {c.num(var)}",
-            c.plain(f"σ = {t}(var + ε) = {t}({c.num(var)} + {eps:g}) = {c.num(root)}")]
-
-
 @_plain
 def norm_stats(c: Cell) -> list:
     key = c.stage.reads[0]  # E_sum, or H
@@ -97,29 +77,9 @@ def norm_stats(c: Cell) -> list:
     name = f"{key}[{c.rows[c.row]}]"
     lines = [f"{name} = {c.vec(x)}", *dims_shown(c, len(x))]
     if c.col == 0:
-        return lines + _mean_lines(c, name, x, mu)
-    return lines + [f"μ = {c.num(mu)}"] + _sigma_lines(c, name, x, mu, sigma,
-                                                       layout.norm_before(c.scn).eps)
-
-
-def _normalized_cell(c: Cell, name: str, x: float, mu: float, sigma: float,
-                     params: layout.LayerNormParams, which: str = "") -> list:
-    """(x − μ) / σ · γ + β for one element, each step from the digits printed before it; `which`
-    tells a second LayerNorm's γ₂, β₂ from the first's."""
-    j, minus, t = c.col, c.mk.minus, c.mk.times
-    g, b = params.gamma[j], params.beta[j]
-    dim = c.cols[j]  # as the tables label it, from 1
-    centred = c.printed(c.printed(x) - c.printed(mu))
-    scaled = c.printed(centred / c.printed(sigma))
-    stretched = c.printed(scaled * c.printed(g))
-    end = c.printed(stretched + c.printed(b))
-    c.lands(end)
-    return [c.plain(f"γ{which}[{dim}] = {c.num(g)}, β{which}[{dim}] = {c.num(b)}"),
-            *c.chain(f"{name} = ({c.num(x)} {minus} {c.operand(mu)}) / {c.num(sigma)} {t} "
-                     f"{c.operand(g)} + {c.operand(b)}",
-                     f"{c.num(centred)} / {c.num(sigma)} {t} {c.operand(g)} + {c.operand(b)}",
-                     f"{c.num(scaled)} {t} {c.operand(g)} + {c.operand(b)}",
-                     f"{c.num(stretched)} + {c.operand(b)}", c.num(end))]
+        return lines + normcells.mean_lines(c, name, x, mu)[0]
+    return lines + [f"μ = {c.num(mu)}"] + normcells.sigma_lines(c, name, x, mu, sigma,
+                                                                layout.norm_before(c.scn).eps)[0]
 
 
 @_plain
@@ -130,8 +90,8 @@ def layer_norm(c: Cell) -> list:
     mu, sigma = c.walk.matrix(stats)[c.row]
     return [c.prose(c.say("model.ln_cell", x=key, token=tok)),
             f"μ = {c.num(mu)}, σ = {c.num(sigma)}",
-            *_normalized_cell(c, f"({key}[{tok}, {dim}] {c.mk.minus} μ) / σ {c.mk.times} γ[{dim}] "
-                              f"+ β[{dim}]", x, mu, sigma, layout.norm_before(c.scn))]
+            *_normalized(c, f"({key}[{tok}, {dim}] {c.mk.minus} μ) / σ {c.mk.times} γ[{dim}] "
+                         f"+ β[{dim}]", x, mu, sigma, layout.norm_before(c.scn))]
 
 
 @_plain
@@ -156,9 +116,11 @@ def after_norm(c: Cell) -> list:
     mu, sigma = layout.stats(R[None, :], params.eps)[0]
     tok = c.rows[c.row]
     name = f"R[{tok}]"
-    return [f"{name} = {c.vec(R)}", *dims_shown(c, len(R)), *_mean_lines(c, name, R, mu),
-            *_sigma_lines(c, name, R, mu, sigma, params.eps),
-            *_normalized_cell(c, f"Y[{tok}, {c.cols[c.col]}]", R[c.col], mu, sigma, params, "₂")]
+    mean_lines, mu_shown = normcells.mean_lines(c, name, R, mu)
+    sigma_lines, sigma_shown = normcells.sigma_lines(c, name, R, mu, sigma, params.eps)
+    # Y's own line divides by the μ and σ just printed, not by their unrounded values: one σ a cell
+    return [f"{name} = {c.vec(R)}", *dims_shown(c, len(R)), *mean_lines, *sigma_lines,
+            *_normalized(c, f"Y[{tok}, {c.cols[c.col]}]", R[c.col], mu_shown, sigma_shown, params, "₂")]
 
 
 @_plain
@@ -167,7 +129,8 @@ def glance(c: Cell) -> list:
     a = c.walk.matrix("A", c.col)[c.row]  # (m,) head c.col's weights, as its own walk computed them
     tok = c.rows[c.row]
     kept = [j for j in range(len(a)) if a[j] > 0]
-    terms = np.array([-c.printed(a[j]) * np.log2(c.printed(a[j])) for j in kept])
+    # a weight that prints as 0 adds 0 (0 · log 0 = 0, as entropy takes it), not NaN
+    terms = np.array([-p * np.log2(p) if p > 0 else 0.0 for p in (c.printed(a[j]) for j in kept)])
     total = c.printed(float(terms.sum()))
     c.lands(total)
     printed = [i for i in c.elided(len(kept)) if isinstance(i, int)]
@@ -183,18 +146,11 @@ def rms_stats(c: Cell) -> list:
     key = c.stage.reads[0]  # E_sum, or H
     tok = c.rows[c.row]
     x = c.walk.matrix(key)[c.row]  # (d_model,)
-    eps = layout.norm_before(c.scn).eps
     name = f"{key}[{tok}]"
-    squares = float(np.mean(x ** 2))
-    root = c.printed(np.sqrt(c.printed(squares) + eps))
-    c.lands(root, on=float(c.walk.matrix("RMS")[c.row, 0]))
-    shown = [i for i in c.elided(len(x)) if isinstance(i, int)]
-    parts = c.terms({i: f"{c.operand(x[i])}²" for i in shown}, len(x))
-    t = c.mk.sqrt
     return [c.prose(c.say("model.llama.rms_cell", x=key, token=tok)), f"{name} = {c.vec(x)}",
             *dims_shown(c, len(x)),
-            f"mean({name}²) = ({parts}) / {len(x)} = {c.num(squares)}",
-            f"RMS = {t}(mean({name}²) + ε) = {t}({c.num(squares)} + {eps:g}) = {c.num(root)}"]
+            *normcells.rms_lines(c, name, x, float(c.walk.matrix("RMS")[c.row, 0]),
+                                 layout.norm_before(c.scn).eps)]
 
 
 @_plain
@@ -205,12 +161,12 @@ def rms_norm(c: Cell) -> list:
     x = c.walk.matrix(key)[c.row, c.col]
     rms = float(c.walk.matrix(stats)[c.row, 0])
     g = layout.norm_before(c.scn).gamma[c.col]
-    scaled = c.printed(c.printed(x) / c.printed(rms))
-    end = c.printed(scaled * c.printed(g))
-    c.lands(end)
-    t = c.mk.times
     return [c.prose(c.say("model.llama.rms_x_cell", x=key, token=tok)),
-            f"RMS = {c.num(rms)}, γ[{dim}] = {c.num(g)}",
-            *c.chain(f"X[{tok}, {dim}] = {key}[{tok}, {dim}] / RMS {t} γ[{dim}]",
-                     f"{c.num(x)} / {c.num(rms)} {t} {c.operand(g)}",
-                     f"{c.num(scaled)} {t} {c.operand(g)}", c.num(end))]
+            *normcells.rms_normalized_lines(c, f"X[{tok}, {dim}] = {key}[{tok}, {dim}] / RMS {c.mk.times} γ[{dim}]",
+                                            x, rms, g)]
+
+
+def _normalized(c: Cell, name: str, x: float, mu: float, sigma: float,
+                params: layout.LayerNormParams, which: str = "") -> list:
+    """(x − μ) / σ · γ + β for the cell's dimension, with this LayerNorm's γ and β."""
+    return normcells.normalized_lines(c, name, x, mu, sigma, params.gamma[c.col], params.beta[c.col], which)
