@@ -8,7 +8,8 @@ shown as soon as it is complete, that is when every stage that reads F has passe
 ∂L/∂V right after ∂L/∂Z (only Z reads V), ∂L/∂X last (Q, K and V all read it). With several
 heads each head's share of Q, K and V comes in its own screens, and the full-width ∂L/∂Q (K, V)
 after the heads. A stage's formula and worked cell are the sum of what its readers' backwards
-say (graph.Backward.terms and .cell). The forward matrices stay in the walk, hidden, for the cells.
+say (graph.Backward.terms and .cell, assembled in gradscreens.py). The forward matrices stay in the
+walk, hidden, for the cells.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.layer import gradcells
+from attnwalk.layer import gradscreens
 from attnwalk.layer.backward import Grads, objective, output_of, path_of
 from attnwalk.layer.graph import Graph, Stage, segments
 from attnwalk.layer.stages import blocks
@@ -152,8 +153,8 @@ def _grad_stage(key: str, scope: str, by_key: dict[str, Stage], scn: Scenario) -
         owner = next(s for s in by_key.values() if key in s.params)
         rows, cols = _param_axes(key, owner, scn)
         return Stage(f"d{key}", grad_symbol(key), f"∂L/∂{key}", rows, cols, None, reads=(f"d{owner.key}",),
-                     formula_for=gradcells.formula, variants=gradcells.variants, notes=gradcells.notes_for(f"d{key}"),
-                     worked=gradcells.chain, aliases=(f"d{key}".lower(),))
+                     formula_for=gradscreens.formula, variants=gradscreens.variants, notes=gradscreens.notes_for(f"d{key}"),
+                     worked=gradscreens.chain, aliases=(f"d{key}".lower(),))
     F = by_key[key]
     symbol = grad_symbol(F.symbol + ("_h" if scope == "view" else ""))
     cols = F.cols
@@ -165,8 +166,8 @@ def _grad_stage(key: str, scope: str, by_key: dict[str, Stage], scn: Scenario) -
         readers = (f"d{key}_h",)
     return Stage(gkey, symbol, f"{symbol} = …", F.rows, cols, None, reads=readers,
                  per_head=scope in ("head", "view"), split=scope == "split", shared=F.shared,
-                 formula_for=gradcells.formula, variants=gradcells.variants, notes=gradcells.notes_for(gkey),
-                 worked=gradcells.chain, aliases=(gkey.lower(), gkey.lower().replace("^", "")))
+                 formula_for=gradscreens.formula, variants=gradscreens.variants, notes=gradscreens.notes_for(gkey),
+                 worked=gradscreens.chain, aliases=(gkey.lower(), gkey.lower().replace("^", "")))
 
 
 def _param_axes(key: str, owner: Stage, scn: Scenario) -> tuple[str, str]:

@@ -62,7 +62,7 @@ class Backward(NamedTuple):
     formula ("{d} · {1}ᵀ": {d} is ∂L/∂ of this stage, {0}, {1}, … its inputs' symbols, {out} its
     own), None where `grad` gives none. `cell(c, stage, index)` works out one cell of input
     `index`'s gradient as this stage contributes it, with the walk's numbers, and returns the
-    lines and the value they arrive at (layer/gradcells.py)."""
+    lines and the value they arrive at (layer/gradcells.py; gradscreens.py sums them)."""
 
     grad: Callable[..., tuple]
     terms: Callable[[Scenario, Mode], tuple[str | None, ...]]
