@@ -292,10 +292,15 @@ def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -
     tables = variant_tables(lang)
     assert {key for key, _ in tables} == {"tokens", "E", "P", "X", "QK^T", "S", "B", "S+B", "A", "Z", "concat",
                                           "tiled", "Q", "K", "V", "O", "Q_rot", "E_seg", "E_sum", "H", "R",
-                                          "glance"}  # (+ real models')
+                                          "glance",  # (+ real models')
+                                          "L", "dS", "dQK^T"}  # the backward walk's (attnwalk grad)
     every = [scenario(name) for name in SCENARIOS] + model_scenarios()
     shown = {stage_text(lang, stage, scn, mode, field)
              for scn in every for mode in ALL_MODES for stage in STAGES for field in FIELDS}
+    from attnwalk.layer.gradwalk import grad_stages
+
+    shown |= {stage_text(lang, stage, scn, mode, field) for scn in every if "target" in scn.settings
+              for mode in ("scaled", "unscaled", "uniform") for stage in grad_stages(scn, mode) for field in FIELDS}
     for (key, name), fields in tables.items():
         assert set(fields) <= set(FIELDS), f"stage.{key}.{name}"
         for field, value in fields.items():

@@ -27,6 +27,7 @@ _TEXT = {
     "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$",
     "π": r"$\pi$", "σ": r"$\sigma$", "ᵢ": r"\textsubscript{i}", "ⱼ": r"\textsubscript{j}",
     "ℝ": r"$\mathbb{R}$", "Õ": r"$\tilde{O}$", "Σ": r"$\Sigma$",
+    "η": r"$\eta$", "φ": r"$\varphi$", "⊙": r"$\odot$", "½": r"$\frac{1}{2}$",  # the backward walk, training
 }
 
 # Math mode: the same symbols as commands.
@@ -38,6 +39,7 @@ _MATH = {
     "∈": r"\in ", "ℝ": r"\mathbb{R}", "α": r"\alpha ",
     "μ": r"\mu ", "σ": r"\sigma ", "ε": r"\varepsilon ", "γ": r"\gamma ", "β": r"\beta ",
     "Σ": r"\sum ",  # the tiled softmax's sums, a real model's LayerNorm and the all-heads entropy
+    "η": r"\eta ", "φ": r"\varphi ", "⊙": r"\odot ", "½": r"\tfrac{1}{2}",  # the backward walk, training
     # A formula's own braces (a set, {0, −∞}) and |{…}| (its size), held apart by math_text from
     # the braces LaTeX needs for groups.
     "\x01": r"\{", "\x02": r"\}", "\x03": r"\lvert ", "\x04": r"\rvert ",
