@@ -80,7 +80,7 @@ def test_the_atomic_write_is_standard_library_only_and_written_once() -> None:
     # Every package that writes a file may use it: it imports no attnwalk package and no library
     # (not even tempfile, which startup would pay for), and no other module renames a temporary
     # file into place by hand.
-    assert imports(PACKAGE / "atomic.py") <= {"__future__", "contextlib", "os", "pathlib"}
+    assert imports(PACKAGE / "atomic.py") <= {"__future__", "contextlib", "os", "pathlib", "stat"}
     by_hand = re.compile(r"\bos\.(replace|rename|link)\(|\btempfile\b|\bmkstemp\b")
     assert [path.relative_to(PACKAGE).as_posix() for path in sorted(PACKAGE.rglob("*.py"))
             if path.name != "atomic.py" and by_hand.search(path.read_text(encoding="utf-8"))] == []

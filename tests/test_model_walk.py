@@ -290,7 +290,7 @@ def test_quiz_asks_about_the_layer(tiny) -> None:
 @pytest.mark.parametrize("args,message", [
     (("--layer", "0"), "--layer 0: layers are numbered from 1"),
     (("--layer", "4"), "--layer 4: tiny has 3 layers"),
-    (("--head", "5"), "--head 5: tiny-bert L1 has 4 heads, numbered 1 to 4"),
+    (("--head", "5"), "--head 5: tiny-bert L1 has 4 heads, numbered from 1: give 1 to 4"),
     (("--quiz", "--compare"), "give at most one of --compare, --quiz and --decode"),
     (("--compare", "--format", "latex"), "--compare --format latex: compare is written as json only"),
     (("--quiz", "--format", "csv"), "--quiz --format csv: quiz is written as json or markdown only"),

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from attnwalk.errors import UsageError
 from attnwalk.models import find
 from attnwalk.models.data import ModelError
-from attnwalk.models.model import head_index, layer_index, open_model
+from attnwalk.models.model import layer_index, open_model
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "models"
@@ -197,12 +197,11 @@ def test_a_broken_tokenizer_is_one_line(tmp_path: Path) -> None:
     assert "tokenizer.json" in error_of(lambda: open_model(str(folder)))
 
 
-def test_layers_and_heads_are_numbered_from_1_as_the_cli_numbers_them() -> None:
+def test_layers_are_numbered_from_1_as_the_cli_numbers_them() -> None:
     info = open_model(str(FIXTURES / "tiny-bert")).info
-    assert layer_index(info, 1) == 0 and layer_index(info, 2) == 1 and head_index(info, 4) == 3
+    assert layer_index(info, 1) == 0 and layer_index(info, 2) == 1
     assert "has 2 layers (1 to 2)" in error_of(lambda: layer_index(info, 3))
     assert "--layer 0" in error_of(lambda: layer_index(info, 0))
-    assert "has 4 heads per layer (1 to 4)" in error_of(lambda: head_index(info, 5))
 
 
 def test_a_sentence_longer_than_the_positions_is_refused() -> None:

@@ -163,8 +163,8 @@ def test_head_option_prints_that_head_in_full(tmp_path) -> None:
     assert "Head 2 is printed in full above" in " ".join(summary.split())
 
 
-@pytest.mark.parametrize("value, says", [("3", "--head 3: scenario has 2 heads, numbered 1 to 2"),
-                                         ("two", "--head two: give a head number from 1 to 2, or all"),
+@pytest.mark.parametrize("value, says", [("3", "--head 3: scenario has 2 heads, numbered from 1: give 1 to 2, or all"),
+                                         ("two", "--head two: scenario has 2 heads, numbered from 1: give 1 to 2, or all"),
                                          ("0", "--head 0: scenario has 2 heads")])
 def test_bad_head_option_is_one_line_exit_2(tmp_path, value, says) -> None:
     path = tmp_path / "scenario.yaml"

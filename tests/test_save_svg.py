@@ -144,7 +144,7 @@ def test_save_says_it_in_chinese_for_a_chinese_walk(tmp_path) -> None:
     (1024 * 1024 - 513, "1023 KiB"), (1024 * 1024 - 512, "1.0 MiB"), (5 * 1024 * 1024 + 52429, "5.1 MiB"),
 ])
 def test_saved_sizes_read_as_ls_h_would(size, words) -> None:
-    from attnwalk.commands.walk import saved_size
+    from attnwalk.commands.output import saved_size
     from attnwalk.render.options import ViewOptions
 
     assert saved_size(size, ViewOptions(lang="en")) == words

@@ -22,6 +22,7 @@ from attnwalk.app import collect_again, panes
 from attnwalk.app.help import MessageAndExits, translated
 from attnwalk.app.offloop import OffTheLoop
 from attnwalk.app.scrolling import PaneScroll
+from attnwalk.app.signals import exit_on_hangup
 from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
 from attnwalk.layer.axes import default_cell
 from attnwalk.layer.stages import TOKENS, Stage
@@ -112,6 +113,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
 
     def on_mount(self) -> None:
         collect_again()  # off during the start: cli.run
+        exit_on_hangup(self)  # the terminal closed: the place is saved and the screen given back, as q does
         grid = self.query_one(MatrixGrid)
         grid.can_focus = True
         grid.focus()

@@ -38,16 +38,29 @@ def backward_walk(scenario: Scenario, mode: str) -> GradWalk:
 
 def grad_command(*, name: str, mode: str, no_pause: bool, precision: int, ascii: bool,
                  lang: str | None, head: str | None = None, save: str | None = None,
-                 predict: bool = False) -> int:
-    """`attnwalk grad`: step through the backward walk in a terminal, else print it; the exit code."""
-    from attnwalk.commands.walk import head_option, print_walk, recorded_walk, save_format, save_reported
+                 predict: bool = False, format: str = "text") -> int:
+    """`attnwalk grad`: step through the backward walk in a terminal, else print it (or, with
+    --format json, every gradient for scripts); the exit code."""
+    if format == "json":
+        from attnwalk.errors import UsageError
+        from attnwalk.terminal.streams import write_out
+
+        if save is not None:
+            raise UsageError("--save records the screens; with --format json redirect the output instead "
+                             "(... --format json > grads.json)")
+        write_out(grad_json(name=name, mode=mode), json=True)
+        return 0
+    from attnwalk.commands.output import check_not_input, save_format, save_reported
+    from attnwalk.commands.walk import head_option, print_walk, recorded_walk
     from attnwalk.scenario.load import load_scenario
     from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 
-    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang), predicting=predict)
     fmt = save_format(save) if save is not None else None
     scenario = with_target(load_scenario(name), "attnwalk grad")
+    if save is not None:  # the scenario's files are read by now: never written over
+        check_not_input(save, "--save")
     shown = head_option(scenario, head)
     walk = backward_walk(scenario, mode)
     console = make_console()
@@ -72,7 +85,8 @@ def grad_command(*, name: str, mode: str, no_pause: bool, precision: int, ascii:
         from attnwalk.commands.quiz import LineAnswers, TerminalAnswers
         from attnwalk.tutor.gradquiz import GradPredictor
 
-        answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
+        answers = (TerminalAnswers(console, opts.lang) if sys.stdin.isatty()
+                   else LineAnswers(sys.stdin, console, opts.lang))
         predictor = GradPredictor(walk, console, answers, opts.lang)
         console.print(text(opts.lang).t("quiz.predict.intro"))
     print_walk(console, walk, opts, head=shown, predictor=predictor)

@@ -27,7 +27,7 @@ def grade_command(*, worksheet: Path, answers: Path, format: str, lang: str | No
     lang = detect_lang(lang)
     target = None
     if output is not None:
-        from attnwalk.commands.walk import output_path
+        from attnwalk.commands.output import output_path
 
         if fmt == "text":
             raise UsageError("--output writes json, markdown or csv: add --format markdown (or json, csv)")
@@ -44,9 +44,10 @@ def grade_command(*, worksheet: Path, answers: Path, format: str, lang: str | No
     content = {"json": gradeview.as_json, "markdown": gradeview.as_markdown, "csv": gradeview.as_csv}[fmt](report, lang)
     content = content if content.endswith("\n") else content + "\n"
     if target is not None:
-        from attnwalk.commands.walk import write_atomically
+        from attnwalk.commands.output import check_not_input, write_output
 
-        write_atomically(target, content, option="--output")
+        check_not_input(target, "--output")  # never onto the worksheet or the answers
+        write_output(target, content, option="--output")
         return 0
     write(content, fmt == "json")
     return 0

@@ -123,10 +123,10 @@ def model_data(walk, head: int) -> dict:
 def model_command(*, sentence: str, model: str | None, layer: int, head: str | None, mode: str,
                   no_pause: bool, precision: int, ascii: bool, save: str | None, lang: str | None,
                   resume: bool, predict: bool, format: str | None, output: str | None,
-                  compare: bool, quiz: bool, count: int | None, write, tiles: int | None = None,
+                  compare: bool, quiz: bool, count: int | None, tiles: int | None = None,
                   at: str | None = None, decode: bool = False, quantize: str | None = None) -> int:
     """Walk (or export, compare, quiz, decode) one layer of a real model; returns the exit code.
-    `write` prints an export (content, is_json) as stdout's encoding can hold it. --tiles adds
+    --tiles adds
     the tiled stage to the walk, the export and the compare as a scenario's --tiles does; --at
     projects the cost panel of the walk and the comparison."""
     # --compare, --quiz and --decode are three different things to do with the layer; --format says
@@ -156,15 +156,15 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     if layer < 1:
         raise UsageError(f"--layer {layer}: layers are numbered from 1")
     from attnwalk.features.tiles import with_tiles
+    from attnwalk.layer.axes import pick_head
 
-    target = None
     if output is not None:  # checked before the model is read
-        from attnwalk.commands.walk import output_path
+        from attnwalk.commands.output import output_path
 
-        target = output_path(output, "--output", f"layer.{'md' if format == 'markdown' else format}")
-    emit = _emitter(target, write)
+        output_path(output, "--output", f"layer.{'md' if format == 'markdown' else format}")
+    emit = _emitter(output)
     if quantize is not None and compare:  # the same layer at float and quantized, side by side
-        return _quantized_pair(sentence, model, layer, quantize, _head_number(head), mode, format,
+        return _quantized_pair(sentence, model, layer, quantize, head, mode, format,
                                precision, ascii, lang, emit)
     loaded = load_layer(sentence, model, layer) if quantize is None else \
         load_layer(sentence, model, layer, quantize=quantize)
@@ -172,7 +172,7 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     if decode:
         return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, emit)
     if compare and format is not None:
-        return _compare_json(scenario, _head(scenario, head), emit)
+        return _compare_json(scenario, pick_head(scenario, head), emit)
     if quiz:
         from attnwalk.commands.quiz import quiz_command
 
@@ -180,9 +180,13 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
                             scenario=scenario, format=format,
                             write=None if format is None else (lambda sheet: emit(sheet, format == "json")))
     if format is not None:
-        return _export(scenario, format, mode, lang, precision, _head(scenario, head), emit)
+        from attnwalk.commands.export import export_walk
+
+        chosen = pick_head(scenario, head)
+        return export_walk(scenario, format=format, mode=mode, lang=lang, precision=precision, output=output,
+                           data=lambda walk: model_data(walk, chosen))
     if compare:
-        return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
+        return _compare(scenario, pick_head(scenario, head), precision, ascii, lang, at)
     from attnwalk.commands.walk import walk_command
 
     return walk_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause,
@@ -190,18 +194,18 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
                         head=head, predict=predict, scenario=scenario, at=at)
 
 
-def _quantized_pair(sentence: str, model: str | None, layer: int, quantize: str, head: int,
+def _quantized_pair(sentence: str, model: str | None, layer: int, quantize: str, head: str | None,
                     mode: str, format: str | None, precision: int, ascii: bool, lang: str | None,
                     emit) -> int:
     """--quantize KIND --compare: the layer as stored (left) and with every weight matrix through
     gguf's quantizer (right), every stage side by side, as `attnwalk compare A B` sets two
     scenarios: what 4 bits do to W_Q, Q, the scores and A."""
-    from attnwalk.layer.compare import check_head
+    from attnwalk.layer.axes import pick_head
     from attnwalk.layer.pair import compare_pair, pair_data
 
     left = scenario_from_model(load_layer(sentence, model, layer))
     right = scenario_from_model(load_layer(sentence, model, layer, quantize=quantize))
-    result = compare_pair(left, right, mode, 1.0, check_head(left, head))
+    result = compare_pair(left, right, mode, 1.0, pick_head(left, head))
     if format is not None:
         from attnwalk.export.data import to_json
 
@@ -218,58 +222,20 @@ def _quantized_pair(sentence: str, model: str | None, layer: int, quantize: str,
     return 0
 
 
-def _head_number(head: str | None) -> int:
-    """--head as a number from 1, before any model is read (checked against the model later)."""
-    if head is None:
-        return 1
-    if not head.strip().isdecimal():
-        raise UsageError(f"--head {head}: give a head number, from 1")
-    return int(head)
+def _emitter(output: str | None):
+    """What prints a result: stdout (as its encoding can hold it), or with -o the file, written
+    whole or not at all, never onto a file this command read."""
+    from attnwalk.terminal.streams import write_out
 
-
-def _head(scenario: Scenario, head: str | None) -> int:
-    """--head for an export or a comparison: one head, from 1 (head 1 when not given)."""
-    from attnwalk.layer.compare import check_head
-
-    if head is None:
-        return 0
-    if not head.strip().isdecimal():
-        raise UsageError(f"--head {head}: give a head number from 1 to {scenario.heads}")
-    return check_head(scenario, int(head))
-
-
-def _emitter(target, write):
-    """What prints a result: `write` (stdout, as its encoding can hold it), or with -o the file,
-    written whole or not at all."""
-    if target is None:
-        return write
+    if output is None:
+        return lambda content, is_json: write_out(content, json=is_json)
 
     def to_file(content: str, is_json: bool) -> None:
-        from attnwalk.commands.walk import write_atomically
+        from attnwalk.commands.output import check_not_input, write_output
 
-        write_atomically(target, content, option="--output")
+        check_not_input(output, "--output")  # the model's files are read by now
+        write_output(output, content, option="--output")
     return to_file
-
-
-def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precision: int,
-            head: int, emit) -> int:
-    from attnwalk.export.data import to_json
-    from attnwalk.layer.walk import compute
-    from attnwalk.scenario.limits import check_export
-    from attnwalk.text import detect_lang
-
-    lang = detect_lang(lang)
-    walk = compute(scenario, mode)
-    check_export(walk, format)
-    if format == "json":
-        content = to_json(model_data(walk, head)) + "\n"
-    else:
-        from attnwalk.export.handout import handout
-        from attnwalk.render.options import ViewOptions
-
-        content = handout(walk, format, ViewOptions(precision=precision, lang=lang))
-    emit(content, format == "json")
-    return 0
 
 
 def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None, no_pause: bool,
@@ -305,6 +271,9 @@ def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: s
     from attnwalk.terminal.console import fitted, make_console
     from attnwalk.text import detect_lang
 
+    from attnwalk.commands.compare import check_bounds
+
+    check_bounds(scenario, 1, [], "text")
     console = make_console()
     opts = fitted(ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang)), console)
     if at is not None:

@@ -26,6 +26,7 @@ from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose, prose_line
 
 QUIT_WORDS = ("q", "quit", "exit", "退出")
+MAX_ANSWER = 4096  # characters in one answer line: a number, a token, a letter; a flood is not read whole
 
 
 class AnswerSource(Protocol):
@@ -40,8 +41,8 @@ class TerminalAnswers:
 
     interactive = True
 
-    def __init__(self, console: Console) -> None:
-        self.console = console
+    def __init__(self, console: Console, lang: str = "en") -> None:
+        self.console, self.lang = console, lang
         try:
             import readline  # noqa: F401  (input() then edits the line: arrows, backspace over CJK)
         except ImportError:  # Windows
@@ -49,10 +50,15 @@ class TerminalAnswers:
 
     def ask(self, prompt: str) -> str | None:
         try:
-            return self.console.input(Text(prompt, style="bold"))
+            answer = self.console.input(Text(prompt, style="bold"))
         except EOFError:
             self.console.print()
             return None
+        if len(answer) > MAX_ANSWER:  # read whole by the terminal already; not an answer
+            self.console.print(prose_line(text(self.lang).t("quiz.too_long", limit=f"{MAX_ANSWER:,}"),
+                                          style="yellow"))
+            return ""
+        return answer
 
 
 class LineAnswers:
@@ -63,14 +69,23 @@ class LineAnswers:
 
     interactive = False
 
-    def __init__(self, stream: IO[str], console: Console) -> None:
+    def __init__(self, stream: IO[str], console: Console, lang: str = "en") -> None:
         self.stream = stream
-        self.console = console
+        self.console, self.lang = console, lang
 
     def ask(self, prompt: str) -> str | None:
-        line = self.stream.readline()
+        line = self.stream.readline(MAX_ANSWER + 1)
         if not line:
             return None
+        if len(line) > MAX_ANSWER and not line.endswith("\n"):  # longer than any answer
+            while True:  # the rest of it read and dropped a piece at a time: memory stays small
+                rest = self.stream.readline(1 << 16)
+                if not rest or rest.endswith("\n"):
+                    break
+            self.console.print(Text(prompt, style="bold") + Text(line[:40] + "…"))
+            self.console.print(prose_line(text(self.lang).t("quiz.too_long", limit=f"{MAX_ANSWER:,}"),
+                                          style="yellow"))
+            return ""
         answer = line.rstrip("\r\n")
         self.console.print(Text(prompt, style="bold") + Text(answer))
         return answer
@@ -257,11 +272,14 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     from attnwalk.tutor.questions import questions
     from attnwalk.terminal.console import interactive, make_console
     from attnwalk.commands.walk import chosen_scenario
+    from attnwalk.scenario.limits import check_work
 
     lang = detect_lang(lang)
     if format is not None and format.strip().lower() not in ("json", "markdown", "md"):
         raise UsageError(f"unknown --format '{format}'; choose json or markdown")
     scenario = chosen_scenario(name, scenario_file, scenario)  # `attnwalk model --quiz` gives its own
+    check_work(scenario, 2, "the quiz computes the walk, and the layer again in another mode for the "
+               "mistakes it names")
     key = scenario_key(scenario)
     walk = compute(scenario)
     store = Progress()
@@ -269,17 +287,23 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     if review:
         last = store.last_quiz(key)
         seed = last.get("seed") if isinstance(last.get("seed"), int) else None
-        missed = [m for m in last.get("missed", []) if isinstance(m, str)]
+        listed = last.get("missed")
+        missed = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
     whole = questions(walk, lang, seed=seed)
     asked = whole[:count] if count is not None else whole
     if missed is not None:
         asked = [q for q in whole if q.qid in missed][:count]
     if format is not None:
+        from attnwalk.terminal.streams import write_out
         from attnwalk.tutor.worksheet import as_json, as_markdown
 
-        sheet = (as_json if format.strip().lower() == "json" else as_markdown)(asked, lang, scenario.name, seed)
+        as_json_sheet = format.strip().lower() == "json"
+        sheet = (as_json if as_json_sheet else as_markdown)(asked, lang, scenario.name, seed)
         sheet = sheet if sheet.endswith("\n") else sheet + "\n"
-        (write or sys.stdout.write)(sheet)
+        if write is not None:  # `attnwalk model --quiz --format … -o FILE`
+            write(sheet)
+        else:
+            write_out(sheet, json=as_json_sheet)  # as stdout can hold it
         return 0
     console = make_console()
     tx = text(lang)
@@ -302,7 +326,7 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     else:
         for line in intro:
             console.print(line)
-        answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
+        answers = TerminalAnswers(console, lang) if sys.stdin.isatty() else LineAnswers(sys.stdin, console, lang)
         result = run_quiz(walk, asked, console, answers, lang)
         code = 130 if result.interrupted else 0
     if result is not None and result.answered:

@@ -60,8 +60,14 @@ class Plan:
 
 def train_command(*, name: str, steps: int | None, lr: float | None, mode: str, compare: bool,
                   every: int | None, head: int | None, no_pause: bool, precision: int, ascii: bool,
-                  lang: str | None) -> int:
-    """`attnwalk train`: the live view in a terminal, else the printed table; the exit code."""
+                  lang: str | None, format: str = "text") -> int:
+    """`attnwalk train`: the live view in a terminal, else the printed table (or, with --format
+    json, every step for scripts); the exit code."""
+    if format == "json":
+        from attnwalk.terminal.streams import write_out
+
+        write_out(train_json(name=name, steps=steps, lr=lr, mode=mode, compare=compare, head=head), json=True)
+        return 0
     from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 

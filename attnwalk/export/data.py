@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 from typing import Any
 
+from attnwalk.layer.safe import json_escaped
 from attnwalk.layer.walk import Walk
 
 
@@ -51,27 +50,9 @@ def walk_data(walk: Walk) -> dict[str, Any]:
     return data
 
 
-# Characters json.dumps(ensure_ascii=False) leaves raw that a terminal or an editor would obey
-# (`attnwalk export x` printed, or the file shown with cat): DEL, the C1 controls, the line and
-# paragraph separators and the bidirectional formatting characters (layer/safe.py has the same
-# list; json.dumps already writes U+0000-U+001F as \u escapes). Written as \u escapes they are
-# the same JSON: a script reads back the token exactly as the scenario spells it.
-_RAW_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_NON_ASCII = re.compile("[^\x00-\x7f]")
-
-
-def _json_escape(match: re.Match) -> str:
-    return json.dumps(match.group())[1:-1]  # "\u202e"; a pair of surrogates beyond U+FFFF
 
 
 def to_json(data: dict[str, Any]) -> str:
-    """The JSON text of `data`: Chinese as it is, every float64 exact, nothing a terminal obeys."""
-    text = json.dumps(data, ensure_ascii=False, indent=None, allow_nan=False)
-    return _RAW_UNSAFE.sub(_json_escape, text) if _RAW_UNSAFE.search(text) else text
-
-
-def ascii_json(text: str) -> str:
-    """JSON text from to_json with every other character beyond ASCII as a \\u escape as well: the
-    same JSON, for an output whose encoding holds only ASCII (or latin-1). Outside strings JSON
-    is ASCII already, so the characters replaced are all inside strings."""
-    return _NON_ASCII.sub(_json_escape, text)
+    """The JSON text of `data`: Chinese as it is, every float64 exact, nothing a terminal obeys
+    (layer/safe.json_escaped: a control or format character in a token is written as \\u200b)."""
+    return json_escaped(json.dumps(data, ensure_ascii=False, indent=None, allow_nan=False))

@@ -231,6 +231,9 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     if additive:  # no dot product to speak of
         amend(stages, "QK^T", variants=lambda scn, mode, names: ("additive", *names))
     if scoring.qk_norm:
+        # normalised, |q̂ · k̂| ≤ d_k whatever the embeddings and weights: only qk_scale, which
+        # multiplies the scores, can take them past float64
+        replace(stages, "QK^T", field="qk_scale", overflow="use a smaller qk_scale")
         amend(stages, "QK^T", notes=_before_cost("score.qk_norm.explain"))
         if not additive:  # normalised q and k: no length left to speak of
             amend(stages, "QK^T", variants=lambda scn, mode, names: ("qk_norm", *names))

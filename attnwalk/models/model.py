@@ -134,11 +134,3 @@ def layer_index(info: ModelInfo, layer: int) -> int:
     if not 1 <= layer <= info.n_layers:
         raise ModelError(f"--layer {layer}: {info.name} has {info.n_layers} layers (1 to {info.n_layers})")
     return layer - 1
-
-
-def head_index(info: ModelInfo, head: int) -> int:
-    """The CLI's 1-based --head as a 0-based index, or a ModelError saying the range."""
-    if not 1 <= head <= info.n_heads:
-        raise ModelError(f"--head {head}: {info.name} has {info.n_heads} heads per layer "
-                         f"(1 to {info.n_heads})")
-    return head - 1

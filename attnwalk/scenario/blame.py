@@ -40,6 +40,8 @@ def overflow_cause(scn: Scenario, stage: str) -> tuple[str, int | None] | None:
     graph = {s.key: s for s in scn.graph}
     if stage not in graph or not graph[stage].overflow:
         return None
+    if graph[stage].field and graph[stage].inputs:  # a stage that names the field it answers to
+        return graph[stage].field, scn.lines.get(graph[stage].field)
     # weights lie in [0, 1]: what they were made from cannot make a later stage overflow
     names = ancestors(scn.graph, stage, through=lambda s: s.kind != WEIGHTS)
     fields = [s.field for s in scn.graph if s.key in names and s.field]

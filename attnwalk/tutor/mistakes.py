@@ -119,13 +119,19 @@ _MODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # walk -> {mode
 
 def in_mode(walk: Walk, mode: str) -> Walk:
     """`walk` under another mode, computed once per walk (a quiz asks S, A, Z and the what-if of
-    the same unscaled walk; on the shapes lesson each costs a whole layer)."""
+    the same unscaled walk; on the shapes lesson each costs a whole layer). The way back is known
+    too (the unscaled walk's "scaled anyway" is the walk itself), held weakly: a strong reference
+    each way would keep both alive."""
     if walk.mode.name == mode:
         return walk
     known = _MODES.setdefault(walk, {})
-    if mode not in known:
-        known[mode] = with_mode(walk, mode)  # (not the way back: a cycle would keep both alive)
-    return known[mode]
+    found = known.get(mode)
+    if isinstance(found, weakref.ref):
+        found = found()
+    if found is None:
+        found = known[mode] = with_mode(walk, mode)
+        _MODES.setdefault(found, {})[walk.mode.name] = weakref.ref(walk)
+    return found
 
 
 def mistake_values(walk: Walk, key: str, head: int, row: int, col: int) -> dict[str, float]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 
+from attnwalk.layer.safe import escaped, json_escaped
 from attnwalk.text import text
 from attnwalk.tutor.quiz import (CHOICE, LETTERS, NUMBER, SHAPE, TOKEN, Question, number_text,
                                  parse_shape, tolerance_text)
@@ -56,7 +57,7 @@ def as_json(qs: list[Question], lang: str, name: str = "", seed: int | None = No
                               for name in q.covers]
         out.append(item)
     sheet = {"version": VERSION, "scenario": name, "seed": seed, "lang": lang, "questions": out}
-    return json.dumps(sheet, ensure_ascii=False, indent=2)
+    return json_escaped(json.dumps(sheet, ensure_ascii=False, indent=2))
 
 
 class ItemError(ValueError):
@@ -166,4 +167,5 @@ def as_markdown(qs: list[Question], lang: str, name: str, seed: int | None) -> s
                 tx.t("quiz.worksheet.item", value=number_text(value), name=tx.t(f"quiz.mistake_name.{name}"))
                 for name, value in q.mistakes)
             lines.append(f"   {tx.t('quiz.worksheet.mistakes', answers=wrong)}")
-    return "\n".join(lines) + "\n"
+    # the scenario's name and tokens are shown, never obeyed: escaped as the handouts are
+    return escaped("\n".join(lines), keep_newlines=True) + "\n"
