@@ -44,6 +44,11 @@ def test_p_asks_how_many_cells_of_the_scores_gradient_are_zero():
     assert "Your prediction: 11 · the walk: 11 · right" in run.screen
 
 
+def test_p_says_which_gradient_screens_will_ask():
+    run = drive("backprop", ["p"], app=grad_app("backprop", predictor=GradPredictions("en")))
+    assert "before ∂L/∂S and ∂L/∂W_Q" in run.screen and "before P, QKᵀ" not in run.screen
+
+
 def test_the_end_of_the_backward_walk_exits_0():
     run = drive("backprop", ["n"] * 12, app=grad_app("backprop"))
     assert run.code == 0 and run.app.ended

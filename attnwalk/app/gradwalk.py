@@ -14,6 +14,7 @@ from attnwalk.text import pick
 
 class GradApp(WalkApp):
     help_key = "grad.help"
+    predict_on_key = "grad.predict_on"  # the backward walk asks before ∂L/∂S and ∂L/∂W_Q
 
     def __init__(self, walk: Walk, opts: ViewOptions, **options) -> None:
         title = pick(walk.scenario.title, opts.lang)  # where the lesson's introduction is: after the loss

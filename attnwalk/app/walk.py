@@ -54,6 +54,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     ENABLE_COMMAND_PALETTE = False
     scrolled = "#notes"  # j/k, d/u: PaneScroll
+    predict_on_key = "quiz.predict.on"  # what p says: which screens ask first
     # descriptions are text keys, put into the learner's language when the app starts
     BINDINGS = [
         Binding("n,enter,space", "next", "app.key.next", key_display="n"),
@@ -314,5 +315,5 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         if self.predictor is None:
             return
         self.predict = not self.predict
-        self.say_now(self.t("quiz.predict.on" if self.predict else "quiz.predict.off_now"))
+        self.say_now(self.t(self.predict_on_key if self.predict else "quiz.predict.off_now"))
 
