@@ -64,6 +64,16 @@ def test_the_worked_cells_apply_the_chain_rule_with_the_lessons_numbers():
     assert re.search(r"from Q: -0\.2831\d*", out) and re.search(r"from K: 0\.1575\d*|from K: 0\.1576\d*", out)
 
 
+def test_the_loss_is_the_sum_of_the_rows_shares_as_they_are_printed():
+    # one asked row: L is its L_i, digit for digit; an output target: every row's share, added up
+    out = squeeze(ok("grad", "backprop", "--no-pause"))
+    assert "L_bank=−logA[bank,river]=−log0.68542=0.37772L=Σ_iL_i=0.37772" in out
+    out = squeeze(ok("grad", "saturation", "--no-pause"))
+    shares = re.search(r"L=Σ_iL_i=((?:\d\.\d+\+)+\d\.\d+)=(\d\.\d+)", out)
+    terms = [float(x) for x in shares.group(1).split("+")]
+    assert len(terms) == 4 and round(sum(terms), 5) == float(shares.group(2))
+
+
 def squeeze(s: str) -> str:
     return re.sub(r"[\s\u2500-\u257f]", "", s)  # wrapped lines and panel borders joined up
 

@@ -238,37 +238,62 @@ def _loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     return f"L = Σ_i L_i,  L_i = ½ Σ_c ({_output_symbol(scn)}[i, c] − T[i, c])²"
 
 
+def _attend_parts(c: Cell, row: int) -> list[tuple[int, float, float]]:
+    """Row `row`'s asked keys k, each with A[row, k] as printed and −log of it as printed."""
+    target = target_of(c.scn)
+    parts = []
+    for k in (k for q, k in target.pairs if q == row):
+        a = c.printed(float(c.walk.forward.matrix("A", target.head)[row, k]))
+        parts.append((k, a, c.printed(-np.log(a))))
+    return parts
+
+
+def _output_parts(c: Cell, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """Row `row`'s Y and T, Y − T as printed, Σ (Y − T)² of those digits and L_i = ½ of it."""
+    target = target_of(c.scn)
+    Y, T = c.walk.forward.mats[reads(c.scn)][row], target.T[row]
+    diff = np.array([c.printed(c.printed(y) - c.printed(t)) for y, t in zip(Y, T)])
+    squares = c.dot_value(diff, diff)
+    return Y, T, diff, squares, c.printed(c.printed(squares) / 2)
+
+
+def _row_loss(c: Cell, row: int) -> float:
+    """L_i as row `row`'s worked cell arrives at it, from the digits it prints."""
+    if target_of(c.scn).kind == "attend":
+        return float(sum(value for _, _, value in _attend_parts(c, row)))
+    return _output_parts(c, row)[-1]
+
+
 def _loss_cell(c: Cell) -> list:
-    """L_i with the row's numbers, then L = Σ L_i."""
+    """L_i with the row's numbers, then L = Σ L_i from every row's L_i as its own cell prints it,
+    so that the sum checks with the digits shown (one asked row: L is that row's L_i)."""
     from attnwalk.layer.axes import token_labels
 
-    target = target_of(c.scn)
-    walk = c.walk.forward
     tok = c.rows[c.row]
     lines: list = []
-    if target.kind == "attend":
-        asked = [k for q, k in target.pairs if q == c.row]
-        if not asked:
+    if target_of(c.scn).kind == "attend":
+        parts = _attend_parts(c, c.row)
+        if not parts:
             lines.append(c.prose(c.say("grad.cell.not_asked", token=tok)))
-        for k in asked:
-            a = c.printed(float(walk.matrix("A", target.head)[c.row, k]))
-            value = c.printed(-np.log(a))
+        for k, a, value in parts:
             c.lands(value)
             lines.append(f"L_{tok} = {c.mk.minus}log A[{tok}, {token_labels(c.scn.key_tokens)[k]}] = "
                          f"{c.mk.minus}log {c.num(a)} = {c.num(value)}")
     else:
         out = _output_symbol(c.scn)
-        Y, T = walk.mats[reads(c.scn)][c.row], target.T[c.row]
-        diff = np.array([c.printed(c.printed(y) - c.printed(t)) for y, t in zip(Y, T)])
-        squares = c.dot_value(diff, diff)
-        half = c.printed(c.printed(squares) / 2)
+        Y, T, diff, squares, half = _output_parts(c, c.row)
         c.lands(half)
         lines += [f"{out}[{tok}] {c.mk.minus} T[{tok}] = {c.vec(Y)} {c.mk.minus} {c.vec(T)} = {c.vec(diff)}",
                   *c.dot(f"Σ_c ({out} {c.mk.minus} T)[{tok}, c]²", diff, diff, squares),
                   f"L_{tok} = ½ {c.mk.times} {c.product(squares)} = {c.num(half)}"]
-    total = float(c.walk.matrix(LOSS_STAGE.key).sum())
+    rows = [_row_loss(c, row) for row in range(len(c.rows))]
+    shares = [value for value in rows if value != 0.0]
+    total = c.printed(sum(shares))
+    c.lands(total, on=float(c.walk.matrix(LOSS_STAGE.key).sum()))  # and it is L, as `grad` reports it
+    added = c.terms([c.num(shares[0]), *(c.operand(v) for v in shares[1:])], len(shares)) + " = " \
+        if len(shares) > 1 else ""
     return [c.plain(line) if isinstance(line, str) else line for line in lines] + [
-        c.prose(c.say("grad.cell.total", total=c.num(total)))]
+        c.prose(c.say("grad.cell.total", total=added + c.num(total)))]
 
 
 LOSS_STAGE = Stage("L", "L", "L", "n", "L_i", None, formula_for=_loss_formula,
