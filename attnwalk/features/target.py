@@ -234,7 +234,7 @@ def _loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     target = target_of(scn)
     if target.kind == "attend":
         head = f"_{target.head + 1}" if scn.heads > 1 else ""
-        return f"L = Σ_i L_i,  L_i = −log A{head}[i, k_i] for each asked query i"
+        return f"L = Σ_i L_i = −Σ_{{(i, k) ∈ target}} log A{head}[i, k]"  # math only: the same in every language
     return f"L = Σ_i L_i,  L_i = ½ Σ_c ({_output_symbol(scn)}[i, c] − T[i, c])²"
 
 
@@ -303,7 +303,7 @@ LOSS_STAGE = Stage("L", "L", "L", "n", "L_i", None, formula_for=_loss_formula,
 def seed_term(scn: Scenario) -> str:
     """The loss's own part of the gradient of what it reads, as a formula."""
     if target_of(scn).kind == "attend":
-        return "(−1 / A[q, k] at each asked q, k)"
+        return "(−1 / A[q, k])_{(q, k) ∈ target}"  # math only; 0 at every other cell, as the text says
     return f"{_output_symbol(scn)} − T"
 
 
