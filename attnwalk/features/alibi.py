@@ -88,10 +88,11 @@ def biased_cell(c: Cell) -> list:
 STAGES = (
     Stage("B", "B", "B[i, j] = −m_h · |i − j|", "n", "m", _bias, per_head=True, formula_for=_formula,
           notes=_notes, variants=_uniform, worked=bias_cell, aliases=("bias", "alibi"),
-          step=lambda scn, mode: "b_t[j] = −m_h · (t − j)"),
+          step=lambda scn, mode: "−m_h · (t − j)"),
     Stage("S+B", "S + B", "S + B", "n", "m", lambda ctx, S, B: S + B, reads=("S", "B"), per_head=True,
           notes=lambda scn, mode: [] if mode.reads_scores else ["alibi.uniform"], variants=_uniform,
           worked=biased_cell, aliases=("sb", "biased"),
+          step=lambda scn, mode, s, b: f"{s} − {b.removeprefix('−')}",  # S − m_h · (t − j)
           # B is a fixed penalty of the distance, learned by nothing: no gradient goes into it
           backward=Backward(lambda ctx, d, out, S, B: (d, None), fixed_terms("{d}", None), gradcells.passed)),
 )
@@ -126,3 +127,7 @@ def note_values(scn: Scenario) -> dict[str, Any]:
     """{slopes}: every head's slope, the middle elided for many heads."""
     shown = [f"{slope:.6g}" for slope in alibi.slopes(scn.heads)]
     return {"slopes": ", ".join(shown if len(shown) <= 8 else shown[:4] + ["…"] + shown[-2:])}
+
+
+def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
+    return [("decode.variant.note_alibi", {})]

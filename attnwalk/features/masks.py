@@ -128,7 +128,8 @@ def _seen(ctx: Context, S: Any) -> Any:
 
 STAGES = (
     Stage("S+M", "S + M", "S + M,  M[i, j] ∈ {0, −∞}", "n", "m", _seen, reads=("S",), kind=MASKED,
-          per_head=True, notes=_notes, worked=masked_cell, exported=False, aliases=("masked", "sm")),
+          per_head=True, notes=_notes, worked=masked_cell, exported=False, aliases=("masked", "sm"),
+          step=lambda scn, mode, s: s),  # decoding reads only the keys the mask allows (decodemath.keys_read)
 )
 
 
@@ -192,3 +193,15 @@ def refuse_decode(scn: Scenario) -> str | None:
 
 def note_values(scn: Scenario) -> dict[str, Any]:
     return {"window": _mask(scn).window or 0}
+
+
+def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
+    """A window keeps only its last w rows in the cache; a mask given by hand is read as written."""
+    from attnwalk.layer.kvcache import cache_numbers, window_rows
+
+    mask = _mask(scn)
+    if mask.kind == "window":
+        return [("decode.variant.note_window", {"w": mask.window, "n": n,
+                                                "kept": cache_numbers(scn, window_rows(scn, n)),
+                                                "numbers": cache_numbers(scn, n)})]
+    return [("decode.note_mask", {})] if mask.kind == "explicit" else []
