@@ -116,3 +116,28 @@ def test_an_attend_target_gives_the_values_no_gradient():
     assert dA[3, 1] == pytest.approx(-1.0 / walk.matrix("A")[3, 1])
     assert np.count_nonzero(dA) == 1
     assert loss(walk).value == pytest.approx(-np.log(walk.matrix("A")[3, 1]))
+
+
+def test_the_norms_backward_matches_finite_differences():
+    # LayerNorm and RMSNorm (layer/norms.py) on rows of very different sizes, γ and β not 1 and 0
+    from attnwalk.layer import norms
+
+    rng = np.random.default_rng(30)
+    x = rng.normal(0, 1, (3, 5)) * np.array([[0.1], [1.0], [8.0]])
+    gamma, beta, up, eps = rng.normal(1, 0.5, 5), rng.normal(0, 0.5, 5), rng.normal(0, 1, (3, 5)), 1e-5
+    layer = lambda x, g, b: float(np.sum(up * norms.normalized(x, norms.stats(x, eps), g, b)))  # noqa: E731
+    rms = lambda x, g: float(np.sum(up * norms.rms_normalized(x, norms.rms(x, eps), g)))  # noqa: E731
+
+    def differenced(f, args, which):
+        out = np.zeros_like(args[which])
+        for cell in np.ndindex(out.shape):
+            moved = [[np.array(a, dtype=np.float64) for a in args] for _ in range(2)]
+            moved[0][which][cell] += 1e-6
+            moved[1][which][cell] -= 1e-6
+            out[cell] = (f(*moved[0]) - f(*moved[1])) / 2e-6
+        return out
+
+    for which, g in enumerate(norms.normalized_grad(up, x, gamma, eps)):
+        assert relative_error(differenced(layer, (x, gamma, beta), which), g) <= 1e-6, which
+    for which, g in enumerate(norms.rms_normalized_grad(up, x, gamma, eps)):
+        assert relative_error(differenced(rms, (x, gamma), which), g) <= 1e-6, which
