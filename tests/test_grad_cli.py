@@ -106,7 +106,7 @@ def test_several_heads_show_each_heads_share_then_the_full_width(tmp_path):
     keys = [s.key for s in grad_stages(load_scenario(str(path)))]
     assert keys.index("dK_h") < keys.index("dK") and keys.index("dQ_h") < keys.index("dQ")
     out = ok("grad", str(path), "--no-pause", "--head", "all")
-    assert "[Σ over each K/V head's 2 query heads of ∂L/∂K_h]" in out
+    assert "∂L/∂K = [∂L/∂K_1 + ∂L/∂K_2 | ∂L/∂K_3 + ∂L/∂K_4]" in out  # the heads that share a K/V head, summed
     data = json.loads(ok("grad", str(path), "--format", "json"))
     assert len(data["grads"]["heads"]) == scn.heads
     assert np.array(data["grads"]["K"]).shape == (scn.n, scn.W_K.shape[1])  # g K/V heads wide, not h
@@ -196,3 +196,15 @@ def test_train_json_is_step_zero_then_one_entry_per_step():
     assert [s["step"] for s in data["steps"]] == [0, 1, 2, 3, 4]
     assert {"name", "tokens", "mode", "lr", "head", "steps"} <= set(data)
     assert np.array(data["steps"][0]["A"]).shape == (4, 4)
+
+
+def test_a_vector_parameters_gradient_is_one_row_as_wide_as_its_dimension(tmp_path):
+    # w_a has one number per dimension of q and k: ∂L/∂w_a is 1 × d_k, not 1 × n
+    from attnwalk.scenario.builtins import builtin_path
+
+    path = tmp_path / "additive.yaml"
+    path.write_text(builtin_path("additive_score").read_text(encoding="utf-8")
+                    + "\ntarget: {attend: {1: 2}}\n", encoding="utf-8")
+    out = ok("grad", str(path), "--no-pause")
+    screen = out[out.index("∂L/∂w_a  Gradient of w_a"):]
+    assert re.search(r"shape\s+1 × \d+ = 1 × d_k", screen[:400])

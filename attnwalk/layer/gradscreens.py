@@ -113,13 +113,15 @@ def formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
 
 def variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
     """The text variants of every gradient stage: the mode where it stops the gradient (uniform),
-    unscaled scores, and an attend target (the loss reads A alone: what comes after A gets 0)."""
+    unscaled scores, and the features' own: an attend target (the loss reads A alone: what comes
+    after A gets 0), a norm before the projections (∂L/∂X goes back through it)."""
     out = []
     if not mode.smooth:
         out.append(mode.name)
     elif not mode.scales(scn.scorer):
         out.append("unscaled")
-    return (*out, *objective(scn).grad_variants(scn))
+    # each feature may name its own (the target: attend; a norm: normed, rms), as it does forward
+    return (*out, *(v for f in scn.features if hasattr(f, "grad_variants") for v in f.grad_variants(scn)))
 
 
 # Which notes a gradient stage adds, by forward key: (note, when) pairs.
@@ -127,8 +129,8 @@ _NOTES = {
     "S": ("grad.masked", "grad.uniform", "grad.alibi"),
     "QK^T": ("grad.uniform",),
     "Q": ("grad.uniform", "grad.rope"), "K": ("grad.uniform", "grad.rope", "grad.group"),
-    "V": ("grad.group",), "W_Q": ("grad.uniform",), "W_K": ("grad.uniform",),
-    "X": ("grad.paths",), "Z": ("grad.attend",), "V_": (), "W_V": ("grad.attend",), "W_O": ("grad.attend",),
+    "V": ("grad.group",), "W_Q": ("grad.uniform", "grad.normed"), "W_K": ("grad.uniform", "grad.normed"),
+    "X": ("grad.paths",), "LN": ("grad.paths",), "Z": ("grad.attend",), "V_": (), "W_V": ("grad.attend", "grad.normed"), "W_O": ("grad.attend",),
     "O": ("grad.attend",), "concat": ("grad.attend",), "A": ("grad.seed_attend",),
 }
 
@@ -143,7 +145,8 @@ def notes_for(key: str):
                 "grad.alibi": "S+B" in graph and mode.smooth, "grad.rope": "Q_rot" in graph and scope != "split",
                 "grad.group": scn.groups < scn.heads and scope == "split",
                 "grad.paths": len(readers(scn, mode, name, scope)) > 1,  # not with a source: K, V read it
-                "grad.attend": attend, "grad.seed_attend": attend}
+                "grad.attend": attend, "grad.seed_attend": attend,
+                "grad.normed": next(s for s in scn.graph if s.key == "Q").reads[0] != "X"}  # a norm's output
         return [note for note in _NOTES.get(name, ()) if when.get(note)]
     return said
 

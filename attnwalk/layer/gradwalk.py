@@ -152,7 +152,8 @@ def _grad_stage(key: str, scope: str, by_key: dict[str, Stage], scn: Scenario) -
     if scope == "param":
         owner = next(s for s in by_key.values() if key in s.params)
         rows, cols = _param_axes(key, owner, scn)
-        return Stage(f"d{key}", grad_symbol(key), f"∂L/∂{key}", rows, cols, None, reads=(f"d{owner.key}",),
+        symbol = grad_symbol(owner.backward.symbols.get(key, key))
+        return Stage(f"d{key}", symbol, f"{symbol} = …", rows, cols, None, reads=(f"d{owner.key}",),
                      formula_for=gradscreens.formula, variants=gradscreens.variants, notes=gradscreens.notes_for(f"d{key}"),
                      worked=gradscreens.chain, aliases=(f"d{key}".lower(),))
     F = by_key[key]
@@ -173,8 +174,8 @@ def _grad_stage(key: str, scope: str, by_key: dict[str, Stage], scn: Scenario) -
 def _param_axes(key: str, owner: Stage, scn: Scenario) -> tuple[str, str]:
     """The named dimensions of a weight: W_Q is d_model × h·d_k, W_O is h·d_v × d_model."""
     W = np.asarray(scn.param(key))
-    if W.ndim == 1:
-        return "1", owner.cols if owner.per_head else "d_k"
+    if W.ndim == 1:  # w_a: one number per dimension of q and k; a norm's γ, β: of its rows
+        return "1", "d_k" if owner.per_head else owner.cols
     if key == owner.weight:
         count = "" if scn.heads == 1 else ("g·" if owner.shared and scn.groups < scn.heads else "h·")
         rows = owner.weight_rows if owner.weight_rows == "d_model" else f"h·{owner.weight_rows}"
@@ -186,10 +187,16 @@ def _param_axes(key: str, owner: Stage, scn: Scenario) -> tuple[str, str]:
 def blocks_formula(symbol: str, scn: Scenario, shared: bool) -> str:
     """"[∂L/∂Q_1 | ∂L/∂Q_2]": the heads' shares side by side (K, V with grouped heads: each K/V
     head's block is the sum of its query heads' shares)."""
-    if shared and scn.groups < scn.heads:
-        group = scn.heads // scn.groups
-        return f"[Σ over each K/V head's {group} query heads of {symbol}_h]"
+    if shared and scn.groups < scn.heads:  # "[∂L/∂K_1 + ∂L/∂K_2 | ∂L/∂K_3 + ∂L/∂K_4]": math only
+        sums = [_elided([f"{symbol}_{h + 1}" for h in range(scn.heads) if scn.kv_head(h) == g], " + ")
+                for g in range(scn.groups)]
+        return "[" + _elided(sums, " | ") + "]"
     return blocks(symbol, scn.heads)
+
+
+def _elided(parts: list[str], sep: str) -> str:
+    """parts joined by sep, the middle of more than three left out as stages.blocks does."""
+    return sep.join(parts if len(parts) <= 3 else [parts[0], parts[1], "…", parts[-1]])
 
 
 def in_mode(walk: GradWalk, mode: Mode | str) -> GradWalk:

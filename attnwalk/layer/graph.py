@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -62,11 +63,13 @@ class Backward(NamedTuple):
     formula ("{d} · {1}ᵀ": {d} is ∂L/∂ of this stage, {0}, {1}, … its inputs' symbols, {out} its
     own), None where `grad` gives none. `cell(c, stage, index)` works out one cell of input
     `index`'s gradient as this stage contributes it, with the walk's numbers, and returns the
-    lines and the value they arrive at (layer/gradcells.py; gradscreens.py sums them)."""
+    lines and the value they arrive at (layer/gradcells.py; gradscreens.py sums them). `symbols`
+    prints a parameter whose key is not how a formula writes it (norm_gamma: γ)."""
 
     grad: Callable[..., tuple]
     terms: Callable[[Scenario, Mode], tuple[str | None, ...]]
     cell: Callable[..., tuple] | None = None
+    symbols: Mapping[str, str] = MappingProxyType({})
 
 
 def fixed_terms(*terms: str | None) -> Callable[[Scenario, Mode], tuple[str | None, ...]]:

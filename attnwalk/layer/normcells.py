@@ -111,21 +111,23 @@ def grad_lines(c: Cell, stage, index: int, rms: bool, eps: float) -> tuple[list,
     i, tok, d = c.row, c.rows[c.row], X.shape[1]
     G = np.array([c.printed(c.printed(a) * c.printed(b)) for a, b in zip(dy[i], gamma)])  # as printed
     below = c.printed(float(root[i, 0]))
-    lines = [f"G = {dy_name}[{tok}] ⊙ γ = {c.vec(G)}",
-             c.plain(f"x{h} = {x_name}[{tok}] / RMS = {c.vec(hat[i])},  RMS = {c.num(below)}" if rms else
-                     f"x{h} = ({x_name}[{tok}] {c.mk.minus} μ) / σ = {c.vec(hat[i])},  σ = {c.num(below)}")]
+    lines: list = [f"G = {dy_name}[{tok}] ⊙ γ = {c.vec(G)}",
+                   f"x{h} = {x_name}[{tok}] / RMS = {c.vec(hat[i])},  RMS = {c.num(below)}" if rms else
+                   f"x{h} = ({x_name}[{tok}] {c.mk.minus} μ) / σ = {c.vec(hat[i])},  σ = {c.num(below)}"]
+    g, xh = c.printed(G[c.col]), c.printed(float(hat[i, c.col]))
+    parts = f"{c.num(g)}"
+    top = g
+    if not rms:  # LayerNorm also gives up the row's mean
+        mean = c.printed(c.printed(float(sum(G))) / d)
+        lines.append(f"mean(G) = {c.num(float(sum(G)))} / {d} = {c.num(mean)}")
+        parts += f" {c.mk.minus} {c.operand(mean)}"
+        top = c.printed(g - mean)
     inner = c.dot_value(G, hat[i])
     lines += c.dot(f"G {c.mk.dot} x{h}", G, hat[i], float(G @ hat[i]))
     along = c.printed(c.printed(inner) / d)
     lines.append(f"mean(G ⊙ x{h}) = {c.product(inner)} / {d} = {c.num(along)}")
-    g, xh = c.printed(G[c.col]), c.printed(float(hat[i, c.col]))
-    top = c.printed(g - c.printed(xh * along))
-    parts = f"{c.num(g)} {c.mk.minus} {c.operand(xh)} {c.mk.times} {c.operand(along)}"
-    if not rms:  # LayerNorm also gives up the row's mean
-        mean = c.printed(c.printed(float(sum(G))) / d)
-        lines.append(f"mean(G) = {c.num(float(sum(G)))} / {d} = {c.num(mean)}")
-        top = c.printed(c.printed(g - mean) - c.printed(xh * along))
-        parts = f"{c.num(g)} {c.mk.minus} {c.operand(mean)} {c.mk.minus} {c.operand(xh)} {c.mk.times} {c.operand(along)}"
+    parts += f" {c.mk.minus} {c.operand(xh)} {c.mk.times} {c.operand(along)}"
+    top = c.printed(top - c.printed(xh * along))
     end = c.printed(top / below)
     c.lands(end, on=value)
     lines += c.chain(f"{c.ref()} = ({parts}) / {'RMS' if rms else 'σ'}", f"{c.num(top)} / {c.num(below)}",
