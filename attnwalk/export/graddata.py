@@ -21,6 +21,7 @@ import numpy as np
 from attnwalk.layer.backward import Grads, objective, output_key, path_of
 from attnwalk.layer.train import Step
 from attnwalk.layer.walk import Walk
+from attnwalk.numbering import shown
 
 
 def grad_data(grads: Grads) -> dict[str, Any]:
@@ -74,4 +75,4 @@ def train_data(steps: Iterable[Step], head: int, lr: float) -> dict[str, Any]:
         rows.append({"step": step.step, "loss": step.loss, "A": step.walk.matrix("A", head).tolist()})
     scn = first.walk.scenario
     return {"name": scn.name, "tokens": list(scn.tokens), "mode": first.walk.mode.name, "lr": lr,
-            "head": head + 1, "steps": rows}
+            "head": shown(head), "steps": rows}

@@ -36,6 +36,7 @@ from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import shape_text, walk_steps
 from attnwalk.render.style import number
 from attnwalk.text import pick, stage_notes, stage_text, text
+from attnwalk.numbering import shown as person
 
 FORMATS = ("markdown", "latex", "csv")
 
@@ -93,7 +94,7 @@ class Section:
             self.cols = [tx.t(f"ui.{key}") for key in ("row_col", "position_col", "token", "id")]
             self.row_shown = shown_indices(scn.n, opts.max_rows)
             self.col_shown = list(range(len(self.cols)))
-            self.cells = [[str(i + 1), str(i), escaped(scn.tokens[i]), str(ids[i]) if ids else "-"]
+            self.cells = [[str(person(i)), str(i), escaped(scn.tokens[i]), str(ids[i]) if ids else "-"]
                           if i is not GAP else None for i in self.row_shown]
         else:
             self.matrix = walk.matrix(stage.key, head)

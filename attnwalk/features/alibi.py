@@ -11,6 +11,7 @@ import numpy as np
 
 from attnwalk.layer import alibi, gradcells
 from attnwalk.layer.graph import Backward, Stage, amend, fixed_terms, get, has, insert_after, replace, reroute
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft
@@ -71,10 +72,10 @@ def bias_cell(c: Cell) -> list:
     distance = abs(c.row - c.col)
     product = c.printed(c.printed(slope) * distance)
     c.lands(-product if distance else 0.0)
-    m_h = f"m_{c.head + 1}"
+    m_h = f"m_{person(c.head)}"
     return [f"{m_h} = 2^({c.mk.minus}{a}/{b}) = {c.num(slope)}",
             f"{c.sym()}[{c.rows[c.row]}, {c.cols[c.col]}] = {c.mk.minus}{m_h} {c.mk.times} "
-            f"|{c.row + 1} {c.mk.minus} {c.col + 1}| = {c.mk.minus}{c.num(slope)} {c.mk.times} "
+            f"|{person(c.row)} {c.mk.minus} {person(c.col)}| = {c.mk.minus}{c.num(slope)} {c.mk.times} "
             f"{distance} = {c.num(c.value)}"]
 
 
@@ -131,3 +132,7 @@ def note_values(scn: Scenario) -> dict[str, Any]:
 
 def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
     return [("decode.variant.note_alibi", {})]
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    return ("alibi",)  # a distance penalty, not a mask and not a position added to X

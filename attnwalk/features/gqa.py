@@ -70,3 +70,7 @@ def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
 
     return [("decode.variant.note_gqa", {"heads": scn.heads, "kv_heads": scn.groups, "n": n,
                                          "numbers": cache_numbers(scn, n), "full": ungrouped_numbers(scn, n)})]
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    return ("gqa",)  # shared K/V heads: a group still attends differently

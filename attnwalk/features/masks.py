@@ -205,3 +205,9 @@ def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
                                                 "kept": cache_numbers(scn, window_rows(scn, n)),
                                                 "numbers": cache_numbers(scn, n)})]
     return [("decode.note_mask", {})] if mask.kind == "explicit" else []
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    """A causal window narrower than the sentence: what a query further back can still reach."""
+    mask = _mask(scn)
+    return ("window",) if mask.kind == "window" and mask.causal and mask.window < scn.n else ()

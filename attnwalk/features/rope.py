@@ -227,3 +227,7 @@ def note_values(scn: Scenario) -> dict[str, Any]:
 def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
     """The mistake RoPE invites in a cache (turning cached keys again), and why it does not happen."""
     return [("decode.variant.mistake_rope", {}), ("decode.variant.note_rope", {})]
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    return ("rope",)  # the scores depend on the offset, not on where the pair stands

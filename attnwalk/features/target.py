@@ -22,6 +22,7 @@ import numpy as np
 
 from attnwalk.errors import ComputeError
 from attnwalk.layer.graph import Stage
+from attnwalk.numbering import shown as person
 from attnwalk.scenario.fields import quoted, shape_text, whole
 from attnwalk.scenario.yamltree import shown
 
@@ -98,7 +99,7 @@ def read(d: Draft) -> None:
         if "head" in spec:
             head = f.integer(spec["head"], "target.head", minimum=1) - 1
             if head >= d.heads:
-                raise f.error("target.head", spec["head"], f"target.head is {whole(head + 1)}, but "
+                raise f.error("target.head", spec["head"], f"target.head is {whole(person(head))}, but "
                               f"there {'is' if d.heads == 1 else 'are'} only {d.heads} "
                               f"head{'s' if d.heads > 1 else ''} (count from 1)")
         target = Target("attend", pairs=_pairs(d, spec["attend"]), head=head)
@@ -148,8 +149,8 @@ def _pairs(d: Draft, node: Node) -> tuple[tuple[int, int], ...]:
         key = _position(f, field, value.raw if value.raw is not None else value.value, value.line, keys, "key")
         if d.allowed is not None and not d.allowed[query, key]:
             raise f.error(field, value, f"the mask forbids query {quoted(d.main.tokens[query], 20)} "
-                          f"(row {query + 1}) to attend to key {quoted(keys[key], 20)} (column "
-                          f"{key + 1}): its weight is always exactly 0, so −log A would be infinite; "
+                          f"(row {person(query)}) to attend to key {quoted(keys[key], 20)} (column "
+                          f"{person(key)}): its weight is always exactly 0, so −log A would be infinite; "
                           "choose a key the mask allows")
         pairs.append((query, key))
     return tuple(pairs)
@@ -160,7 +161,7 @@ def _position(f: Any, field: str, value: Any, line: int, tokens: tuple[str, ...]
     text = str(value) if value is not None else ""
     if text in tokens:
         if tokens.count(text) > 1:
-            where = ", ".join(str(i + 1) for i, t in enumerate(tokens) if t == text)
+            where = ", ".join(str(person(i)) for i, t in enumerate(tokens) if t == text)
             raise f.error(field, _At(line), f"the {what} {quoted(text, 20)} appears more than once "
                           f"(positions {where}); give its position instead")
         return tokens.index(text)
@@ -213,7 +214,7 @@ def loss(walk: Walk) -> Loss:
     seed = np.zeros_like(A)  # (n, m)
     for q, k in target.pairs:
         if A[q, k] <= 0.0:
-            raise ComputeError(f"A[{q + 1}, {k + 1}] is exactly 0 in float64 under {walk.mode.name} "
+            raise ComputeError(f"A[{person(q)}, {person(k)}] is exactly 0 in float64 under {walk.mode.name} "
                                "weights, so −log A is infinite: the scores are too far apart (try "
                                "the scaled mode, or smaller weights)", stage="A")
         rows[q, 0] -= np.log(A[q, k])
@@ -233,7 +234,7 @@ def _output_symbol(scn: Scenario) -> str:
 def _loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     target = target_of(scn)
     if target.kind == "attend":
-        head = f"_{target.head + 1}" if scn.heads > 1 else ""
+        head = f"_{person(target.head)}" if scn.heads > 1 else ""
         return f"L = Σ_i L_i = −Σ_{{(i, k) ∈ target}} log A{head}[i, k]"  # math only: the same in every language
     return f"L = Σ_i L_i,  L_i = ½ Σ_c ({_output_symbol(scn)}[i, c] − T[i, c])²"
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from attnwalk.layer.geometry import geometry
+from attnwalk import numbering
 
 if TYPE_CHECKING:
     from attnwalk.layer.stages import Stage
@@ -140,7 +141,7 @@ def projection(c: Cell) -> list:
                            col=c.col % width + 1, width=width, matrix=stage.weight,
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}",
                            sharers=c.say("gqa.sep").join(
-                               str(h + 1) for h in range(c.scn.heads) if c.scn.kv_head(h) == g)))
+                               str(numbering.shown(h)) for h in range(c.scn.heads) if c.scn.kv_head(h) == g)))
     elif c.scn.heads > 1:
         width = W.shape[1] // c.scn.heads
         lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,
@@ -167,16 +168,8 @@ def dims_shown(c: Cell, count: int) -> list:
     shown = [i for i in c.elided(count) if isinstance(i, int)]
     if len(shown) == count:
         return []
-    runs: list[list[int]] = []
-    for i in shown:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
     dash = "-" if c.mk.minus == "-" else "–"
-    # as the tables label dimensions, from 1
-    parts = ", ".join(f"{run[0] + 1}{dash}{run[-1] + 1}" if len(run) > 1 else str(run[0] + 1) for run in runs)
-    return [c.prose(c.say("model.dims_shown", count=count, shown=parts))]
+    return [c.prose(c.say("model.dims_shown", count=count, shown=numbering.runs(shown, dash)))]
 
 
 def vector_name(name: str) -> str:
@@ -333,7 +326,7 @@ def output(c: Cell) -> list:
 def concat(c: Cell) -> list:
     h, j = divmod(c.col, c.scn.d_v)  # columns and heads counted from 1 where they are shown
     return [c.say("ui.concat_cell", col=c.cols[c.col], j=j + 1, head=h + 1)
-            + f"{c.colon()}Z_{h + 1}[{c.rows[c.row]}, {j + 1}] = {c.num(c.value)}"]
+            + f"{c.colon()}Z_{numbering.shown(h)}[{c.rows[c.row]}, {numbering.shown(j)}] = {c.num(c.value)}"]
 
 
 def projected(c: Cell) -> list:

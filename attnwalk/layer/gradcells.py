@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.layer.graph import Stage, symbol_of
+from attnwalk.numbering import shown
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -125,4 +126,4 @@ def concat(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
     width = c.scn.d_v
     col = c.head * width + c.col
     value = float(upstream(c, stage)[c.row, col])
-    return [f"{c.ref()} = {d(stage.symbol)}[{c.rows[c.row]}, {col + 1}] = {c.num(value)}"], value
+    return [f"{c.ref()} = {d(stage.symbol)}[{c.rows[c.row]}, {shown(col)}] = {c.num(value)}"], value

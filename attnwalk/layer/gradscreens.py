@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from attnwalk.layer.gradcells import d
 from attnwalk.layer.graph import Stage, symbol_of
+from attnwalk.numbering import shown
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -172,7 +173,7 @@ def _chain(c: Cell) -> list:
             continue
         for h in heads:
             lines, value = R.backward.cell(_At(c, h), R, i)
-            who = R.symbol if len(heads) == 1 else f"{R.symbol}, {c.say('ui.head', head=h + 1, heads=c.scn.heads)}"
+            who = R.symbol if len(heads) == 1 else f"{R.symbol}, {c.say('ui.head', head=shown(h), heads=c.scn.heads)}"
             parts.append((who, lines, value))
     if seeded(c.scn, c.walk.mode, name):
         parts.append(("L", *objective(c.scn).seed_cell(c)))
@@ -204,13 +205,13 @@ def _blocks(c: Cell, name: str) -> list:
     block, inner = divmod(c.col, width)
     sharers = [h for h in range(c.scn.heads) if (c.scn.kv_head(h) if F.shared else h) == block]
     values = [c.printed(float(c.walk.matrix(f"d{name}_h", h)[c.row, inner])) for h in sharers]
-    parts = [f"{d(F.symbol)}_{h + 1}[{c.rows[c.row]}, {inner + 1}]" for h in sharers]
+    parts = [f"{d(F.symbol)}_{shown(h)}[{c.rows[c.row]}, {shown(inner)}]" for h in sharers]
     end = c.printed(sum(values))
     c.lands(end)
     line = f"{c.ref()} = " + " + ".join(parts)
     if len(values) > 1:
         line += " = " + " + ".join(c.operand(v) if k else c.num(v) for k, v in enumerate(values))
-    return [c.prose(c.say("grad.cell.block", col=c.col + 1, block=block + 1, inner=inner + 1,
+    return [c.prose(c.say("grad.cell.block", col=shown(c.col), block=shown(block), inner=shown(inner),
                           count=len(sharers))), f"{line} = {c.num(end)}"]
 
 

@@ -25,6 +25,7 @@ from attnwalk.layer.backward import Grads, objective, output_of, path_of
 from attnwalk.layer.graph import Graph, Stage, segments
 from attnwalk.layer.stages import blocks
 from attnwalk.layer.walk import Head, Walk
+from attnwalk.numbering import shown
 
 if TYPE_CHECKING:
     from attnwalk.layer.modes import Mode
@@ -188,7 +189,7 @@ def blocks_formula(symbol: str, scn: Scenario, shared: bool) -> str:
     """"[∂L/∂Q_1 | ∂L/∂Q_2]": the heads' shares side by side (K, V with grouped heads: each K/V
     head's block is the sum of its query heads' shares)."""
     if shared and scn.groups < scn.heads:  # "[∂L/∂K_1 + ∂L/∂K_2 | ∂L/∂K_3 + ∂L/∂K_4]": math only
-        sums = [_elided([f"{symbol}_{h + 1}" for h in range(scn.heads) if scn.kv_head(h) == g], " + ")
+        sums = [_elided([f"{symbol}_{shown(h)}" for h in range(scn.heads) if scn.kv_head(h) == g], " + ")
                 for g in range(scn.groups)]
         return "[" + _elided(sums, " | ") + "]"
     return blocks(symbol, scn.heads)

@@ -29,6 +29,7 @@ from attnwalk.render.lesson import lesson_panel
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 from attnwalk.text import text
+from attnwalk.numbering import shown as person
 
 
 def screen_count(dec: Decode) -> int:
@@ -136,7 +137,7 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
     if scn.heads > 1:
         label = style.say(opts, "ui.head", head=h + 1, heads=scn.heads)
         if scn.groups < scn.heads:  # which cache it reads, and who else reads it
-            sharing = [str(other + 1) for other in range(scn.heads) if scn.kv_head(other) == head.kv]
+            sharing = [str(person(other)) for other in range(scn.heads) if scn.kv_head(other) == head.kv]
             label += "   " + style.say(opts, "decode.variant.head_gqa", kv=head.kv + 1, kv_heads=scn.groups,
                                        sharing=style.say(opts, "ui.list_sep").join(sharing))
         out.append(Text(label, style=style.POSITION))

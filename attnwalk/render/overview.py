@@ -24,6 +24,7 @@ from attnwalk.render.fasttable import FastTable
 from attnwalk.render.heatmap import GAP, heat_table, shown_indices
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
+from attnwalk.numbering import shown as person, span
 
 
 
@@ -152,7 +153,7 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
         top = default_cell(walk, "A", h)[1]
         bits = float(entropy_bits(A[row:row + 1])[0])
         mark = style.say(opts, "heads.summary_shown") if h == shown else ""
-        table.add_row(Text(str(h + 1)), Text(f"{h * scn.d_k + 1}{dash}{(h + 1) * scn.d_k}"),
+        table.add_row(Text(str(person(h))), Text(span(h * scn.d_k, (h + 1) * scn.d_k - 1, dash)),
                       Text(keys[top]), Text(style.number(float(A[row, top]), opts)),
                       Text(f"{bits:.2f}"), Text(mark, style=style.NOTE))
     title = style.say(opts, "heads.summary_title", heads=scn.heads)
@@ -189,7 +190,7 @@ def head_blocks_line(walk: Walk, stage: Stage, opts: ViewOptions) -> str | None:
         blocks = [style.say(opts, "gqa.block", kv_head=g + 1, start=g * width + 1,  # from 1
                             end=(g + 1) * width,
                             sharers=text(opts.lang).t("gqa.sep").join(
-                                str(h + 1) for h in range(scn.heads) if scn.kv_head(h) == g))
+                                str(person(h)) for h in range(scn.heads) if scn.kv_head(h) == g))
                   for g in range(scn.groups)]
         return style.say(opts, "gqa.blocks", symbol=style.plain(stage.symbol, opts),
                          kv_heads=scn.groups, blocks=f" {style.markers(opts).dot} ".join(blocks))
@@ -235,7 +236,7 @@ def tokens_table(tokens: Sequence[str], ids: Sequence[int] | None,
                              count=len(tokens) - opts.max_rows)
             table.add_row(Text(style.markers(opts).ellipsis), None, Text(more, style=style.NOTE))
         else:
-            table.add_row(Text(str(i + 1)), Text(str(i)), Text(escaped(tokens[i])),
+            table.add_row(Text(str(person(i))), Text(str(i)), Text(escaped(tokens[i])),
                           Text(str(ids[i]) if ids else "-"))
     legend = style.say(opts, "ui.rows_legend", row=heads[0],
                        pos=heads[1])

@@ -24,6 +24,7 @@ from attnwalk.render.heatmap import heat_table
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 from attnwalk.text import pick, stage_text
+from attnwalk.numbering import shown as person
 
 MAX_ROWS_NAMED = 6  # beyond this many differing rows, count them instead of naming each
 REORDERED = "reordered"  # different in place, the same rows once matched to the tokens
@@ -148,7 +149,7 @@ def verdict(pair: Pair, stage: Stage, d: Difference, opts: ViewOptions) -> Rende
                          rows=row_list(d.rows, rows_l, rows_r, opts))
     else:
         r, c = d.max_at
-        key = "pair.cell_index" if cols[c] == str(c + 1) else "pair.cell_named"  # 1 … d, or names
+        key = "pair.cell_index" if cols[c] == str(person(c)) else "pair.cell_named"  # 1 … d, or names
         body = style.say(opts, "pair.different", count=len(d.cells), total=d.left.size,
                          rows=row_list(d.rows, rows_l, rows_r, opts), diff=small(d.max_diff, opts),
                          cell=style.say(opts, key, row=r + 1, token=both(rows_l[r], rows_r[r]), col=cols[c]))
@@ -232,7 +233,7 @@ def token_table(pair: Pair, d: Difference, opts: ViewOptions) -> RenderableType:
     table.add_column(b.name, overflow="fold")
     table.add_column("", no_wrap=True)
     for i, (x, y) in enumerate(zip(d.left, d.right)):
-        table.add_row(str(i + 1), x, y, _unequal(opts) if i in d.rows else "")
+        table.add_row(str(person(i)), x, y, _unequal(opts) if i in d.rows else "")
     return table
 
 

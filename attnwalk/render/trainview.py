@@ -18,6 +18,7 @@ from attnwalk.render.fasttable import FastTable
 from attnwalk.render.heatmap import heat_table
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
+from attnwalk.numbering import shown
 
 MAX_PAIRS = 3  # asked weights shown as columns; a target asking more shows its first ones
 
@@ -42,7 +43,7 @@ def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOpti
     parts: list[RenderableType] = [Text(style.plain(line, opts), style=style.SCREEN_TITLE)]
     parts.append(Text(style.plain(style.say(opts, "train.rule"), opts), style=style.FORMULA))
     if scn.heads > 1:
-        parts.append(Text(style.say(opts, "train.watched", head=head + 1, heads=scn.heads), style=style.NOTE))
+        parts.append(Text(style.say(opts, "train.watched", head=shown(head), heads=scn.heads), style=style.NOTE))
     return Group(*parts)
 
 

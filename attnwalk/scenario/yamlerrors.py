@@ -10,6 +10,7 @@ from __future__ import annotations
 import yaml
 
 from attnwalk.errors import ScenarioError
+from attnwalk.numbering import shown as person
 
 TABS = "tabs are not allowed for indentation in YAML; use spaces"
 
@@ -116,7 +117,7 @@ def syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> ScenarioErr
     opened = exc.context_mark
     if opened is not None and opened is not mark and opened.line + 1 != line and exc.context \
             and ("quoted" in exc.context or "flow" in exc.context):
-        plain += f" (it was opened on line {opened.line + 1})"
+        plain += f" (it was opened on line {person(opened.line)})"
     at = f" at column {column}" if column else ""
     return ScenarioError(f"YAML syntax error{at}: {plain}", file=file, line=line)
 

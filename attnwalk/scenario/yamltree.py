@@ -18,6 +18,7 @@ import yaml
 
 from attnwalk.errors import ScenarioError
 from attnwalk.scenario.yamlerrors import syntax_error
+from attnwalk.numbering import shown as person
 
 MAX_DEPTH = 32  # a scenario is at most a mapping of lists of lists; deeper is a mistake
 MAX_VALUES = 200_000  # about a 450 × 450 matrix (a second to read); bigger ones go in .npy files
@@ -225,7 +226,7 @@ def indexed(field: str, *indices: int) -> str:
         nouns = ["row", "entry" if name == "mask" else "value"]
     else:
         nouns = ["value" if name in _VALUES else "item"]
-    parts = [f"{nouns[k] if k < len(nouns) else 'item'} {i + 1}" for k, i in enumerate(indices)]
+    parts = [f"{nouns[k] if k < len(nouns) else 'item'} {person(i)}" for k, i in enumerate(indices)]
     return " ".join(filter(None, (field, ", ".join(parts))))
 
 

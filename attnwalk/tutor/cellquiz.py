@@ -97,9 +97,10 @@ def givens(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
     sep = tx.t("ui.list_sep")
     small = scn.n <= GIVEN_MAX and scn.m <= GIVEN_MAX
     if key == "QK^T" and scn.score == "dot" and not scn.qk_norm and scn.d_k <= GIVEN_MAX:
-        rot = "_rot" if scn.rope else ""  # RoPE: the rotated vectors are the ones dotted
-        return tx.t("rope.given" if rot else "quiz.given.qk", row_token=rows[row], col_token=cols[col],
-                    q=vector(mats["Q" + rot][row]), k=vector(mats["K" + rot][col]))
+        scoring = stage_named("QK^T", scn.graph)  # what is dotted: Q and K, or RoPE's turned ones
+        q_key, k_key = scoring.reads[0], scoring.keys[0]
+        return tx.t("quiz.given.qk" if q_key == "Q" else "rope.given", row_token=rows[row], col_token=cols[col],
+                    q=vector(mats[q_key][row]), k=vector(mats[k_key][col]))
     if key == "S":
         return tx.t("quiz.given.s" if scn.scorer.divides else "quiz.given.s_additive",
                     row_token=rows[row], col_token=cols[col],

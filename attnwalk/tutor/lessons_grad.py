@@ -12,6 +12,7 @@ import numpy as np
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.walk import Walk, with_mode
 from attnwalk.tutor.lessons_core import focus, n2, n4, vec
+from attnwalk.numbering import shown
 
 
 def _grads(w: Walk):
@@ -34,7 +35,7 @@ def backprop_moves(w: Walk) -> dict | None:
     row, col = np.unravel_index(int(np.argmax(np.abs(g))), g.shape)
     tokens = token_labels(w.scenario.tokens)
     x = w.mats["X"][pair[0]]
-    return {"row": tokens[pair[0]], "col": tokens[pair[1]], "dim": row + 1, "x": vec(x),
+    return {"row": tokens[pair[0]], "col": tokens[pair[1]], "dim": shown(row), "x": vec(x),
             "weight": n4(g[row, col]), "most": n2(x[row])}
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from attnwalk.features.model import layout
 from attnwalk.layer import normcells
 from attnwalk.layer.cells import dims_shown
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -136,7 +137,7 @@ def glance(c: Cell) -> list:
     printed = [i for i in c.elided(len(kept)) if isinstance(i, int)]
     shown = c.terms({i: f"{c.num(a[kept[i]])}·log₂{c.num(a[kept[i]])}" for i in printed}, len(kept))
     return [c.prose(c.say("model.glance_cell", head=c.col + 1, token=tok)),
-            f"A_{c.col + 1}[{tok}] = {c.vec(a)}",
+            f"A_{person(c.col)}[{tok}] = {c.vec(a)}",
             c.plain(f"entropy = {c.mk.minus}({shown}) = {c.num(total)} ") + c.say("model.bits")]
 
 
