@@ -141,3 +141,34 @@ def test_the_norms_backward_matches_finite_differences():
         assert relative_error(differenced(layer, (x, gamma, beta), which), g) <= 1e-6, which
     for which, g in enumerate(norms.rms_normalized_grad(up, x, gamma, eps)):
         assert relative_error(differenced(rms, (x, gamma), which), g) <= 1e-6, which
+
+
+def _normed(name: str, extra: str) -> str:
+    """A torch case's scenario with a norm before the projections (`norm: …` and its γ, β)."""
+    return CASES[name]["yaml"].replace("\ntarget:", f"\n{extra}\ntarget:", 1)
+
+
+NORMED = {
+    "layer_one_head": (_normed("one_head_output", "norm: layer\nnorm_gamma: [1.5, -0.5, 0.8, 1.2]\n"
+                                                  "norm_beta: [0.1, -0.2, 0.3, 0]"), "scaled"),
+    "layer_attend_causal": (_normed("one_head_attend_causal", "norm: layer\nnorm_eps: 0.01"), "unscaled"),
+    "rms_heads_w_o": (_normed("heads_w_o_causal", "norm: rms\nnorm_gamma: [1, 2, 0.5, -1, 0.7, 1.3]"), "scaled"),
+    "rms_rope_gqa": (_normed("rope_gqa_w_o", "norm: rms"), "scaled"),
+    "layer_cross_source": (_normed("cross_source", "norm: layer\nnorm_gamma: [0.9, 1.1, 1.3, 0.6]\n"
+                                                   "norm_beta: [0, 0.5, -0.5, 0.2]"), "scaled"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORMED))
+def test_a_norm_before_the_projections_matches_finite_differences(name):
+    # LN's backward (X, γ, β) through the whole layer: every gradient the JSON writes, as above
+    text, mode = NORMED[name]
+    scn, walk, grads = grads_of(text, mode)
+    assert "LN" in grads.mats and "norm_gamma" in grads.params
+    assert ("norm_beta" in grads.params) == ("norm: layer" in text)
+    for label, key, head, analytic, param in checks(scn, walk, grads):
+        cells = cells_of(analytic.shape, CELLS, seed=len(label))
+        approx = numeric(scn, mode, key, head, analytic.shape, param, cells)
+        assert relative_error(approx, analytic) <= 1e-6, (name, label)
+    if "norm: layer" in text:  # the norm's output has mean 0 whatever the row's: each row of ∂L/∂X sums to 0
+        assert np.allclose(grads.mats["X"].sum(axis=1), 0.0, atol=1e-12)

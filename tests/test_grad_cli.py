@@ -208,3 +208,14 @@ def test_a_vector_parameters_gradient_is_one_row_as_wide_as_its_dimension(tmp_pa
     out = ok("grad", str(path), "--no-pause")
     screen = out[out.index("∂L/∂w_a  Gradient of w_a"):]
     assert re.search(r"shape\s+1 × \d+ = 1 × d_k", screen[:400])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_norm_lesson_walks_back_through_the_norm(lang):
+    out = ok("grad", "layer_norm", "--no-pause", "--lang", lang)
+    assert "∂L/∂X = (G − mean(G) − x̂ ⊙ mean(G ⊙ x̂)) / σ,  G = ∂L/∂LN(X) ⊙ γ" in out
+    assert "∂L/∂γ = Σ_i ∂L/∂LN(X) ⊙ x̂" in out and "∂L/∂β = Σ_i ∂L/∂LN(X)" in out
+    assert "∂L/∂LN(X) = ∂L/∂Q · W_Qᵀ + ∂L/∂K · W_Kᵀ + ∂L/∂V · W_Vᵀ" in out
+    data = json.loads(ok("grad", "layer_norm", "--format", "json"))
+    assert {"LN", "norm_gamma", "norm_beta"} <= set(data["grads"])
+    assert np.allclose(np.sum(data["grads"]["X"], axis=1), 0.0, atol=1e-12)  # each row of ∂L/∂X sums to 0

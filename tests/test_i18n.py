@@ -83,7 +83,9 @@ def gradient_stages():
 
     cases = json.loads((Path(__file__).resolve().parent / "reference" / "grad_reference.json").read_text())
     scenarios = [scenario_from_text(case["yaml"], "case.yaml") for case in cases["cases"]]
-    scenarios += [load_scenario(name) for name in ("backprop", "saturation")]
+    scenarios += [load_scenario(name) for name in ("backprop", "saturation", "layer_norm")]
+    rms = (Path(__file__).resolve().parents[1] / "scenarios" / "layer_norm.yaml").read_text(encoding="utf-8")
+    scenarios.append(scenario_from_text(rms.replace("\nnorm: layer\n", "\nnorm: rms\n"), "rms.yaml"))
     return {stage.key: stage for scn in scenarios for stage in grad_stages(scn)}
 
 

@@ -194,7 +194,9 @@ def test_every_number_a_person_reads_is_counted_from_1_in_one_place() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "attnwalk"
-    pattern = re.compile(r"\{[^{}]*\+ ?1\}|str\([^()]*\+ ?1\)")
+    pattern = re.compile(r"\{[^{}]*\+ ?1\}|str\([^()]*\+ ?1\)"  # f"{i + 1}", str(i + 1), and a text's
+                         r"|\b(?:head|row|col|index|kv_head|kv|layer|block|step|j|start|k_start|v_start|sub)"
+                         r"=[^,=]*? \+ 1\b")  # placeholder given i + 1
     found = [f"{path.relative_to(root)}:{n}: {line.strip()}"
              for path in sorted(root.rglob("*.py")) if path.name != "numbering.py"
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)

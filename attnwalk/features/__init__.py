@@ -20,7 +20,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, output, rope, scores, target, tiles
+from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, rope, scores, target, tiles
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # stages come before the grouped heads' text, which names them; a target is read last, against the
 # output's width and the mask).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, model, biases,
-                                    gqa, target)
+                                    gqa, norm, target)
 
 
 def graph_of(scn: Scenario) -> Graph:

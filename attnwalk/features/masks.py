@@ -19,6 +19,7 @@ from attnwalk.layer.graph import MASKED, Stage, amend, get, has, insert_before, 
 from attnwalk.layer.masks import Mask
 from attnwalk.scenario.fields import quoted, shape_text
 from attnwalk.scenario.yamltree import indexed
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft
@@ -115,9 +116,9 @@ def masked_cell(c: Cell) -> list:
     mask = _mask(c.scn)
     why = c.say("ui.masked_cell")
     if mask.kind == "causal" or (mask.kind == "window" and mask.causal and c.col > c.row):
-        why += " " + c.say("ui.causal_cell", col=c.col + 1, row=c.row + 1)
+        why += " " + c.say("ui.causal_cell", col=person(c.col), row=person(c.row))
     elif mask.kind == "window":  # too far back (or, symmetric, too far either way)
-        why += " " + c.say("window.cell", col=c.col + 1, row=c.row + 1, distance=abs(c.row - c.col),
+        why += " " + c.say("window.cell", col=person(c.col), row=person(c.row), distance=abs(c.row - c.col),
                            window=mask.window)
     return lines + [f"{name} + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", c.prose(why)]
 

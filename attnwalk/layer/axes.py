@@ -119,7 +119,7 @@ def pick_index(value: str, tokens: Sequence[str], labels: Sequence[str], what: s
             where = ", ".join(str(person(i)) for i in found)
             raise PickError(f"{what} '{value}' appears more than once ({what}s {where}, counted "
                             f"from 1); give its {what} number instead, e.g. {person(found[-1])}", value=value,
-                            repeated=tuple(i + 1 for i in found))
+                            repeated=tuple(person(i) for i in found))
         folded = [i for i, label in enumerate(labels) if same(label)]  # "The#4"
         if len(folded) == 1:
             return folded[0]

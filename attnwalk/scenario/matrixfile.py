@@ -139,7 +139,7 @@ def _too_large(name: str, lines: list[str], skip: int, array: np.ndarray) -> str
     infinity), as the line and column it is typed at; None when the file itself says inf or nan
     (_checked names those)."""
     i, j = np.argwhere(~np.isfinite(array))[0]
-    rows = [(number, line) for number, line in enumerate(lines[skip:], start=skip + 1) if line.strip()]
+    rows = [(number, line) for number, line in enumerate(lines[skip:], start=person(skip)) if line.strip()]
     number, line = rows[i]
     cell = line.split(",")[j].strip()
     if cell.lower().lstrip("+-") in ("inf", "infinity", "nan"):
@@ -152,7 +152,7 @@ def _too_large(name: str, lines: list[str], skip: int, array: np.ndarray) -> str
 def _csv_problem(name: str, lines: list[str], skip: int) -> str:
     """The first bad line of a CSV numpy refused, found by reading it again slowly."""
     width = None
-    for number, line in enumerate(lines[skip:], start=skip + 1):
+    for number, line in enumerate(lines[skip:], start=person(skip)):
         if not line.strip():
             continue
         cells = line.split(",")

@@ -96,7 +96,7 @@ def _fullwidth_line(text: str, line: int | None) -> tuple[int, int, str] | None:
 def syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> ScenarioError:
     """A parser's error as one line: where, and what is wrong in plain words."""
     mark = exc.problem_mark or exc.context_mark
-    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+    line, column = (person(mark.line), person(mark.column)) if mark is not None else (None, None)
     slip = _fullwidth_line(text, line)
     if slip is not None:  # the cause, where it was typed, rather than where the parser tripped
         number, at, char = slip

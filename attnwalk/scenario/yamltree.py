@@ -117,7 +117,7 @@ def parse(text: str, file: str) -> Node:
 def _parse(text: str, file: str) -> Node:
     def fail(message: str, mark: Any) -> ScenarioError:
         return ScenarioError(message, file=file, field=_path(stack),
-                             line=mark.line + 1 if mark is not None else None)
+                             line=person(mark.line) if mark is not None else None)
 
     loader = _Loader(text)
     stack: list[list[Any]] = []  # open collections: [node, a mapping's pending key or None]
@@ -146,9 +146,9 @@ def _parse(text: str, file: str) -> Node:
                 if kind is _SCALAR:
                     text = event.value
                     if not event.style:  # plain (None or ""): a number, boolean, null or text
-                        node = Node(_scalar(text), mark.line + 1, mark.column + 1, raw=text)
+                        node = Node(_scalar(text), person(mark.line), person(mark.column), raw=text)
                     else:  # quoted or a block of text: always text
-                        node = Node(text, mark.line + 1, mark.column + 1, quoted=True)
+                        node = Node(text, person(mark.line), person(mark.column), quoted=True)
                     if not stack:
                         root = node
                     elif type(stack[-1][0].value) is list:  # a matrix cell: the common case
@@ -159,9 +159,9 @@ def _parse(text: str, file: str) -> Node:
                 if len(stack) >= MAX_DEPTH:
                     raise fail(TOO_DEEP, mark)
                 if kind is _SEQUENCE_START:
-                    stack.append([Node([], mark.line + 1, mark.column + 1), None])
+                    stack.append([Node([], person(mark.line), person(mark.column)), None])
                 else:
-                    stack.append([Node({}, mark.line + 1, mark.column + 1, keys={}), None])
+                    stack.append([Node({}, person(mark.line), person(mark.column), keys={}), None])
                 continue
             if kind is _SEQUENCE_END or kind is _MAPPING_END:
                 node = stack.pop()[0]
