@@ -98,7 +98,7 @@ def _maps(walk: Walk, key: str, head: int) -> tuple[tuple[str, np.ndarray], ...]
             out += [("divided_by_d_k", QK / scn.d_k), ("times_sqrt_d_k", QK * np.sqrt(scn.d_k))]
         if not scn.scorer.divides:
             out.append(("scaled_additive", QK / np.sqrt(scn.d_k)))
-    if key in ("QK^T", "S") and "Q_rot" in mats:  # RoPE: dotted before turning
+    if key in ("QK^T", "S") and stage_named("QK^T", scn.graph).reads != ("Q",):  # RoPE's: dotted before turning
         raw = raw_scores(scn, mats["Q"], mats["K"])  # (n, m)
         out.append(("unrotated", raw if key == "QK^T" else raw / walk.scale))
     if key == "Z":
