@@ -33,6 +33,8 @@ app = typer.Typer(
     "  attnwalk export girl_bangs --format json  every matrix, for scripts\n"
     "  attnwalk export girl_bangs -f latex       a handout (also markdown, csv)\n"
     "  attnwalk quiz girl_bangs                  predict, then check: scored\n"
+    "  attnwalk grad backprop                    the gradients, from the loss back\n"
+    "  attnwalk train saturation --compare       why √d_k matters, by learning\n"
     "  attnwalk run girl_bangs --resume          go on where you left off\n"
     "  attnwalk list                             the built-in lessons\n"
     "  attnwalk model \"I sat by the river\"       a real model's layer, your words",
@@ -220,6 +222,61 @@ def decode_cmd(
     raise typer.Exit(decode_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
                                     precision=precision, ascii=ascii, lang=lang, head=head, save=save,
                                     format=format.value))
+
+
+@app.command("grad", short_help="The backward pass, from the loss back to the weights.")
+@handles_errors
+def grad_cmd(
+    scenario: ScenarioArg, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
+    format: Annotated[CompareFormat, typer.Option(
+        "--format", "-f", help="text for people; json for scripts: {\"loss\", \"grads\": {\"Y\", \"Z\", \"A\", \"S\", "
+        "\"QK^T\", \"Q\", \"K\", \"V\", \"X\", \"W_Q\", \"W_K\", \"W_V\", ...}}.")] = CompareFormat.text,
+    head: WalkHeadOpt = None, precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+    save: SaveOpt = None,
+    predict: Annotated[bool, typer.Option("--predict", help="Before dS and dW_Q, ask for a prediction.")] = False,
+) -> None:
+    """Walk the backward pass of a scenario with a target: the loss, then each gradient from the
+    output back to W_Q, W_K, W_V and X, each cell's chain rule with its numbers. Same keys as run.
+
+    \b
+    Examples:
+      attnwalk grad backprop
+      attnwalk grad saturation --mode unscaled --no-pause
+      attnwalk grad backprop --format json"""
+    from attnwalk.commands.grad import grad_command
+
+    raise typer.Exit(grad_command(name=scenario, mode=mode.value, no_pause=no_pause, precision=precision,
+                                  ascii=ascii, lang=lang, head=head, save=save, predict=predict,
+                                  format=format.value))
+
+
+@app.command("train", short_help="Gradient descent on the weights: watch the loss and A move.")
+@handles_errors
+def train_cmd(
+    scenario: ScenarioArg,
+    steps: Annotated[Optional[int], typer.Option("--steps", "-n", min=1, metavar="N", help="Steps of gradient descent (default: the lesson's).")] = None,
+    lr: Annotated[Optional[float], typer.Option("--lr", metavar="η", help="The step size η of W ← W − η·∂L/∂W (default: the lesson's).")] = None,
+    mode: ModeOpt = Mode.scaled,
+    compare: Annotated[bool, typer.Option("--compare", help="Train the scaled and the unscaled layer from the same start, side by side.")] = False,
+    every: Annotated[Optional[int], typer.Option("--every", min=1, metavar="K", help="Piped: print every K-th step (default: about ten rows).")] = None,
+    head: Annotated[Optional[int], typer.Option("--head", metavar="N", help="The head whose A is shown (default: the target's).")] = None,
+    format: Annotated[CompareFormat, typer.Option(
+        "--format", "-f", help="text for people; json for scripts: {\"steps\": [{\"step\": 0, \"loss\", \"A\"}, ...]}.")] = CompareFormat.text,
+    no_pause: NoPauseOpt = False, precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
+) -> None:
+    """Train the layer on its target by plain gradient descent, W ← W − η·∂L/∂W. Keys: space pauses,
+    n steps once while paused, q quits.
+
+    \b
+    Examples:
+      attnwalk train backprop
+      attnwalk train saturation --compare
+      attnwalk train backprop --steps 5 --lr 0.5 --format json"""
+    from attnwalk.commands.train import train_command
+
+    raise typer.Exit(train_command(name=scenario, steps=steps, lr=lr, mode=mode.value, compare=compare,
+                                   every=every, head=head, no_pause=no_pause, precision=precision,
+                                   ascii=ascii, lang=lang, format=format.value))
 
 
 @app.command("compare", short_help="One scenario's modes side by side, or two scenarios.")

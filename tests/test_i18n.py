@@ -73,11 +73,28 @@ def test_placeholders_are_named(tables):
                 assert field.isidentifier(), f"{lang}: {'.'.join(path)} has {{{field}}}"
 
 
+def gradient_stages():
+    """Every screen of a backward walk (attnwalk grad): the loss and each gradient, over scenarios
+    with every feature (the gradient tests' random cases, and the lessons with a target)."""
+    import json
+
+    from attnwalk.layer.gradwalk import grad_stages
+    from attnwalk.scenario.load import load_scenario, scenario_from_text
+
+    cases = json.loads((Path(__file__).resolve().parent / "reference" / "grad_reference.json").read_text())
+    scenarios = [scenario_from_text(case["yaml"], "case.yaml") for case in cases["cases"]]
+    scenarios += [load_scenario(name) for name in ("backprop", "saturation", "layer_norm")]
+    rms = (Path(__file__).resolve().parents[1] / "scenarios" / "layer_norm.yaml").read_text(encoding="utf-8")
+    scenarios.append(scenario_from_text(rms.replace("\nnorm: layer\n", "\nnorm: rms\n"), "rms.yaml"))
+    return {stage.key: stage for scn in scenarios for stage in grad_stages(scn)}
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_stage_has_its_text_and_no_other_stage_does(lang):
     stages = load(lang)["stage"]
-    assert set(stages) == {stage.key for stage in STAGES}
-    for stage in STAGES:
+    gradients = gradient_stages()
+    assert set(stages) == {stage.key for stage in STAGES} | set(gradients)
+    for stage in [*STAGES, *gradients.values()]:
         for field in ("title", "what", "why", "mistake"):
             assert stages[stage.key].get(field, "").strip(), f"{lang}: stage.{stage.key}.{field}"
 

@@ -27,7 +27,8 @@ from reference import normalized as reference_normalized
 # The lessons with their own oracles (a feature this file's oracle does not compute, or random
 # numbers); every other built-in, a new one included, is recomputed by the oracle below.
 OWN_ORACLE = {"shapes": "test_multihead.py", "rope": "test_rope_lesson.py", "alibi": "test_alibi.py",
-              "grouped_query": "test_gqa.py", "sliding_window": "test_window.py", "kv_cache": "test_decode.py"}
+              "grouped_query": "test_gqa.py", "sliding_window": "test_window.py", "kv_cache": "test_decode.py",
+              "saturation": "test_grad_cli.py"}  # random weights at d_k = 64: its claims are checked there
 LESSONS = tuple(builtin_names())
 BUILTINS = tuple(name for name in LESSONS if name not in OWN_ORACLE)
 STAGE_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")
@@ -459,10 +460,10 @@ def squeeze(s: str) -> str:
     return re.sub(r"[\s\u2500-\u257f]", "", s)
 
 
-def walk(name: str, lang: str) -> str:
+def walk(name: str, lang: str, command: str = "run") -> str:
     env = {"COLUMNS": "100", "NO_COLOR": "1", "LANG": "C.UTF-8", "ATTNWALK_LANG": None, "LANGUAGE": None,
            "LC_ALL": None, "LC_MESSAGES": None}
-    result = CliRunner().invoke(app, ["run", name, "--no-pause", "--lang", lang], env=env)
+    result = CliRunner().invoke(app, [command, name, "--no-pause", "--lang", lang], env=env)
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -517,9 +518,18 @@ def test_the_walk_shows_the_title_the_dimensions_and_every_note(name: str, lang:
     for dim, stage_key in (("d_model", "E"), ("d_k", "Q"), ("d_v", "V")):
         if dim in dims:  # the table's column labels
             assert in_lang(dims[dim], lang)[-1] in screens[stage_key], (dim, stage_key)
+    backward = {}
+    if "target" in doc:  # notes on the backward walk's screens (attnwalk grad): each on its own
+        from attnwalk.layer.gradwalk import grad_stages
+
+        grad_out = walk(name, lang, "grad")
+        keys = [stage_.key for stage_ in grad_stages(load_scenario(name))]
+        starts = [grad_out.find(header.format(i, len(keys))) for i in range(1, len(keys) + 1)]
+        assert all(start >= 0 for start in starts)
+        backward = {key: grad_out[start:end] for key, start, end in zip(keys, starts, [*starts[1:], None])}
     for key, note in doc["notes"].items():
         said = tx.t("lesson.notice") + tx.t("ui.colon") + in_lang(note, lang)
-        assert squeeze(said) in squeeze(screens[key]), (key, lang)
+        assert squeeze(said) in squeeze(screens[key] if key in screens else backward[key]), (key, lang)
 
 
 def test_lessons_with_meaningful_dimensions_name_them() -> None:

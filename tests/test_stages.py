@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from attnwalk.scenario.builtins import builtin_names
+from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.export.handout import handout
 from attnwalk.text import LANGS
 from attnwalk.export.latex import document, math_text
@@ -290,11 +290,18 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
+    from attnwalk.layer.gradwalk import grad_stages
+
     tables = variant_tables(lang)
-    assert {key for key, _ in tables} <= {stage.key for stage in STAGES}  # a variant of a stage there is
     every = [scenario(name) for name in SCENARIOS] + model_scenarios()
+    rms = builtin_path("layer_norm").read_text(encoding="utf-8").replace("\nnorm: layer\n", "\nnorm: rms\n")
+    every.append(scenario_from_text(rms, "rms.yaml"))  # the backward walk through RMSNorm
+    gradients = {stage.key for scn in every if "target" in scn.settings for stage in grad_stages(scn)}
+    assert {key for key, _ in tables} <= {stage.key for stage in STAGES} | gradients  # a variant of a stage there is
     shown = {stage_text(lang, stage, scn, mode, field)
              for scn in every for mode in ALL_MODES for stage in STAGES for field in FIELDS}
+    shown |= {stage_text(lang, stage, scn, mode, field) for scn in every if "target" in scn.settings
+              for mode in ("scaled", "unscaled", "uniform") for stage in grad_stages(scn, mode) for field in FIELDS}
     for (key, name), fields in tables.items():
         assert set(fields) <= set(FIELDS), f"stage.{key}.{name}"
         for field, value in fields.items():

@@ -148,8 +148,10 @@ def test_the_chinese_text_holds_one_set_of_terms():
 
 
 def test_a_walk_in_chinese_says_查询_not_query():
-    for name in ("river_bank", "kv_cache", "additive_score"):
-        out = walked("run", name, "--lang", "zh")
+    for command, name in (("run", "river_bank"), ("run", "kv_cache"), ("run", "additive_score"),
+                          ("grad", "backprop"), ("grad", "saturation")):
+        args = (command, name, "--lang", "zh") + (("--no-pause",) if command == "grad" else ())
+        out = walked(*args)
         assert not ENGLISH_TERM.search(re.sub(r"--?[a-z-]+|[A-Za-z_]+\.yaml", "", out)), name
 
 

@@ -387,6 +387,8 @@ DOT_LINE = re.compile(rf" = (?P<factors>{NUM} Ã— \(?{NUM}\)?(?: \+ \(?{NUM}\)? Ã
 @pytest.mark.parametrize("name", [n for n in builtin_names() if n != "shapes"])
 @pytest.mark.parametrize("key", ["Q", "K", "V", "QK^T", "Z"])
 def test_every_printed_product_is_of_the_printed_factors(name: str, key: str) -> None:
+    if name == "saturation" and key == "QK^T":
+        pytest.skip("d_k = 64: each score's sum of 64 products is printed elided, as shapes' are")
     walk = compute(load_scenario(name))
     M = walk.matrix(key)
     seen = 0

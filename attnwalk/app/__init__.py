@@ -1,5 +1,6 @@
 """The interactive walk and quiz as Textual apps (walk.py, quiz.py): the matrix with a cell cursor
 (grid.py), the panes built from the render package's renderables (panes.py), the help (help.py);
+the backward walk in the walk's app (gradwalk.py) and the live training view (train.py);
 here, collect_again: the garbage collector back on once an app is mounted.
 
 May import the layer, text and render packages, Textual and Rich (the quiz's loop and the

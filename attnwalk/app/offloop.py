@@ -13,7 +13,6 @@ from attnwalk.app import panes
 from attnwalk.layer.axes import axes
 from attnwalk.layer.modes import next_walk_mode
 from attnwalk.layer.stages import TOKENS
-from attnwalk.layer.walk import with_mode
 from attnwalk.render.style import plain
 
 SMALL = 64  # tokens or d_model up to this: a worked cell costs a few ms, so it is drawn at once
@@ -47,7 +46,7 @@ class OffTheLoop:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnwalk-mode")
-        self._next_walks[mode.name] = self._pool.submit(with_mode, self.walk, mode)
+        self._next_walks[mode.name] = self._pool.submit(self.walk_in, mode)
 
     def show_worked(self, scroll: bool = True) -> None:
         """The cursor's cell worked out. On a small lesson at once; on a large layer (a sum over

@@ -150,6 +150,8 @@ class TypedAnswers(PromptLine):
         col_prompt = self.t("ui.col_prompt") if stage.square else self.t("ui.dim_prompt", count=len(col_labels))
 
         def pick_row(answer: str) -> int:
+            if stage.rows not in ("n", "m"):  # a weight's rows are dimensions (∂L/∂W_Q: d_model rows)
+                return pick_dim(answer, row_labels)
             return pick_index(answer, scn.key_tokens if stage.rows == "m" else scn.tokens, row_labels)
 
         def pick_col(answer: str) -> int:

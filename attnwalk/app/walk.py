@@ -54,6 +54,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     ENABLE_COMMAND_PALETTE = False
     scrolled = "#notes"  # j/k, d/u: PaneScroll
+    predict_on_key = "quiz.predict.on"  # what p says: which screens ask first
     # descriptions are text keys, put into the learner's language when the app starts
     BINDINGS = [
         Binding("n,enter,space", "next", "app.key.next", key_display="n"),
@@ -279,13 +280,17 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         mode = self._next_mode()
         if mode.name not in self.walks:
             ahead = self._next_walks.pop(mode.name, None)
-            self.walks[mode.name] = ahead.result() if ahead is not None else with_mode(old, mode)
+            self.walks[mode.name] = ahead.result() if ahead is not None else self.walk_in(mode)
         self.walk = self.walks[mode.name]
         change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
         self.before = (old, self.step[1], plain(change, self.opts))
         self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
         self.show(home=False)
         self.call_after_refresh(self._compute_next_mode)
+
+    def walk_in(self, mode) -> Walk:
+        """This walk in another mode (the backward walk's app makes its own: app/gradwalk.py)."""
+        return with_mode(self.walk, mode)
 
     def action_head(self) -> None:
         heads = self.walk.scenario.heads
@@ -310,5 +315,5 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         if self.predictor is None:
             return
         self.predict = not self.predict
-        self.say_now(self.t("quiz.predict.on" if self.predict else "quiz.predict.off_now"))
+        self.say_now(self.t(self.predict_on_key if self.predict else "quiz.predict.off_now"))
 

@@ -3,6 +3,8 @@ one module a command: run and step (walk.py: the Textual app in a terminal, the 
 piped, --save), decode (decode.py: the KV cache, stepped in the same Textual app; decodepages.py its
 pages), quiz (quiz.py: ask, read an answer, reveal, score), export (export.py), compare (compare.py),
 explain (explain.py), model (model.py: a real layer turned into the Scenario the others take),
+grad (grad.py: the backward walk, stepped in the walk's app), train (train.py: gradient descent,
+live in a terminal),
 progress and reset (progress.py), list (lessons.py), init (init.py), and the shell-completion
 callbacks (complete.py).
 

@@ -4,7 +4,8 @@ A feature module holds everything about its feature: the scenario keys it reads 
 (`read`), whether a scenario uses it (`active`), the stages it adds to the graph and what it
 changes in the others' reads and text (`extend`), the names of its text, its stages' worked cells,
 and what it adds to an export (`export`). Code outside a feature's module does not test the
-feature's flag: it asks the graph (which stages there are, what each reads).
+feature's flag: it asks the graph (which stages there are, what each reads), or the scenario's
+features for what a feature offers (a target's `loss`, the start of the backward pass).
 
 Adding a feature is a module here and its line in FEATURES, its text in attnwalk/text/*.toml,
 and a lesson in scenarios/ (README, "Architecture").
@@ -19,7 +20,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, rope, scores, tiles
+from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, rope, scores, target, tiles
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 
 # The order features are applied in: each sees the graph the ones before it made (tiles puts its
 # stage after Z before the others reroute what it reads and add their notes to it; a real model's
-# stages come before the grouped heads' text, which names them).
+# stages come before the grouped heads' text, which names them; a target is read last, against the
+# output's width and the mask).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, model, biases,
-                                    gqa, norm)
+                                    gqa, norm, target)
 
 
 def graph_of(scn: Scenario) -> Graph:

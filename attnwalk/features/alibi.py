@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnwalk.layer import alibi
-from attnwalk.layer.graph import Stage, amend, get, has, insert_after, replace, reroute
+from attnwalk.layer import alibi, gradcells
+from attnwalk.layer.graph import Backward, Stage, amend, fixed_terms, get, has, insert_after, replace, reroute
 from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
@@ -93,7 +93,9 @@ STAGES = (
     Stage("S+B", "S + B", "S + B", "n", "m", lambda ctx, S, B: S + B, reads=("S", "B"), per_head=True,
           notes=lambda scn, mode: [] if mode.reads_scores else ["alibi.uniform"], variants=_uniform,
           worked=biased_cell, aliases=("sb", "biased"),
-          step=lambda scn, mode, s, b: f"{s} − {b.removeprefix('−')}"),  # S − m_h · (t − j)
+          step=lambda scn, mode, s, b: f"{s} − {b.removeprefix('−')}",  # S − m_h · (t − j)
+          # B is a fixed penalty of the distance, learned by nothing: no gradient goes into it
+          backward=Backward(lambda ctx, d, out, S, B: (d, None), fixed_terms("{d}", None), gradcells.passed)),
 )
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from attnwalk.layer import ops
 from attnwalk.layer.graph import Stage, amend, insert_before, reroute
+from attnwalk.layer.stages import SUM_BACK
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft
@@ -63,7 +64,8 @@ STAGES = (
           field="source.embeddings", shown=False),
     Stage("P_src", "P_src", "P_src", "m", "d_model", _positions, field="source.positional", shown=False),
     Stage("X_src", "X_src", "X_src = E_src + P_src", "m", "d_model", lambda ctx, E, P: E + P,
-          reads=("E_src", "P_src"), shown=False, overflow="use smaller source embeddings"),
+          reads=("E_src", "P_src"), shown=False, overflow="use smaller source embeddings",
+          backward=SUM_BACK),
 )
 
 

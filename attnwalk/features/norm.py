@@ -18,7 +18,7 @@ import numpy as np
 from attnwalk.layer import normcells, norms
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.cells import dims_shown
-from attnwalk.layer.graph import Stage, amend, has, insert_after, reroute
+from attnwalk.layer.graph import Backward, Stage, amend, has, insert_after, reroute
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -125,11 +125,38 @@ def _step(scn: Scenario, mode: Mode, x: str) -> str:
     return f"RMSNorm({x})" if _norm(scn).kind == "rms" else f"LN({x})"
 
 
+def _grad(ctx: Context, d: np.ndarray, out: np.ndarray, X: np.ndarray, gamma: np.ndarray,
+          beta: np.ndarray | None = None) -> tuple:
+    """The backward, beside the forward: ∂L/∂X, ∂L/∂γ (and ∂L/∂β) from ∂L/∂ of the normalised
+    rows, row by row (layer/norms.py)."""
+    norm = _norm(ctx.scn)
+    if norm.kind == "rms":
+        return norms.rms_normalized_grad(d, X, gamma, norm.eps)
+    return norms.normalized_grad(d, X, gamma, norm.eps)
+
+
+def _terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    """∂L/∂x through the norm (G = ∂L/∂y ⊙ γ, x̂ the row normalised before γ), ∂L/∂γ, ∂L/∂β."""
+    if _norm(scn).kind == "rms":
+        return "(G − x̂ ⊙ mean(G ⊙ x̂)) / RMS,  G = {d} ⊙ γ", "Σ_i {d} ⊙ x̂"
+    return "(G − mean(G) − x̂ ⊙ mean(G ⊙ x̂)) / σ,  G = {d} ⊙ γ", "Σ_i {d} ⊙ x̂", "Σ_i {d}"
+
+
+def _grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    norm = _norm(c.scn)
+    return normcells.grad_lines(c, stage, index, norm.kind == "rms", norm.eps)
+
+
+def grad_variants(scn: Scenario) -> tuple[str, ...]:
+    """The backward walk's text variants: ∂L/∂X goes back through the norm (rms: RMSNorm's)."""
+    return ("rms", "normed") if _norm(scn).kind == "rms" else ("normed",)
+
+
 STAGES = (
     Stage("LN", "LN(X)", "LN(X) = (X − μ) / σ · γ + β", "n", "d_model", _normalized, reads=("X",),
           params=("norm_gamma", "norm_beta"), formula_for=_formula, variants=_variants, worked=cell,
           overflow="use smaller embeddings or a larger norm_eps", aliases=("norm", "ln", "layernorm", "rmsnorm"),
-          step=_step),
+          step=_step, backward=Backward(_grad, _terms, _grad_cell, {"norm_gamma": "γ", "norm_beta": "β"})),
 )
 
 

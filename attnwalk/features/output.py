@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from attnwalk.layer import cells
 from attnwalk.layer.graph import Stage, amend, insert_after
-from attnwalk.layer.stages import projection, projection_formula
+from attnwalk.layer.stages import PRODUCT_BACK, projection, projection_formula
 
 from attnwalk.scenario.fields import shape_text
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 STAGES = (
     Stage("O", "O", "O = $0 · W_O", "n", "d_model", projection, reads=("concat",), params=("W_O",),
           weight="W_O", weight_rows="d_v", formula_for=projection_formula, worked=cells.projected,
-          overflow="use a smaller W_O"),
+          overflow="use a smaller W_O", backward=PRODUCT_BACK),
 )
 
 

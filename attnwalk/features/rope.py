@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnwalk.layer.graph import Stage, amend, get, has, insert_before, replace, reroute
+from attnwalk.layer import gradcells
+from attnwalk.layer.graph import Backward, Stage, amend, fixed_terms, get, has, insert_before, replace, reroute
 from attnwalk.layer.rope import PAIRINGS, SHIFT, Rope, pair_of
 
 if TYPE_CHECKING:
@@ -80,6 +81,31 @@ def read(d: Draft) -> None:
 
 def _turned(ctx: Context, M: np.ndarray) -> np.ndarray:
     return _rope(ctx.scn).turn(M, ctx.here)  # (n, d_k): each row at its own position
+
+
+def _turned_back(ctx: Context, d: np.ndarray, out: np.ndarray, M: np.ndarray) -> tuple:
+    # a rotation's transpose is the rotation by the opposite angle: R(φ)ᵀ = R(−φ)
+    return (_rope(ctx.scn).turn(d, -ctx.here),)  # (n, d_k)
+
+
+def unturned_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """One cell of ∂L/∂Q (K) from ∂L/∂Q_rot: its pair turned back by the same angle, R(−φ)."""
+    g = gradcells.upstream(c, stage)[c.row]  # (d_k,) ∂L/∂ of this row's rotated query or key
+    rope, d, pos = _rope(c.scn), len(g), c.row
+    i, a, b = pair_of(c.col, d, rope.pairing)
+    angle = c.printed(pos * c.printed(float(rope.thetas(d)[i])))
+    cos, sin = c.printed(np.cos(angle)), c.printed(np.sin(angle))
+    back = np.array([cos, sin]) if c.col == a else np.array([-sin, cos])  # a row of R(φ)ᵀ = R(−φ)
+    pair = np.array([g[a], g[b]])
+    value = float(pair @ back)
+    name = c.cols
+    lines = [c.prose(c.say("grad.cell.rope", a=name[a], b=name[b], i=i, pos=pos)),
+             c.plain(f"φ = {pos} {c.mk.times} θ_{i} = {c.num(angle)}, cos φ = {c.num(cos)}, sin φ = {c.num(sin)}")]
+    return lines + c.dot(f"{gradcells.d(stage.symbol)}[{c.rows[c.row]}, ({name[a]}, {name[b]})] {c.mk.dot} "
+                         f"R({c.mk.minus}φ)[{name[c.col]}, :]", pair, back, value), value
+
+
+_BACK = Backward(_turned_back, fixed_terms("R(−pos · θ_i) · {d}[pos, pair i]"), unturned_cell)
 
 
 def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
@@ -165,10 +191,11 @@ _ROT = "{x}_rot[pos, (i, i + d_k/2)] = R(pos · θ_i) · {x}[pos, (i, i + d_k/2)
 STAGES = (
     Stage("Q_rot", "Q_rot", _ROT.format(x="Q"), "n", "d_k", _turned, reads=("Q",), per_head=True,
           formula_for=_formula, variants=_variants, notes=_notes, worked=rotation,
-          overflow="use smaller queries", aliases=("qrot", "rotated_q"), step=lambda scn, mode, q: f"R(t−1) · {q}"),
+          overflow="use smaller queries", aliases=("qrot", "rotated_q"), step=lambda scn, mode, q: f"R(t−1) · {q}",
+          backward=_BACK),
     Stage("K_rot", "K_rot", _ROT.format(x="K"), "m", "d_k", _turned, reads=("K",), per_head=True,
           formula_for=_formula, notes=_notes, worked=rotation, overflow="use smaller keys",
-          aliases=("krot", "rotated_k"), step=lambda scn, mode, k: f"R(t−1) · {k}"),
+          aliases=("krot", "rotated_k"), step=lambda scn, mode, k: f"R(t−1) · {k}", backward=_BACK),
 )
 
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.layer import cells
+from attnwalk.layer import cells, gradcells
 from attnwalk.layer.geometry import geometry
-from attnwalk.layer.graph import amend, replace
-from attnwalk.layer.scores import SCORES, Scoring, rms_normalize
+from attnwalk.layer.graph import Backward, amend, replace
+from attnwalk.layer.scores import SCORES, Scoring, rms_normalize, rms_normalize_grad
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft
@@ -78,6 +78,92 @@ def raw(scn: Scenario, q: np.ndarray, k: np.ndarray, w_a: np.ndarray | None = No
 
 def _compute(ctx: Context, Q: np.ndarray, K: np.ndarray, w_a: np.ndarray | None = None) -> np.ndarray:
     return raw(ctx.scn, Q, K, w_a)  # (n, d_k), (m, d_k) -> (n, m), this head's
+
+
+def _grad(ctx: Context, d: np.ndarray, out: np.ndarray, Q: np.ndarray, K: np.ndarray,
+          w_a: np.ndarray | None = None) -> tuple:
+    """raw's backward: through × qk_scale, the score kind, and the RMS normalising."""
+    scoring = _scoring(ctx.scn)
+    q, k = (rms_normalize(Q), rms_normalize(K)) if scoring.qk_norm else (Q, K)
+    if scoring.qk_norm:
+        d = d * scoring.qk_scale
+    dq, dk, dw = scoring.score.raw_grad(d, q, k, w_a)
+    if scoring.qk_norm:
+        dq, dk = rms_normalize_grad(dq, Q), rms_normalize_grad(dk, K)
+    return (dq, dk) if w_a is None else (dq, dk, dw)
+
+
+def grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """One cell of ∂L/∂Q, ∂L/∂K (or ∂L/∂w_a) through this score kind: ∂L/∂(QKᵀ) summed along the
+    other axis, times the score's slope there; under QK-norm, then back through q / RMS(q)."""
+    from types import SimpleNamespace
+
+    g = gradcells.upstream(c, stage)  # (n, m) ∂L/∂(QKᵀ), this head's
+    _, Q = gradcells.given(c, stage, 0)
+    _, K = gradcells.given(c, stage, 1)
+    w_a = c.scn.param("w_a") if len(stage.inputs) > 2 else None
+    at = (c.col,) if index == 2 else (c.row, c.col)  # w_a is a vector
+    value = float(_grad(SimpleNamespace(scn=c.scn), g, None, Q, K, w_a)[index][at])
+    scoring = _scoring(c.scn)
+    q, k = (rms_normalize(Q), rms_normalize(K)) if scoring.qk_norm else (Q, K)
+    scale = scoring.qk_scale if scoring.qk_norm else 1.0
+    G = g * scale
+    dqk = gradcells.d(stage.symbol) if scale == 1.0 else f"{c.short(scale)} {c.mk.times} {gradcells.d(stage.symbol)}"
+    hat = c.hat if scoring.qk_norm else ""
+    tok, col = c.rows[c.row], c.cols[c.col]
+    if index == 2:  # ∂L/∂w_a[c] = Σ_i,j G[i, j] · tanh(q_i + k_j)[c]
+        T = np.tanh(q[:, None, c.col] + k[None, :, c.col])  # (n, m)
+        return c.dot(f"Σ_i,j {dqk}[i, j] {c.mk.times} tanh(q{hat}_i + k{hat}_j)[{col}]", G.ravel(), T.ravel(),
+                     value), value
+    d_q, d_k, _ = scoring.score.raw_grad(G, q, k, w_a)  # ∂L/∂q̂, ∂L/∂k̂ (q, k without QK-norm)
+    toward = (d_q if index == 0 else d_k)[c.row]  # (d_k,)
+    row = G[c.row] if index == 0 else G[:, c.row]  # the scores this query (key) took part in
+    where = f"[{tok}, :]" if index == 0 else f"[:, {tok}]"
+    lines: list = []
+    if scoring.score.name == "additive":
+        w = float(w_a[c.col])
+        pre = q[c.row, c.col] + k[:, c.col] if index == 0 else q[:, c.col] + k[c.row, c.col]
+        slope = w * (1.0 - np.tanh(pre) ** 2)  # ∂ tanh(q + k) · w_a / ∂q[c], per key (query)
+        lines.append(c.prose(c.say("grad.cell.additive", w=c.num(w))))
+        lines += c.dot(f"{dqk}{where} {c.mk.dot} w_a[{col}](1 {c.mk.minus} tanh²)", row, slope, float(toward[c.col]))
+    else:
+        other = (k if index == 0 else q)[:, c.col]
+        lines += c.dot(f"{dqk}{where} {c.mk.dot} {'k' if index == 0 else 'q'}{hat}[:, {col}]", row, other,
+                       float(toward[c.col]))
+    if not scoring.qk_norm:
+        return lines, value
+    x, unit = (Q if index == 0 else K)[c.row], (q if index == 0 else k)[c.row]
+    rms = c.printed(float(np.max(np.abs(x)) * np.sqrt(np.mean((x / np.max(np.abs(x))) ** 2)))) if np.any(x) else 0.0
+    mean = c.printed(float(np.mean(toward * unit)))
+    name = ("q" if index == 0 else "k") + hat
+    if rms == 0.0:
+        return lines + [c.prose(c.say("grad.cell.zero_row"))], value
+    top = c.printed(c.printed(toward[c.col]) - c.printed(unit[c.col]) * mean)
+    end = c.printed(top / rms)
+    c.lands(end, on=value)
+    lines += [c.prose(c.say("grad.cell.qk_norm")),
+              f"{gradcells.d(name)}_{tok} = {c.vec(toward)},  mean({gradcells.d(name)} {c.mk.times} {name}) = {c.num(mean)}",
+              f"({c.num(toward[c.col])} {c.mk.minus} {c.operand(unit[c.col])} {c.mk.times} {c.operand(mean)}) / "
+              f"RMS = {c.num(top)} / {c.num(rms)} = {c.num(end)}"]
+    return lines, value
+
+
+def _terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    """What ∂L/∂q and ∂L/∂k (and ∂L/∂w_a) are made of, for this score kind."""
+    scoring = _scoring(scn)
+    g = "qk_scale · {d}" if scoring.qk_norm and scoring.qk_scale != 1.0 else "{d}"
+    if scoring.score.name == "additive":
+        hat = "\u0302" if scoring.qk_norm else ""
+        inner = f"(1 − tanh²(q{hat}_i + k{hat}_j)) ⊙ w_a"
+        terms = (f"Σ_j {g}[i, j] · {inner}", f"Σ_i {g}[i, j] · {inner}",
+                 f"Σ_i,j {g}[i, j] · tanh(q{hat}_i + k{hat}_j)")
+    else:
+        terms = (f"{g} · K̂" if scoring.qk_norm else f"{g} · {{1}}",
+                 f"{g}ᵀ · Q̂" if scoring.qk_norm else f"{g}ᵀ · {{0}}")
+    if scoring.qk_norm:  # then back through q̂ = q / RMS(q)
+        terms = (f"(G − q̂ · mean(G ⊙ q̂)) / RMS(q), G = {terms[0]}",
+                 f"(G − k̂ · mean(G ⊙ k̂)) / RMS(k), G = {terms[1]}", *terms[2:])
+    return terms
 
 
 def formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
@@ -152,7 +238,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     scoring = _scoring(scn)
     additive = scoring.score.name == "additive"
     replace(stages, "QK^T", compute=_compute, params=("w_a",) if additive else (), formula_for=formula,
-            worked=cell, step=step)
+            worked=cell, step=step, backward=Backward(_grad, _terms, grad_cell))
     if additive:  # no dot product to speak of
         amend(stages, "QK^T", variants=lambda scn, mode, names: ("additive", *names))
     if scoring.qk_norm:

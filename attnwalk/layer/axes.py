@@ -47,16 +47,25 @@ def axes(walk: Walk, stage: Stage, head: int = 0,
     """Row and column labels of a stage's matrix: tokens, or its dimensions by the names the
     scenario gives them in `lang`, else by number 1 … d."""
     scn = walk.scenario
-    rows = token_labels(scn.key_tokens if stage.rows == "m" else scn.tokens)
+    if stage.rows in ("n", "m"):
+        rows = token_labels(scn.key_tokens if stage.rows == "m" else scn.tokens)
+    else:  # a weight's rows are dimensions (∂L/∂W_Q: d_model × h·d_k)
+        rows = _dims(walk, stage, head, lang, stage.rows, 0)
     if stage.kind == TOKENS:
         return rows, ()
     if stage.square:
         return rows, token_labels(scn.key_tokens)
-    width = walk.matrix(stage.key, head).shape[1]
-    names = scn.dimension_names(stage.cols, lang)  # one head's d_k or d_v: not a split matrix
-    if names is not None and len(names) == width:
-        return rows, tuple(escaped(name) for name in names)
-    return rows, dim_labels(width)
+    return rows, _dims(walk, stage, head, lang, stage.cols, 1)
+
+
+def _dims(walk: Walk, stage: Stage, head: int, lang: str, dim: str, axis: int) -> tuple[str, ...]:
+    """Labels of `axis` of the stage's matrix, whose entries are dimension `dim`: the names the
+    scenario gives them (one head's d_k or d_v: not a split matrix's), else 1 … count."""
+    count = walk.matrix(stage.key, head).shape[axis]
+    names = walk.scenario.dimension_names(dim, lang)
+    if names is not None and len(names) == count:
+        return tuple(escaped(name) for name in names)
+    return dim_labels(count)
 
 
 def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
@@ -65,6 +74,10 @@ def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
     the first column of head `head`'s block, in a matrix of one column per head, that column."""
     scn = walk.scenario
     stage = walk.stage(key)
+    if stage.rows not in ("n", "m"):  # a weight's gradient: the weight that moves most
+        M = np.abs(walk.matrix(key, head))
+        row, col = np.unravel_index(int(np.argmax(M)), M.shape)
+        return int(row), int(col)
     row = scn.focus if scn.focus is not None else scn.n - 1
     row = min(row, (scn.m if stage.rows == "m" else scn.n) - 1)
     if stage.square:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -48,6 +49,32 @@ def _no_variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
 
 def _no_notes(scn: Scenario, mode: Mode) -> list[str]:
     return []
+
+
+class Backward(NamedTuple):
+    """A stage's backward pass, kept beside its forward (as micrograd keeps `_backward` beside each
+    op): how the gradient of its output becomes the gradients of its inputs, and how that is
+    written and worked out on the backward walk's screens (layer/backward.py, layer/gradwalk.py).
+
+    `grad(ctx, dOut, out, *inputs)` returns one gradient per input, in the order the stage
+    declares them (reads, keys, params), each the input's shape; None where no gradient flows
+    into that input (a fixed position table, ALiBi's bias, the scores under uniform weights).
+    `terms(scn, mode)` gives, per input, what the stage adds to that input's gradient as a
+    formula ("{d} · {1}ᵀ": {d} is ∂L/∂ of this stage, {0}, {1}, … its inputs' symbols, {out} its
+    own), None where `grad` gives none. `cell(c, stage, index)` works out one cell of input
+    `index`'s gradient as this stage contributes it, with the walk's numbers, and returns the
+    lines and the value they arrive at (layer/gradcells.py; gradscreens.py sums them). `symbols`
+    prints a parameter whose key is not how a formula writes it (norm_gamma: γ)."""
+
+    grad: Callable[..., tuple]
+    terms: Callable[[Scenario, Mode], tuple[str | None, ...]]
+    cell: Callable[..., tuple] | None = None
+    symbols: Mapping[str, str] = MappingProxyType({})
+
+
+def fixed_terms(*terms: str | None) -> Callable[[Scenario, Mode], tuple[str | None, ...]]:
+    """Backward terms that are the same in every scenario and mode."""
+    return lambda scn, mode: terms
 
 
 class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every start ~0.7 ms more
@@ -80,6 +107,7 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     aliases: tuple[str, ...] = ()  # other spellings a learner may type, lower case
     in_mode: Callable[[Mode], bool] = _always  # is it defined in this mode? (tiled: not in hard)
     step: Callable[..., str] | None = None  # step(scn, mode, *reads' rows): its row t as decoding writes it
+    backward: Backward | None = None  # its gradients (None: the backward pass cannot go through it)
 
     @property
     def square(self) -> bool:

@@ -78,3 +78,58 @@ def rms_normalized_lines(c: Cell, lhs: str, x: float, rms: float, gamma: float) 
     return [f"RMS = {c.num(rms)}, γ[{dim}] = {c.num(gamma)}",
             *c.chain(lhs, f"{c.num(x)} / {c.num(rms)} {t} {c.operand(gamma)}",
                      f"{c.num(scaled)} {t} {c.operand(gamma)}", c.num(end))]
+
+
+# -- the backward walk: one cell of ∂L/∂x, ∂L/∂γ, ∂L/∂β through a norm (norms.*_grad) ---------------
+
+
+def grad_lines(c: Cell, stage, index: int, rms: bool, eps: float) -> tuple[list, float]:
+    """Input `index` of norm stage `stage` (0: its x, 1: γ, 2: β), one cell of its gradient, each
+    step from the digits printed before it; and the value it arrives at.
+
+        ∂L/∂x[i, j] = (G_j − mean(G) − x̂_j · mean(G ⊙ x̂)) / σ,   G = ∂L/∂y[i] ⊙ γ   LayerNorm
+        ∂L/∂x[i, j] = (G_j − x̂_j · mean(G ⊙ x̂)) / RMS                              RMSNorm
+        ∂L/∂γ[j] = Σ_i ∂L/∂y[i, j] · x̂[i, j],   ∂L/∂β[j] = Σ_i ∂L/∂y[i, j]
+    """
+    from attnwalk.layer import gradcells, norms
+
+    dy = gradcells.upstream(c, stage)  # (n, d) ∂L/∂ of the norm's output
+    x_name, X = gradcells.given(c, stage, 0)
+    gamma = np.asarray(c.scn.param(stage.params[0]), dtype=np.float64)
+    root = norms.rms(X, eps) if rms else norms.stats(X, eps)[:, 1:]  # (n, 1): RMS or σ
+    hat = X / root if rms else (X - X.mean(axis=1, keepdims=True)) / root  # (n, d) x̂
+    grads = (norms.rms_normalized_grad if rms else norms.normalized_grad)(dy, X, gamma, eps)
+    dy_name, h = gradcells.d(stage.symbol), c.hat
+    col = c.cols[c.col]
+    if index > 0:  # γ or β: a sum over the tokens, down column j
+        value = float(grads[index][c.col])
+        if index == 2:
+            return c.dot(f"Σ_i {dy_name}[i, {col}]", dy[:, c.col], np.ones(len(dy)), value), value
+        return c.dot(f"Σ_i {dy_name}[i, {col}] {c.mk.times} x{h}[i, {col}]", dy[:, c.col], hat[:, c.col],
+                     value), value
+    value = float(grads[0][c.row, c.col])
+    i, tok, d = c.row, c.rows[c.row], X.shape[1]
+    G = np.array([c.printed(c.printed(a) * c.printed(b)) for a, b in zip(dy[i], gamma)])  # as printed
+    below = c.printed(float(root[i, 0]))
+    lines: list = [f"G = {dy_name}[{tok}] ⊙ γ = {c.vec(G)}",
+                   f"x{h} = {x_name}[{tok}] / RMS = {c.vec(hat[i])},  RMS = {c.num(below)}" if rms else
+                   f"x{h} = ({x_name}[{tok}] {c.mk.minus} μ) / σ = {c.vec(hat[i])},  σ = {c.num(below)}"]
+    g, xh = c.printed(G[c.col]), c.printed(float(hat[i, c.col]))
+    parts = f"{c.num(g)}"
+    top = g
+    if not rms:  # LayerNorm also gives up the row's mean
+        mean = c.printed(c.printed(float(sum(G))) / d)
+        lines.append(f"mean(G) = {c.num(float(sum(G)))} / {d} = {c.num(mean)}")
+        parts += f" {c.mk.minus} {c.operand(mean)}"
+        top = c.printed(g - mean)
+    inner = c.dot_value(G, hat[i])
+    lines += c.dot(f"G {c.mk.dot} x{h}", G, hat[i], float(G @ hat[i]))
+    along = c.printed(c.printed(inner) / d)
+    lines.append(f"mean(G ⊙ x{h}) = {c.product(inner)} / {d} = {c.num(along)}")
+    parts += f" {c.mk.minus} {c.operand(xh)} {c.mk.times} {c.operand(along)}"
+    top = c.printed(top - c.printed(xh * along))
+    end = c.printed(top / below)
+    c.lands(end, on=value)
+    lines += c.chain(f"{c.ref()} = ({parts}) / {'RMS' if rms else 'σ'}", f"{c.num(top)} / {c.num(below)}",
+                     c.num(end))
+    return [c.plain(line) if isinstance(line, str) else line for line in lines], value

@@ -32,3 +32,29 @@ def rms(x: np.ndarray, eps: float) -> np.ndarray:
 def rms_normalized(x: np.ndarray, rms_: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """x / RMS · γ: (n, d), (n, 1), (d,) -> (n, d)."""
     return x / rms_ * gamma
+
+
+# -- their backward: ∂L/∂ of the input and of γ (β) from ∂L/∂ of the output, row by row -----------
+
+
+def normalized_grad(d: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float) -> tuple:
+    """LayerNorm's backward. With x̂ = (x − μ) / σ and G = ∂L/∂y ⊙ γ, each row's
+    ∂L/∂x = (G − mean(G) − x̂ · mean(G ⊙ x̂)) / σ: μ and σ depend on every entry of the row, so
+    each entry's gradient gives up the row's mean and its share along x̂.
+    ∂L/∂γ = Σ_i ∂L/∂y ⊙ x̂,  ∂L/∂β = Σ_i ∂L/∂y.   (n, d), (n, d), (d,) -> (n, d), (d,), (d,)"""
+    mu_sigma = stats(x, eps)
+    sigma = mu_sigma[:, 1:]  # (n, 1)
+    hat = (x - mu_sigma[:, :1]) / sigma  # (n, d)
+    G = d * gamma  # (n, d)
+    dx = (G - G.mean(axis=1, keepdims=True) - hat * (G * hat).mean(axis=1, keepdims=True)) / sigma
+    return dx, (d * hat).sum(axis=0), d.sum(axis=0)
+
+
+def rms_normalized_grad(d: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float) -> tuple:
+    """RMSNorm's backward. With x̂ = x / RMS and G = ∂L/∂y ⊙ γ, each row's
+    ∂L/∂x = (G − x̂ · mean(G ⊙ x̂)) / RMS (no mean to give up: none was subtracted);
+    ∂L/∂γ = Σ_i ∂L/∂y ⊙ x̂.   (n, d), (n, d), (d,) -> (n, d), (d,)"""
+    root = rms(x, eps)  # (n, 1)
+    hat = x / root
+    G = d * gamma
+    return (G - hat * (G * hat).mean(axis=1, keepdims=True)) / root, (d * hat).sum(axis=0)

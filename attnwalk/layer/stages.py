@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.layer import cells, ops
+from attnwalk.layer import cells, gradcells, ops
 from attnwalk.layer.decodemath import group
-from attnwalk.layer.graph import MASKED, SIGNED, TOKENS, WEIGHTS, Graph, Stage, get, symbol_of  # noqa: F401
+from attnwalk.layer.graph import (MASKED, SIGNED, TOKENS, WEIGHTS, Backward, Graph, Stage,  # noqa: F401
+                                 fixed_terms, get, symbol_of)
 from attnwalk.layer.modes import BASELINE
 
 if TYPE_CHECKING:
@@ -67,6 +68,58 @@ def output(ctx: Context, A: np.ndarray, V: np.ndarray) -> np.ndarray:
 
 def concatenated(ctx: Context, Z: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(Z, axis=1)  # h × (n, d_v) -> (n, h·d_v)
+
+
+# -- how each stage passes a gradient back (graph.Backward): dOut is ∂L/∂ of its output ----------
+
+
+def sum_grad(ctx: Context, dX: np.ndarray, X: np.ndarray, E: np.ndarray, P: np.ndarray) -> tuple:
+    return dX, None  # X = E + P: E's rows get ∂L/∂X; P is a fixed table (or 0), never learned
+
+
+def product_grad(ctx: Context, dP: np.ndarray, P: np.ndarray, L: np.ndarray, R: np.ndarray,
+                 b: np.ndarray | None = None) -> tuple:
+    """P = L · R (+ b): Q = X · W_Q, Z = A · V, O = concat · W_O."""
+    dL = dP @ R.T  # (n, h·d) @ (h·d, d_model) -> (n, d_model);  Z: (n, d_v) @ (d_v, m) -> (n, m)
+    dR = L.T @ dP  # (d_model, n) @ (n, h·d) -> (d_model, h·d);  Z: (m, n) @ (n, d_v) -> (m, d_v)
+    return (dL, dR) if b is None else (dL, dR, dP.sum(axis=0))  # b is added to every row
+
+
+def dot_scores_grad(ctx: Context, dS: np.ndarray, QKT: np.ndarray, Q: np.ndarray, K: np.ndarray) -> tuple:
+    return dS @ K, dS.T @ Q  # (n, m) @ (m, d_k) -> (n, d_k);  (m, n) @ (n, d_k) -> (m, d_k)
+
+
+def scaled_grad(ctx: Context, dS: np.ndarray, S: np.ndarray, QKT: np.ndarray) -> tuple:
+    return (dS / ctx.scale,)
+
+
+def weights_grad(ctx: Context, dA: np.ndarray, A: np.ndarray, S: np.ndarray) -> tuple:
+    """The softmax's Jacobian applied row by row: ∂L/∂S = A ⊙ (∂L/∂A − rowsum(A ⊙ ∂L/∂A)), × --amplify.
+    A masked weight is exactly 0 whatever its score, so its cell is exactly 0 (written as 0.0,
+    never −0.0). Uniform (and hard) weights do not move with the scores: no gradient."""
+    if not ctx.mode.smooth:
+        return (None,)
+    inner = np.sum(A * dA, axis=-1, keepdims=True)  # (n, 1): the row's A-weighted mean of ∂L/∂A
+    dS = A * (dA - inner) * ctx.amplify  # (n, m)
+    return (np.where(ctx.allowed, dS, 0.0),)
+
+
+def concat_grad(ctx: Context, dC: np.ndarray, C: np.ndarray, Z: list[np.ndarray]) -> tuple:
+    from attnwalk.layer.graph import block
+
+    return ([block(dC, h, len(Z)) for h in range(len(Z))],)  # each head's columns back to its Z
+
+
+def _s_terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+    return ("{d} / √d_k",) if mode.scales(scn.scorer) else ("{d}",)
+
+
+def _a_terms(scn: Scenario, mode: Mode) -> tuple[str | None, ...]:
+    return ("{out} ⊙ ({d} − rowsum({out} ⊙ {d}))",) if mode.smooth else (None,)
+
+
+SUM_BACK = Backward(sum_grad, fixed_terms("{d}", None), gradcells.passed)
+PRODUCT_BACK = Backward(product_grad, fixed_terms("{d} · {1}ᵀ", "{0}ᵀ · {d}", "Σ_i {d}[i, :]"), gradcells.product)
 
 
 # -- formulas, text variants and notes -------------------------------------------------------------
@@ -185,29 +238,34 @@ BASE: Graph = (
           variants=order_variants, worked=cells.position),
     Stage("X", "X", "X = $0 + $1", "n", "d_model", lambda ctx, E, P: E + P, reads=("E", "P"),
           variants=order_variants, worked=cells.input_sum, overflow="use smaller embeddings or positions",
-          step=_x_step),
+          step=_x_step, backward=SUM_BACK),
     Stage("Q", "Q", "Q = $0 · W_Q", "n", "d_k", projection, reads=("X",), params=("W_Q",), split=True,
           weight="W_Q", formula_for=projection_formula, step=projection_step("W_Q"),
-          worked=cells.projection, overflow=_BIG),
+          worked=cells.projection, overflow=_BIG, backward=PRODUCT_BACK),
     Stage("K", "K", "K = $0 · W_K", "m", "d_k", projection, reads=("X",), params=("W_K",), split=True, shared=True,
-          weight="W_K", formula_for=projection_formula, step=projection_step("W_K"), worked=cells.projection, overflow=_BIG),
+          weight="W_K", formula_for=projection_formula, step=projection_step("W_K"), worked=cells.projection,
+          overflow=_BIG, backward=PRODUCT_BACK),
     Stage("V", "V", "V = $0 · W_V", "m", "d_v", projection, reads=("X",), params=("W_V",), split=True, shared=True,
-          weight="W_V", formula_for=projection_formula, step=projection_step("W_V"), worked=cells.projection, overflow=_BIG),
+          weight="W_V", formula_for=projection_formula, step=projection_step("W_V"), worked=cells.projection,
+          overflow=_BIG, backward=PRODUCT_BACK),
     Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", dot_scores, reads=("Q",), keys=("K",),
           per_head=True, formula_for=score_formula, notes=lambda scn, mode: ["truth.cost"],
           worked=cells.scores, step=lambda scn, mode, q: f"{q} · k_j",
-          overflow="use smaller queries and keys", aliases=("qkt", "qk^t", "qk", "raw")),
+          overflow="use smaller queries and keys", aliases=("qkt", "qk^t", "qk", "raw"),
+          backward=Backward(dot_scores_grad, fixed_terms("{d} · {1}", "{d}ᵀ · {0}"), gradcells.dot_scores)),
     Stage("S", "S", "S = QKᵀ / √d_k", "n", "m", scaled, reads=("QK^T",), per_head=True,
-          formula_for=_s_formula, variants=_s_variants, notes=mode_notes, worked=cells.scaled, step=_s_step),
+          formula_for=_s_formula, variants=_s_variants, notes=mode_notes, worked=cells.scaled, step=_s_step,
+          backward=Backward(scaled_grad, _s_terms, gradcells.scaled)),
     Stage("A", "A", "A[i, :] = softmax((S + M)[i, :])", "n", "m", weights, reads=("S",), kind=WEIGHTS,
           per_head=True, formula_for=_a_formula, variants=mode_variants, notes=mode_notes,
-          worked=cells.softmax, step=_a_step),
+          worked=cells.softmax, step=_a_step, backward=Backward(weights_grad, _a_terms, gradcells.softmax)),
     Stage("Z", "Z", "Z = A · V", "n", "d_v", output, reads=("A",), keys=("V",), per_head=True,
           variants=mode_variants, notes=_output_notes, worked=cells.output, overflow="use smaller values",
-          step=lambda scn, mode, a: f"{a} · V_cache"),
+          step=lambda scn, mode, a: f"{a} · V_cache", backward=PRODUCT_BACK),
     # every head's Z side by side: one head's Z itself, so not shown (features/heads.py shows it)
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", concatenated, reads=("Z",),
-          split=True, across=True, shown=False, worked=cells.concat),
+          split=True, across=True, shown=False, worked=cells.concat,
+          backward=Backward(concat_grad, fixed_terms("{d}[:, h]"), gradcells.concat)),
 )
 
 

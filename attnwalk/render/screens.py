@@ -190,6 +190,8 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
     rows, cols = axes(walk, stage, head, opts.lang)
     if opts.ascii and not stage.square:  # dimension names such as a LayerNorm's μ, σ
         cols = tuple(style.plain(label, opts) for label in cols)
+    if opts.ascii and stage.rows not in ("n", "m"):  # a weight's rows are dimensions too (∂L/∂W_Q)
+        rows = tuple(style.plain(label, opts) for label in rows)
     allowed = scn.allowed if stage.kind in (MASKED, WEIGHTS) and scn.masked else None
     out: list[RenderableType] = [heat_table(M, rows, cols, stage.kind, opts, allowed=allowed,
                                             mark_row_max=stage.kind == WEIGHTS)]

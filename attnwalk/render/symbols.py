@@ -30,6 +30,9 @@ _SYMBOLS: dict[str, tuple[str | None, str | None, str | None]] = {
     "ε": ("eps", r"\varepsilon ", None), "θ": ("theta", r"\theta ", None),
     "λ": ("lambda", r"\lambda ", None), "μ": ("mu", r"\mu ", None), "π": ("pi", r"\pi ", None),
     "σ": ("sigma", r"\sigma ", None),
+    # the backward walk and training: the learning rate, RoPE's angle, ⊙ (cell by cell), ½ Σ (Y − T)²
+    "η": ("eta", r"\eta ", None), "φ": ("phi", r"\varphi ", None), "⊙": (".*", r"\odot ", None),
+    "½": ("1/2", r"\tfrac{1}{2}", r"$\frac{1}{2}$"),
     # punctuation and marks
     "–": ("-", "-", "--"), "—": ("--", "-", "---"), "“": ('"', None, "``"), "”": ('"', None, "''"),
     "‘": ("'", None, "`"), "’": ("'", None, "'"), "▲": ("*", r"\triangle ", None),

@@ -67,6 +67,8 @@ class _Cell:
         self.rows, self.cols = axes(self.walk, self.stage, self.head, opts.lang)
         if opts.ascii and not stage.square:  # dimension names such as a LayerNorm's μ, σ
             self.cols = tuple(style.plain(label, opts) for label in self.cols)
+        if opts.ascii and stage.rows not in ("n", "m"):  # a weight's rows are dimensions too (∂L/∂W_Q)
+            self.rows = tuple(style.plain(label, opts) for label in self.rows)
         self.value = float(self.walk.matrix(self.stage.key, self.head)[self.row, self.col])
         self.missed: tuple[float, float] | None = None  # (a chain's end, where it should land)
         self.cramped = False  # set when the arithmetic needs more decimals to agree with itself

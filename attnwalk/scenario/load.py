@@ -204,6 +204,9 @@ def _notes(f: Fields, node: Node, scn: Scenario) -> dict:
     from attnwalk.layer.stages import stage_by_name
 
     shown_here = tuple(s for s in scn.graph if s.shown)
+    for feature in scn.features:  # a feature's own screens (a target's backward walk) may have notes
+        if hasattr(feature, "note_stages"):
+            shown_here += feature.note_stages(scn)
 
     def resolve(name: str) -> str | None:
         stage = stage_by_name(name, shown_here)

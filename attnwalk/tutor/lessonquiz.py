@@ -19,6 +19,7 @@ import numpy as np
 from attnwalk.layer.walk import Walk
 from attnwalk.text import Text
 from attnwalk.tutor import lessons_core as core
+from attnwalk.tutor import lessons_grad as grad
 from attnwalk.tutor import lessons_variants as variants
 from attnwalk.tutor.quiz import CHOICE, Question
 
@@ -40,6 +41,8 @@ LESSONS: dict[str, dict[str, Callable[[Walk], dict | None]]] = {
     "kv_cache": {"saves": variants.cache_saves, "exact": variants.cache_exact},
     "shapes": {"scores": variants.shapes_scores, "concat": variants.shapes_concat},
     "word_order": {"same_vector": core.order_same_vector, "where": core.order_where},
+    "backprop": {"moves": grad.backprop_moves, "key": grad.backprop_key},
+    "saturation": {"spread": grad.saturation_spread, "signal": grad.saturation_signal},
 }
 
 

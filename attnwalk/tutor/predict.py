@@ -21,6 +21,7 @@ through `StepPredictions`.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -111,10 +112,11 @@ class Predictor:
     pending: dict[tuple[str, int], tuple[Question, str]] = field(default_factory=dict)
     asked: set[tuple[str, int]] = field(default_factory=set)
     stopped: bool = False  # input ended: no more asking
+    questions: Callable[..., Question | None] = prediction  # the backward walk asks its own (gradquiz.py)
 
     def before(self, key: str, head: int) -> None:
         """Ask for the prediction of stage `key` (printed walk: above the stage's screen)."""
-        q = prediction(self.walk, key, head, self.lang)
+        q = self.questions(self.walk, key, head, self.lang)
         if q is None or self.stopped or (key, head) in self.asked:
             return
         self.asked.add((key, head))
@@ -181,11 +183,12 @@ class StepPredictions:
     """The interactive walk's asking and judging, handed to the app by commands/walk.py (so app/
     needs no more of tutor/ than this object)."""
 
-    def __init__(self, lang: str = "en") -> None:
+    def __init__(self, lang: str = "en", questions: Callable[..., Question | None] = prediction) -> None:
         self.lang = lang
+        self.questions = questions  # the backward walk asks its own (tutor/gradquiz.py)
 
     def ask(self, walk: Walk, key: str, head: int) -> Question | None:
-        q = prediction(walk, key, head, self.lang)
+        q = self.questions(walk, key, head, self.lang)
         if q is not None and q.kind == CHOICE:  # the app's prompt is one line: the options go in it
             options = " ".join(f"{letter}) {option}" for letter, option in zip("abc", q.choices))
             q = replace(q, text=f"{q.text} {options}")

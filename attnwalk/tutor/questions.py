@@ -103,6 +103,9 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
 
     out += tiled_questions(walk, tx, head, pick)
     out += cache_questions(walk, tx, pick)  # a causal mask: what a KV cache reuses, what it saves
+    from attnwalk.tutor.gradquiz import grad_questions  # a target: which gradients are 0, and why
+
+    out += grad_questions(walk, tx, pick)
     out = [q for q in out if q is not None]
     _spread_answers(out, random.Random(f"attnwalk:{seed}"))
     if pick:

@@ -1,0 +1,192 @@
+"""`attnwalk train` in a terminal: the loss curve and the watched head's A changing step by step,
+for one mode or, with --compare, the scaled and the unscaled layer side by side.
+
+The steps are computed in a Textual worker thread (a step of a large layer takes a moment, and the
+keys must not wait for it), paced so a lesson's run takes a few seconds to watch; space pauses and
+resumes, n takes one step while paused, q quits. The curve, the numbers and A are the printed run's
+renderables (render/trainview.py): the curve on one scale for both runs."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from collections.abc import Iterator
+
+from rich.console import Group
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Static
+
+from attnwalk.app import collect_again
+from attnwalk.app.footer import KeysFooter
+from attnwalk.app.help import MessageAndExits, translated
+from attnwalk.app.scrolling import PaneScroll
+from attnwalk.layer.train import Step
+from attnwalk.render import style
+from attnwalk.render.options import ViewOptions
+from attnwalk.render.trainview import loss_curve, run_header, weights_view
+from attnwalk.render.wrap import Prose
+
+RUN_SECONDS = 8.0  # a whole run takes about this long to watch (each step at least MIN_PAUSE apart)
+MIN_PAUSE, MAX_PAUSE = 0.02, 0.4
+
+
+class TrainApp(PaneScroll, MessageAndExits, App[int]):
+    """Train `runs` (one generator of Steps per mode) in step, showing each as it comes."""
+
+    CSS = """
+    Screen { layout: vertical; }
+    #header { height: auto; padding: 0 1; }
+    #status { height: auto; padding: 0 1; color: $text-muted; }
+    #runs { height: 1fr; }
+    .run { width: 1fr; height: 100%; padding: 0 1; }
+    .curve { height: 4; margin: 1 0 0 0; }
+    .numbers { height: auto; }
+    .weights { height: 1fr; scrollbar-size-vertical: 1; }
+    #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
+    #message.-shown { display: block; }
+    """
+    ENABLE_COMMAND_PALETTE = False
+    scrolled = ".weights"
+    help_key = "train.help"
+    BINDINGS = [
+        Binding("space", "pause", "train.key.pause", key_display="space"),
+        Binding("n", "step", "train.key.step"),
+        Binding("question_mark", "help", "app.key.help", key_display="?"),
+        Binding("q", "leave", "app.key.quit"),
+        Binding("ctrl+d", "leave", show=False),
+        Binding("j,down", "scroll_lines(1)", show=False),
+        Binding("k,up", "scroll_lines(-1)", show=False),
+        Binding("ctrl+c", "interrupt", show=False, priority=True),
+    ]
+
+    def __init__(self, runs: dict[str, Iterator[Step]], steps: int, lr: float, head: int,
+                 opts: ViewOptions) -> None:
+        super().__init__()
+        translated(self, opts)
+        keys = self._bindings.key_to_bindings  # this app's own keys' descriptions: train.key.*
+        for key, found in keys.items():
+            keys[key] = [replace(b, description=style.say(opts, b.description))
+                         if b.description.startswith("train.") else b for b in found]
+        self.runs, self.steps, self.lr, self.head, self.opts = runs, steps, lr, head, opts
+        self.seen: dict[str, list[Step]] = {mode: [] for mode in runs}
+        self.pause = max(MIN_PAUSE, min(MAX_PAUSE, RUN_SECONDS / max(steps, 1)))
+        self.running = threading.Event()
+        self.running.set()
+        self.one_step = threading.Event()
+        self.leaving = threading.Event()  # the app is closing: the worker stops at its next check
+        self.done = False
+        self.message = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        yield Static(id="status")
+        with Horizontal(id="runs"):
+            for mode in self.runs:
+                with Vertical(classes="run", id=f"run-{mode}"):
+                    yield Static(classes="curve", id=f"curve-{mode}")
+                    yield Static(classes="numbers", id=f"numbers-{mode}")
+                    with VerticalScroll(classes="weights", can_focus=False):
+                        yield Static(id=f"weights-{mode}")
+        yield Static(id="message")
+        yield KeysFooter()
+
+    def on_mount(self) -> None:
+        collect_again()
+        self.train()
+
+    # -- the steps, in a worker thread ------------------------------------------------------------
+
+    @work(thread=True, exclusive=True)
+    def train(self) -> None:
+        try:
+            for k in range(self.steps + 1):
+                steps = {mode: next(run) for mode, run in self.runs.items()}
+                if self.leaving.is_set():
+                    return
+                self._post(self.show_step, steps)
+                if k == self.steps:
+                    break
+                if self.leaving.wait(self.pause):
+                    return
+                while not self.running.is_set():  # paused: n takes one step
+                    if self.leaving.is_set():
+                        return
+                    if self.one_step.wait(0.05):
+                        self.one_step.clear()
+                        break
+        except Exception as exc:  # a run that overflows float64 says why (layer/train.diverged)
+            if not self.leaving.is_set():
+                self._post(self.say_now, str(exc))
+        if not self.leaving.is_set():
+            self._post(self.finished)
+
+    def _post(self, callback, *args) -> None:
+        try:
+            self.call_from_thread(callback, *args)
+        except RuntimeError:  # the app closed between the check and the call
+            self.leaving.set()
+
+    def on_unmount(self) -> None:
+        self.leaving.set()
+
+    def show_step(self, steps: dict[str, Step]) -> None:
+        for mode, step in steps.items():
+            self.seen[mode].append(step)
+        if len(self.seen[next(iter(self.seen))]) == 1:
+            self.query_one("#header", Static).update(run_header(self.seen, self.lr, self.head, self.opts,
+                                                                steps=self.steps))
+        width = max(self.size.width // len(self.runs) - 2, 20)
+        opts = self.opts.with_(width=width)
+        top = max(s.loss for run in self.seen.values() for s in run[:1])  # one scale for every run
+        for mode, run in self.seen.items():
+            curve = loss_curve([s.loss for s in run], top, self.steps, width, 4, opts)
+            self.query_one(f"#curve-{mode}", Static).update(curve)
+            self.query_one(f"#numbers-{mode}", Static).update(self._numbers(mode, run, opts))
+            self.query_one(f"#weights-{mode}", Static).update(
+                weights_view(run[-1], self.head, opts, style.say(opts, "train.a_end", mode=self._mode_name(mode),
+                                                                  step=run[-1].step)))
+        self._status()
+
+    def _mode_name(self, mode: str) -> str:
+        return style.say(self.opts, f"mode.{mode}.name")
+
+    def _numbers(self, mode: str, run: list[Step], opts: ViewOptions) -> Group:
+        first, last = run[0], run[-1]
+        drop = first.loss - last.loss
+        line = style.say(opts, "train.live", mode=self._mode_name(mode), first=style.number(first.loss, opts),
+                         last=style.number(last.loss, opts), drop=style.number(drop, opts),
+                         grad=style.number(last.grad_norm, opts))
+        return Group(Text(style.say(opts, "train.curve"), style=style.NOTE), Prose(style.plain(line, opts)))
+
+    def _status(self) -> None:
+        k = len(self.seen[next(iter(self.seen))]) - 1
+        state = "train.done" if self.done else "train.running" if self.running.is_set() else "train.paused"
+        self.query_one("#status", Static).update(style.say(self.opts, "train.status", step=k, steps=self.steps,
+                                                           state=style.say(self.opts, state)))
+
+    def finished(self) -> None:
+        self.done = True
+        self._status()
+
+    # -- keys -------------------------------------------------------------------------------------
+
+    def action_pause(self) -> None:
+        if self.done:
+            return
+        if self.running.is_set():
+            self.running.clear()
+        else:
+            self.running.set()
+        self._status()
+
+    def action_step(self) -> None:
+        if self.done:
+            self.say_now(style.say(self.opts, "train.no_more"))
+        elif self.running.is_set():
+            self.say_now(style.say(self.opts, "train.pause_first"))
+        else:
+            self.one_step.set()

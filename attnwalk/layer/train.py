@@ -1,0 +1,134 @@
+"""Watching attention learn: plain gradient descent on the layer's weights, W ← W − η · ∂L/∂W, for
+W_Q, W_K, W_V (and W_O), one step at a time (`attnwalk train`).
+
+Each step is the layer's forward walk (walk.py), the scenario's loss (its target feature's) and the
+backward walk (backward.py); nothing else. What a run may cost is worked out from the shapes
+before any of it is computed (`check_cost`): a forward and a backward pass per step, and the
+matrices one step holds at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from attnwalk.errors import ComputeError, ScenarioError
+from attnwalk.layer.backward import Grads, backward, objective
+from attnwalk.layer.cost import dims_of, work
+from attnwalk.layer.modes import Mode, mode_named
+from attnwalk.layer.walk import Walk, compute
+
+if TYPE_CHECKING:
+    from attnwalk.scenario.scenario import Scenario
+
+TRAINED = ("W_Q", "W_K", "W_V", "W_O")  # what gradient descent updates (a lesson's other parameters stay)
+MAX_WORK = 15_000_000_000  # multiply-adds of a whole run: a few seconds of numpy on two CPUs (bench_grad.py)
+MAX_BYTES = 300 * 1024 * 1024  # the matrices one step holds at once
+
+
+class Step(NamedTuple):
+    """The layer after `step` updates (step 0: as the scenario gives it), its loss and gradients."""
+
+    step: int
+    loss: float
+    walk: Walk
+    grads: Grads
+
+    @property
+    def grad_norm(self) -> float:
+        """|∂L/∂W|: the size of the update's direction, over every weight that is trained."""
+        return float(np.sqrt(sum(np.sum(g * g) for name, g in self.grads.params.items() if name in TRAINED)))
+
+
+def gradients(walk: Walk) -> Grads:
+    """The loss of `walk`'s scenario (its target) and ∂L/∂ of every matrix: the backward walk."""
+    result = objective(walk.scenario).loss(walk)
+    return backward(walk, result.seeds, result.value)
+
+
+def descend(scn: Scenario, mode: Mode | str, steps: int, lr: float) -> Iterator[Step]:
+    """Step 0, then each of `steps` updates W ← W − lr · ∂L/∂W, one at a time."""
+    mode = mode_named(mode)
+    for k in range(steps + 1):
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                walk = compute(scn, mode)
+                grads = gradients(walk)
+        except ComputeError as exc:
+            if k == 0:
+                raise
+            raise diverged(scn, k, lr, mode) from exc
+        if not (np.isfinite(grads.loss) and all(np.all(np.isfinite(g)) for g in grads.params.values())):
+            raise diverged(scn, k, lr, mode)
+        yield Step(k, grads.loss, walk, grads)
+        if k < steps:
+            scn = updated(scn, grads, lr)
+
+
+def diverged(scn: Scenario, k: int, lr: float, mode: Mode) -> ComputeError:
+    """Gradient descent that overshot until float64 overflowed: say so, and what to change."""
+    return ComputeError(f"{scn.label}: at step {k} of {mode.name} training the loss or its gradient "
+                        f"overflows float64: each step overshot the one before, so η = {lr:g} is too "
+                        f"large for this layer; try --lr {lr / 10:g}")
+
+
+def updated(scn: Scenario, grads: Grads, lr: float) -> Scenario:
+    """`scn` with each trained weight moved against its gradient: W − lr · ∂L/∂W."""
+    changes = {}
+    for name in TRAINED:
+        if name in grads.params:
+            W = np.asarray(scn.param(name)) - lr * grads.params[name]
+            W.flags.writeable = False
+            changes[name] = W
+    return dataclasses.replace(scn, **changes)
+
+
+# -- what a run costs -------------------------------------------------------------------------------
+
+
+def step_work(scn: Scenario) -> int:
+    """Multiply-adds of one step: the forward pass, and a backward pass that does two products
+    for each one of the forward (∂L/∂ of both factors)."""
+    forward = sum(w.count for w in work(dims_of(scn)))
+    if scn.score == "additive":  # tanh(q_i + k_j) · w_a: d_k terms per score, and its backward
+        forward += scn.heads * scn.n * scn.m * scn.d_k
+    return 3 * forward
+
+
+def step_bytes(scn: Scenario) -> int:
+    """The float64 matrices one step holds at once: every head's query × key matrices forward (QKᵀ,
+    S, S + M or S + B, A) and backward (∂L/∂ of A, S, QKᵀ) and two in flight; the n-row ones (X,
+    Q, K, V, Z, concat, O) and their gradients; the weights and theirs. Additive scores add one
+    head's n × m × d_k tanh and its gradient."""
+    h, n, m, d_model = scn.heads, scn.n, scn.m, scn.d_model
+    numbers = (7 * h + 2) * n * m
+    numbers += 2 * (n + m) * (2 * d_model + 2 * h * (scn.d_k + scn.d_v))
+    numbers += 2 * d_model * h * (2 * scn.d_k + 2 * scn.d_v)
+    if scn.score == "additive":
+        numbers += 3 * n * m * scn.d_k
+    return 8 * numbers
+
+
+def check_cost(scn: Scenario, steps: int, what: str) -> None:
+    """Refuse, before anything is computed, a run of `steps` steps (grad: 0) that would take more
+    than a few seconds or MAX_BYTES: one line naming the scenario's tokens, as the loader does."""
+    total = step_work(scn) * (steps + 1)
+    size = step_bytes(scn)
+    if total <= MAX_WORK and size <= MAX_BYTES:
+        return
+    shape = f"{scn.n} tokens, d_model {scn.d_model}, {scn.heads} head{'s' if scn.heads > 1 else ''}"
+    if size > MAX_BYTES:
+        problem = (f"{what} on this layer ({shape}) would hold about {size // (1024 * 1024):,} MB of "
+                   f"matrices at once, more than {MAX_BYTES // (1024 * 1024)} MB; use fewer tokens or heads")
+    else:
+        each = step_work(scn)
+        most = max(MAX_WORK // each - 1, 0)
+        fix = (f"use --steps {most} or fewer" if most >= 1 and steps > most
+               else "use fewer tokens or a narrower layer")
+        problem = (f"{what} on this layer ({shape}) would do about {total / 1e9:,.1f} billion "
+                   f"multiply-adds ({each / 1e9:,.1f} billion a step, forward and backward), more than "
+                   f"the {MAX_WORK / 1e9:,.0f} billion attnwalk computes in one run; {fix}")
+    raise ScenarioError(problem, file=scn.label, field="tokens", line=scn.lines.get("tokens"))
