@@ -19,7 +19,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, rope, scores, tiles
+from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, quantize, rope, scores, tiles
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
 # The order features are applied in: each sees the graph the ones before it made (tiles puts its
 # stage after Z before the others reroute what it reads and add their notes to it; a real model's
-# stages come before the grouped heads' text, which names them).
+# stages come before the grouped heads' text, which names them; quantize reads every weight
+# matrix the features before it read, W_O included).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, model, biases,
-                                    gqa, norm)
+                                    gqa, norm, quantize)
 
 
 def graph_of(scn: Scenario) -> Graph:
