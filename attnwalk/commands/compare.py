@@ -82,19 +82,18 @@ def compare_command(*, names: list[str], files: list[str], modes: list[str], amp
 def _quantized(scenarios: list, kind: str) -> list:
     """One scenario as written beside it with its weights at `kind` (each side named for what its
     weights are), or both of two at `kind`."""
-    from attnwalk.scenario.variant import quantized_name, with_quantize
+    from dataclasses import replace
+
+    from attnwalk.scenario.variant import quantized_kind, quantized_name, with_quantize
 
     if len(scenarios) == 2:
         return [with_quantize(s, kind) for s in scenarios]
     (scn,) = scenarios
-    other = with_quantize(scn, kind)
-    if quantized_name(other) == quantized_name(scn):
-        raise UsageError(f"--quantize {kind}: {scn.name} already has {kind.upper() if kind != 'none' else 'float'} "
-                         f"weights; give {' or '.join(k for k in ('none', 'q4_1', 'q8_0') if k != kind)} to set "
-                         "it beside another")
-    from dataclasses import replace
-
-    return [replace(scn, name=quantized_name(scn)), other]
+    if quantized_kind(scn) == kind:
+        others = " or ".join(k for k in ("none", "q4_1", "q8_0") if k != kind)
+        raise UsageError(f"--quantize {kind}: {scn.name} is already {quantized_name(scn).split(' · ')[-1]}; "
+                         f"give {others} to set it beside the same layer so")
+    return [replace(scn, name=quantized_name(scn)), with_quantize(scn, kind)]
 
 
 def check_bounds(scn, count: int, modes: list[str], format: str) -> None:

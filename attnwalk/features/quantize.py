@@ -49,16 +49,10 @@ def read(d: Draft) -> None:
               if W is not None}
     made = {}
     for name, W in floats.items():
-        if quants.block_size(W.shape[0]) is None:
-            inputs = "h·d_v" if name == "W_O" else "d_model"
-            raise f.error("quantize", node, f"quantize: {kind} cuts each column of {name} into blocks of "
-                          f"{quants.BLOCK}, but {name} has {W.shape[0]} rows ({inputs}); give {inputs} a "
-                          f"multiple of {quants.BLOCK}, or under {quants.BLOCK} (one block a column)")
+        why = quants.refusal(name, W, kind)
+        if why is not None:
+            raise f.error("quantize", node, f"quantize: {why}")
         made[name] = quants.quantized(W, kind)
-        if not np.isfinite(made[name]).all():  # d and m are float16: at most 65504
-            big = float(np.abs(W).max())
-            raise f.error(name, d.top[name], f"{name} has a weight of {big:g}, too large for quantize: "
-                          f"{kind}, whose block scales are float16 (at most 65504)")
     d.W_Q, d.W_K, d.W_V = made["W_Q"], made["W_K"], made["W_V"]
     d.W_O = made.get("W_O")
     d.settings[NAME] = Quantization(kind.upper(), floats)
@@ -104,3 +98,53 @@ def export(walk: Walk, data: dict[str, Any]) -> None:
     held = _held(walk.scenario)
     data["quantize"] = {"type": held.kind, "block": quants.block_size(walk.scenario.d_model),
                         "float_weights": {name: W.tolist() for name, W in held.floats.items()}}
+
+
+# -- the quantized lesson's own questions (tutor/lessonquiz.py asks them; their text is
+# quiz.lesson.quantized.*): the numbers each needs, or None where the walk does not show the point
+
+def _collapsed(walk: Walk) -> dict | None:
+    """Two weights of W_K's outlier block that 4 bits put on one level, and why."""
+    held = _held(walk.scenario)
+    if held is None or held.kind != "Q4_1":
+        return None
+    W = held.floats["W_K"]
+    j = int(np.argmax(np.abs(W).max(axis=0)))  # the column holding the outlier
+    column, back = W[:, j], walk.scenario.W_K[:, j]
+    big = int(np.argmax(np.abs(column)))
+    pairs = [(a, b) for a in range(len(column)) for b in range(a + 1, len(column))
+             if big not in (a, b) and column[a] != column[b] and back[a] == back[b]]
+    if not pairs or quants.block_size(len(column)) != len(column):  # the lesson's one block a column
+        return None
+    a, b = pairs[0]
+    block = quants.block(W, held.kind, a, j)
+    rest = np.delete(column, big)
+    return {"col": j + 1, "column": column, "r1": a + 1, "r2": b + 1, "w1": float(column[a]),
+            "w2": float(column[b]), "level": float(back[a]), "outlier": float(column[big]),
+            "d": block.fields["d"], "m": block.fields["m"], "q": block.q, "rest_lo": float(rest.min()),
+            "rest_hi": float(rest.max()), "d_rest": float((rest.max() - rest.min()) / 15)}
+
+
+def _finer(walk: Walk) -> dict | None:
+    """The same block at Q8_0: the focus row's first choice, at float, at 4 bits and at 8."""
+    from attnwalk.layer.axes import token_labels
+    from attnwalk.layer.walk import compute
+
+    scn, said = walk.scenario, _collapsed(walk)
+    if said is None or scn.focus is None:
+        return None
+    i, keys = scn.focus, token_labels(scn.key_tokens)
+    top = {kind: int(np.argmax(compute(quants.requantized(scn, kind)).matrix("A", 0)[i]))
+           for kind in ("none", "q8_0")}
+    q4 = int(np.argmax(walk.matrix("A", 0)[i]))
+    if top["none"] == q4 or top["q8_0"] != top["none"]:
+        return None
+    W, j = _held(scn).floats["W_K"], said["col"] - 1
+    d8 = quants.block(W, "q8_0", 0, j).fields["d"]
+    w8 = quants.quantized(W, "q8_0")[:, j]
+    return {**said, "token": token_labels(scn.tokens)[i], "float_top": keys[top["none"]], "q4_top": keys[q4],
+            "d8": d8, "w1_8": float(w8[said["r1"] - 1]), "w2_8": float(w8[said["r2"] - 1]),
+            "ratio": round(said["d"] / d8)}
+
+
+QUESTIONS = {"quantized": {"collapsed": _collapsed, "finer": _finer}}

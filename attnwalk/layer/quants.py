@@ -62,10 +62,33 @@ def block_size(rows: int) -> int | None:
     return BLOCK if rows % BLOCK == 0 else None
 
 
-def bits(kind: str) -> float:
-    """Bits a weight on disk: its integer, and its block's float16 fields shared out (32 weights)."""
-    fields = 2 if kind == "Q4_1" else 1
-    return BITS[kind] + 16 * fields / BLOCK
+def refusal(name: str, W: np.ndarray, kind: str) -> str | None:
+    """Why weight matrix `name` (in × out, at float) cannot be quantized to `kind`, or None."""
+    inputs = "h·d_v" if name == "W_O" else "d_model"
+    if block_size(W.shape[0]) is None:
+        return (f"{kind} cuts each column of {name} into blocks of {BLOCK}, but {name} has {W.shape[0]} rows "
+                f"({inputs}); give {inputs} a multiple of {BLOCK}, or under {BLOCK} (one block a column)")
+    if not np.isfinite(quantized(W, kind)).all():  # d and m are float16
+        return (f"{name} has a weight of {float(np.abs(W).max()):g}, too large for {kind}, whose block "
+                "scales are float16 (at most 65504)")
+    return None
+
+
+def requantized(scn, kind: str):
+    """Scenario `scn` with its weight matrices as written ("none") or quantized to `kind`, from the
+    floats the file wrote (a quantized scenario keeps them). Unchecked: scenario/variant.py checks
+    the blocks and names the result for compare."""
+    from dataclasses import replace
+
+    held = scn.setting("quantize")
+    floats = held.floats if held is not None else {
+        name: scn.param(name) for name in WEIGHTS if name != "W_O" or scn.W_O is not None}
+    if kind == "none":
+        return replace(scn.with_setting("quantize", None), **floats)
+    made = {name: quantized(W, kind) for name, W in floats.items()}
+    for W in made.values():
+        W.flags.writeable = False
+    return replace(scn.with_setting("quantize", Quantization(kind.upper(), floats)), **made)
 
 
 def quantized(W: np.ndarray, kind: str) -> np.ndarray:

@@ -60,31 +60,27 @@ def with_mask(scn: Scenario, kind: str) -> Scenario:
 
 
 def with_quantize(scn: Scenario, kind: str) -> Scenario:
-    """`scn` with its weight matrices as written (none) or quantized to `kind`, from the floats
-    the file wrote (a quantized scenario keeps them); named for what it multiplies by."""
+    """`scn` with its weight matrices as written (none) or quantized to `kind`, from the floats the
+    file wrote (a quantized scenario keeps them); named for what it multiplies by."""
     if kind not in QUANTIZES:
         raise UsageError(f"--quantize {kind}: choose one of {', '.join(QUANTIZES)}")
+    if kind != "none":
+        for name in quants.WEIGHTS:
+            W = scn.param(name)  # its rows are the inputs, at float or not; a float one is checked
+            why = None if W is None else quants.refusal(name, W, kind)
+            if why is not None:
+                raise UsageError(f"--quantize {kind}: {scn.name}: {why}")
+    made = quants.requantized(scn, kind)
+    return replace(made, name=quantized_name(made))
+
+
+def quantized_kind(scn: Scenario) -> str:
+    """What `scn`'s weights are: none (float, as written), q4_1 or q8_0."""
     held = scn.setting("quantize")
-    floats = held.floats if held is not None else {
-        name: scn.param(name) for name in quants.WEIGHTS if name != "W_O" or scn.W_O is not None}
-    if kind == "none":
-        return replace(scn.with_setting("quantize", None), name=f"{scn.name} · float", **floats)
-    for name, W in floats.items():
-        if quants.block_size(W.shape[0]) is None:
-            raise UsageError(f"--quantize {kind}: {name} of {scn.name} has {W.shape[0]} rows, which do not "
-                             f"split into blocks of {quants.BLOCK} (give a layer whose rows are a multiple "
-                             f"of {quants.BLOCK}, or under {quants.BLOCK})")
-    made = {name: quants.quantized(W, kind) for name, W in floats.items()}
-    if not all(np.isfinite(W).all() for W in made.values()):
-        raise UsageError(f"--quantize {kind}: {scn.name} has a weight beyond float16's 65504, which a block's "
-                         "scale cannot hold")
-    for W in made.values():
-        W.flags.writeable = False
-    return replace(scn.with_setting("quantize", quants.Quantization(kind.upper(), floats)),
-                   name=f"{scn.name} · {kind.upper()}", **made)
+    return "none" if held is None else held.kind.lower()
 
 
 def quantized_name(scn: Scenario) -> str:
     """How a side of `compare NAME --quantize` is named: with what its weights are."""
-    held = scn.setting("quantize")
-    return f"{scn.name} · {held.kind if held is not None else 'float'}"
+    kind = quantized_kind(scn)
+    return f"{scn.name} · {'float' if kind == 'none' else kind.upper()}"
