@@ -68,7 +68,9 @@ def refusal(name: str, W: np.ndarray, kind: str) -> str | None:
     if block_size(W.shape[0]) is None:
         return (f"{kind} cuts each column of {name} into blocks of {BLOCK}, but {name} has {W.shape[0]} rows "
                 f"({inputs}); give {inputs} a multiple of {BLOCK}, or under {BLOCK} (one block a column)")
-    if not np.isfinite(quantized(W, kind)).all():  # d and m are float16
+    with np.errstate(all="ignore"):  # d and m are float16: a scale past 65504 is inf, said below
+        fits = np.isfinite(quantized(W, kind)).all()
+    if not fits:
         return (f"{name} has a weight of {float(np.abs(W).max()):g}, too large for {kind}, whose block "
                 "scales are float16 (at most 65504)")
     return None
