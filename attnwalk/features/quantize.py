@@ -53,6 +53,7 @@ def read(d: Draft) -> None:
         if why is not None:
             raise f.error("quantize", node, f"quantize: {why}")
         made[name] = quants.quantized(W, kind)
+        W.flags.writeable = False  # kept as written, frozen as the loader freezes what the layer reads
     d.W_Q, d.W_K, d.W_V = made["W_Q"], made["W_K"], made["W_V"]
     d.W_O = made.get("W_O")
     d.settings[NAME] = Quantization(kind.upper(), floats)
