@@ -301,6 +301,10 @@ def compare_cmd(
         "sinusoidal or rope (e.g. what word order does without positions: compare girl_bangs word_order --positional none).")] = None,
     mask: Annotated[Optional[str], typer.Option(
         "--mask", metavar="KIND", help="Walk the scenarios with this mask instead of their own: none or causal.")] = None,
+    quantize: Annotated[Optional[str], typer.Option(
+        "--quantize", metavar="none|q4_1|q8_0", help="Weight matrices at float (none) or quantized as llama.cpp "
+        "stores them. With one scenario: it as written beside it so (compare quantized --quantize none); "
+        "with two: both walked so.")] = None,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, at: AtOpt = None,
 ) -> None:
     """One scenario: scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and
@@ -312,12 +316,14 @@ def compare_cmd(
     Examples:
       attnwalk compare girl_bangs --amplify 8
       attnwalk compare river_bank savings_bank
-      attnwalk compare girl_bangs word_order --positional none"""
+      attnwalk compare girl_bangs word_order --positional none
+      attnwalk compare quantized --quantize none"""
     from attnwalk.commands.compare import compare_command
 
     raise typer.Exit(compare_command(names=names or [], files=[str(path) for path in scenario or []],
                                      modes=[m.value for m in mode or []], amplify=amplify, format=format.value,
-                                     head=head, positional=positional, mask=mask, precision=precision, ascii=ascii, lang=lang, at=at))
+                                     head=head, positional=positional, mask=mask, quantize=quantize, precision=precision,
+                                     ascii=ascii, lang=lang, at=at))
 
 
 @app.command("explain", short_help="Work out one cell's arithmetic, without the walk.")

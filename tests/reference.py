@@ -125,3 +125,35 @@ def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None,
     if W_O is not None:
         out["O"] = concat @ W_O
     return out
+
+
+def quantized(W, kind):
+    """W (in × out) through Q8_0 or Q4_1 and back, as ggml's reference quantizer (ggml-quants.c,
+    quantize_row_q8_0_ref / quantize_row_q4_1_ref) does it: each column of W is a GGUF row, cut
+    into blocks of 32 along the inputs (a column shorter than 32, a lesson's, is one block), every
+    step in float32, the block's d and m stored as float16. Written here block by block, apart from
+    attnwalk.layer.quants; tests/test_quantize_scenario.py checks it against gguf-py itself."""
+    W = np.asarray(W, dtype=np.float64)
+    rows = W.shape[0]
+    size = rows if rows < 32 else 32
+    out = np.empty_like(W)
+    f32 = np.float32
+    for j in range(W.shape[1]):
+        for start in range(0, rows, size):
+            x = [f32(v) for v in W[start:start + size, j]]
+            if kind.lower() == "q8_0":
+                amax = max(abs(v) for v in x)
+                d = f32(amax / f32(127))
+                inv = f32(1) / d if d else f32(0)
+                qs = [int(math.copysign(math.floor(abs(float(f32(v * inv))) + 0.5), float(v * inv))) for v in x]
+                d16 = f32(np.float16(d))
+                back = [f32(d16 * f32(q)) for q in qs]
+            else:
+                lo, hi = min(x), max(x)
+                d = f32(f32(hi - lo) / f32(15))
+                inv = f32(1) / d if d else f32(0)
+                qs = [min(15, int(f32(f32(f32(v - lo) * inv) + f32(0.5)))) for v in x]
+                d16, m16 = f32(np.float16(d)), f32(np.float16(lo))
+                back = [f32(f32(d16 * f32(q)) + m16) for q in qs]
+            out[start:start + size, j] = [float(v) for v in back]
+    return out

@@ -23,6 +23,7 @@ from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.cli import app
 from reference import attention
 from reference import normalized as reference_normalized
+from reference import quantized as reference_quantized
 
 # The lessons with their own oracles (a feature this file's oracle does not compute, or random
 # numbers); every other built-in, a new one included, is recomputed by the oracle below.
@@ -113,7 +114,10 @@ def _oracle(doc: dict) -> dict[str, np.ndarray]:
     allowed = (np.ones((n, m), bool) if mask == "none" else
                np.tril(np.ones((n, m), bool)) if mask == "causal" else np.array(mask, bool))
     w_a = doc.get("w_a")
-    out = attention(normed(X), normed(X_kv), *(np.array(doc[w], dtype=float) for w in ("W_Q", "W_K", "W_V")), allowed,
+    kind = doc.get("quantize", "none")  # the weights read back from their blocks, as llama.cpp stores them
+    weights = [np.array(doc[w], dtype=float) for w in ("W_Q", "W_K", "W_V")]
+    weights = weights if kind == "none" else [reference_quantized(W, kind) for W in weights]
+    out = attention(normed(X), normed(X_kv), *weights, allowed,
                     kind=doc.get("score", "dot"), w_a=None if w_a is None else [float(w) for w in w_a],
                     qk_norm=bool(doc.get("qk_norm", False)), qk_scale=float(doc.get("qk_scale", 1.0)))
     head = out["heads"][0]

@@ -8,10 +8,13 @@ from attnwalk.errors import UsageError
 
 def compare_command(*, names: list[str], files: list[str], modes: list[str], amplify: float,
                     format: str, head: str | None, precision: int, ascii: bool, lang: str | None,
-                    at: str | None, positional: str | None = None, mask: str | None = None) -> int:
+                    at: str | None, positional: str | None = None, mask: str | None = None,
+                    quantize: str | None = None) -> int:
     """Names come first, then files; none at all compares the default lesson's modes. With
     `positional` or `mask` every scenario is walked with those positions or that mask instead of
-    its own (what word order does without positions: the word-order lesson's what-if)."""
+    its own (what word order does without positions: the word-order lesson's what-if). With
+    `quantize`, one scenario is set beside itself with its weights so (float against 4 bits: the
+    quantized lesson's what-if), two are both walked so."""
     from attnwalk.layer.axes import pick_head
     from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify
     from attnwalk.scenario.load import load_scenario
@@ -32,6 +35,8 @@ def compare_command(*, names: list[str], files: list[str], modes: list[str], amp
         scenarios = [with_positional(s, positional.strip().lower()) if positional is not None else s
                      for s in scenarios]
         scenarios = [with_mask(s, mask.strip().lower()) if mask is not None else s for s in scenarios]
+    if quantize is not None:
+        scenarios = _quantized(scenarios, quantize.strip().lower())
     if len(scenarios) == 2:
         from attnwalk.layer.pair import check_shapes, compare_pair, pair_data
 
@@ -72,6 +77,23 @@ def compare_command(*, names: list[str], files: list[str], modes: list[str], amp
 
         console.print(compare_view(result, opts))
     return 0
+
+
+def _quantized(scenarios: list, kind: str) -> list:
+    """One scenario as written beside it with its weights at `kind` (each side named for what its
+    weights are), or both of two at `kind`."""
+    from dataclasses import replace
+
+    from attnwalk.scenario.variant import quantized_kind, quantized_name, with_quantize
+
+    if len(scenarios) == 2:
+        return [with_quantize(s, kind) for s in scenarios]
+    (scn,) = scenarios
+    if quantized_kind(scn) == kind:
+        others = " or ".join(k for k in ("none", "q4_1", "q8_0") if k != kind)
+        raise UsageError(f"--quantize {kind}: {scn.name} is already {quantized_name(scn).split(' · ')[-1]}; "
+                         f"give {others} to set it beside the same layer so")
+    return [replace(scn, name=quantized_name(scn)), with_quantize(scn, kind)]
 
 
 def check_bounds(scn, count: int, modes: list[str], format: str) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, rope, scores, target, tiles
+from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, quantize, rope, scores, target, tiles
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -28,10 +28,11 @@ if TYPE_CHECKING:
 
 # The order features are applied in: each sees the graph the ones before it made (tiles puts its
 # stage after Z before the others reroute what it reads and add their notes to it; a real model's
-# stages come before the grouped heads' text, which names them; a target is read last, against the
-# output's width and the mask).
+# stages come before the grouped heads' text, which names them; quantize reads every weight
+# matrix the features before it read, W_O included; a target is read last, against the output's
+# width and the mask).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, model, biases,
-                                    gqa, norm, target)
+                                    gqa, norm, quantize, target)
 
 
 def graph_of(scn: Scenario) -> Graph:

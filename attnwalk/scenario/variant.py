@@ -1,5 +1,6 @@
 """A loaded scenario changed in one way, for a what-if: two tokens traded places (the word-order
-question), or its positions or mask set otherwise (`attnwalk compare A B --positional none`).
+question), its positions or mask set otherwise (`attnwalk compare A B --positional none`), or its
+weight matrices quantized otherwise (`attnwalk compare quantized --quantize none`).
 
 Each returns a new Scenario; the one given is frozen and stays as it was. Positions belong to
 places, not to tokens: an explicit P, the mask and the focus stay where they are when two tokens
@@ -13,13 +14,14 @@ from dataclasses import replace
 import numpy as np
 
 from attnwalk.errors import UsageError
-from attnwalk.layer import masks
+from attnwalk.layer import masks, quants
 from attnwalk.layer.masks import Mask
 from attnwalk.layer.rope import Rope
 from attnwalk.scenario.scenario import Scenario
 
 POSITIONALS = ("none", "sinusoidal", "rope")
 MASKS = ("none", "causal")
+QUANTIZES = ("none", *quants.KINDS)
 
 
 def swapped(scn: Scenario, i: int, j: int) -> Scenario:
@@ -55,3 +57,30 @@ def with_mask(scn: Scenario, kind: str) -> Scenario:
     allowed = masks.causal(scn.n) if kind == "causal" else np.ones((scn.n, scn.m), dtype=bool)
     allowed.flags.writeable = False
     return replace(scn.with_setting("mask", Mask("causal") if kind == "causal" else None), allowed=allowed)
+
+
+def with_quantize(scn: Scenario, kind: str) -> Scenario:
+    """`scn` with its weight matrices as written (none) or quantized to `kind`, from the floats the
+    file wrote (a quantized scenario keeps them); named for what it multiplies by."""
+    if kind not in QUANTIZES:
+        raise UsageError(f"--quantize {kind}: choose one of {', '.join(QUANTIZES)}")
+    if kind != "none":
+        for name in quants.WEIGHTS:
+            W = scn.param(name)  # its rows are the inputs, at float or not; a float one is checked
+            why = None if W is None else quants.refusal(name, W, kind)
+            if why is not None:
+                raise UsageError(f"--quantize {kind}: {scn.name}: {why}")
+    made = quants.requantized(scn, kind)
+    return replace(made, name=quantized_name(made))
+
+
+def quantized_kind(scn: Scenario) -> str:
+    """What `scn`'s weights are: none (float, as written), q4_1 or q8_0."""
+    held = scn.setting("quantize")
+    return "none" if held is None else held.kind.lower()
+
+
+def quantized_name(scn: Scenario) -> str:
+    """How a side of `compare NAME --quantize` is named: with what its weights are."""
+    kind = quantized_kind(scn)
+    return f"{scn.name} · {'float' if kind == 'none' else kind.upper()}"
