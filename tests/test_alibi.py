@@ -139,7 +139,7 @@ def test_the_walk_shows_the_bias_with_each_heads_slope(lang: str) -> None:
 def test_explain_works_a_bias_cell_out() -> None:
     result = CliRunner().invoke(app, ["explain", "alibi", "B", "它", "小猫"])
     assert result.exit_code == 0, result.output
-    assert "−m_1 × |6 − 1| = −0.2500 × 5 = -1.2500" in result.stdout
+    assert "−m_1 × |6 − 1| = -0.2500 × 5 = -1.2500" in result.stdout
     result = CliRunner().invoke(app, ["explain", "alibi", "S+B", "它", "垫子"])
     assert "1.4142 + (-0.5000) = 0.9142" in result.stdout
 

@@ -209,3 +209,11 @@ def test_numbering_writes_ranges_and_runs_from_1() -> None:
 
     assert shown(0) == 1 and span(0, 2) == "1–3" and span(4, 4) == "5"
     assert runs([0, 1, 2, 4, 6, 7], "-") == "1-3, 5, 7-8"
+
+
+def test_explain_names_the_head_it_works_out_counted_from_1() -> None:
+    """explain on a per-head stage without --head works head 1 out, and says so (it said "head None")."""
+    result = runner.invoke(app, ["explain", "alibi", "B", "它", "小猫"], env=ENV)
+    assert result.exit_code == 0 and "head 1 / 4" in result.stdout and "None" not in result.stdout
+    result = runner.invoke(app, ["explain", "alibi", "B", "它", "小猫", "--head", "3"], env=ENV)
+    assert result.exit_code == 0 and "head 3 / 4" in result.stdout

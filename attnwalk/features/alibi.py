@@ -75,7 +75,7 @@ def bias_cell(c: Cell) -> list:
     m_h = f"m_{person(c.head)}"
     return [f"{m_h} = 2^({c.mk.minus}{a}/{b}) = {c.num(slope)}",
             f"{c.sym()}[{c.rows[c.row]}, {c.cols[c.col]}] = {c.mk.minus}{m_h} {c.mk.times} "
-            f"|{person(c.row)} {c.mk.minus} {person(c.col)}| = {c.mk.minus}{c.num(slope)} {c.mk.times} "
+            f"|{person(c.row)} {c.mk.minus} {person(c.col)}| = {c.num(-slope)} {c.mk.times} "  # a number as the tables write it
             f"{distance} = {c.num(c.value)}"]
 
 

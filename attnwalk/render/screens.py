@@ -279,7 +279,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: str | in
     facts.append("   " + style.say(opts, "ui.mode") + style.say(opts, "ui.colon")
                  + style.plain(text(opts.lang).t(f"mode.{walk.mode.name}.name"), opts), style=style.NOTE)
     if scn.heads > 1 and stage.per_head:
-        facts.append("   " + style.say(opts, "ui.head", head=head,
+        facts.append("   " + style.say(opts, "ui.head", head=person(h),
                                        heads=scn.heads), style=style.NOTE)
     return Group(title, facts, worked_cell(walk, stage.key, r, c, h, opts))
 

@@ -70,7 +70,8 @@ def judged(q: Question, raw: str, lang: str = "en") -> Judged:
         return Judged(False, True, q.covers)
     if q.kind == NUMBER and q.mistakes:
         found = diagnose(list(q.mistakes), parse_number(raw), q.tolerance, float(q.answer))
-        return Judged(False, True, tuple(name for name, _ in found))
+        # the nearest only, as the quiz names it to the learner: one wrong answer, one misconception
+        return Judged(False, True, tuple(name for name, _ in found[:1]))
     return Judged(False, True)
 
 
