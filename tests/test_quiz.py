@@ -123,9 +123,9 @@ def test_every_quiz_covers_every_mistake_the_lessons_list_that_its_scenario_has(
     assert {"softmax_axis", "k_vs_v", "read_a", "params", "qkv", "output", "shape"} <= topics
     asks_a = any(q.cell and q.cell[0] == "A" and not q.mode for q in qs)  # (100 keys: no softmax by hand)
     assert ("scale" in topics) == divides
-    # the what-if asks an unscaled weight; saturation's are all 0 or 1, as a misreading gives them too,
-    # so it is not fair to ask there (cellquiz.fair drops it)
-    assert ("what_if" in topics) == (divides and asks_a and name != "saturation")
+    # the what-if asks an unscaled weight, on the first cell where cellquiz.fair can judge it (on
+    # saturation most unscaled weights are 0 or 1, as a misreading gives them too: another cell)
+    assert ("what_if" in topics) == (divides and asks_a)
     assert ("mask" in topics) == (not scn.allowed.all())  # only about what the scenario has
     assert ("heads" in topics) == (scn.heads > 1 and scn.groups == scn.heads)  # not "own W_K" under GQA
     assert ("gqa" in topics) == (scn.groups < scn.heads)
