@@ -533,15 +533,43 @@ def test_on_a_large_layer_the_worked_pane_catches_up_with_the_cursor() -> None:
             for _ in range(200):
                 await pilot.pause(0.05)
                 worked = str(app.query_one("#worked").render())
-                if "Working out" not in worked and app._worker is not None and not app._worker.is_alive():
+                if "Working out" not in worked and not any(w.group == "worked" and w.is_running
+                                                           for w in app.workers):
                     break
-            return app.cursor, screen_text(app), app.walk
+            laid_out = [w for w in app.workers if w.group == "worked"]
+            return app.cursor, screen_text(app), app.walk, laid_out
 
-    cursor, shown, walk = asyncio.run(run())
+    cursor, shown, walk, laid_out = asyncio.run(run())
     rows, cols = axes(walk, walk.stage("A"), 0)
     name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
     assert f"Worked cell: {name}" in shown
     assert f"{name} = {walk.matrix('A', 0)[cursor]:.4f}" in shown
+    assert laid_out == []  # every worker done (Textual drops a worker once finished)
+
+
+def test_on_a_large_layer_the_next_mode_is_computed_ahead_in_a_worker_and_m_takes_it() -> None:
+    """shapes: the mode m goes to next is computed in a thread worker while the learner reads;
+    m then shows that walk (the same object), and the one after it is started in turn."""
+    import asyncio
+
+    from attnwalk.app.walk import WalkApp
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
+        async with app.run_test(size=(120, 50)) as pilot:
+            await pilot.pause()
+            ahead = app._next_walks["unscaled"]
+            assert ahead.is_running or ahead.result is not None  # started without a key
+            await ahead.wait()
+            await pilot.press("m")
+            await pilot.pause()
+            return app.walk, ahead.result, set(app._next_walks), app.walks
+
+    walk, computed, next_up, walks = asyncio.run(run())
+    assert walk is computed and walk.mode.name == "unscaled"
+    assert next_up == {"uniform"} and set(walks) == {"scaled", "unscaled"}
+    fresh = compute(load_scenario("shapes"), "unscaled")
+    np.testing.assert_array_equal(walk.matrix("A", 0), fresh.matrix("A", 0))
 
 
 def test_a_masked_weight_under_the_cursor_reads_as_the_table_marks_it() -> None:
@@ -578,3 +606,50 @@ def test_j_k_d_u_scroll_the_notes_and_keep_the_message() -> None:
     seen, page = asyncio.run(run())
     assert [y for y, _ in seen] == [1, 2, 1, 1 + page, 1]
     assert all(message.startswith("This lesson: by the river bank") for _, message in seen)
+
+
+def test_on_a_large_layer_keys_faster_than_the_layout_lay_out_only_the_last_cell(monkeypatch) -> None:
+    """While one worked cell is laid out (the lock held here, as a slow layout holds it), three
+    arrow keys start three workers; the two superseded ones return without laying anything out,
+    so the cursor's keys never share the GIL with layouts nobody will see."""
+    import asyncio
+
+    from appdriver import screen_text
+    from attnwalk.app import panes
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.layer.axes import axes
+
+    laid: list[tuple[int, int]] = []
+    real = panes.worked_view
+
+    def counted(walk, stage, head, cell, *rest):
+        laid.append(cell)
+        return real(walk, stage, head, cell, *rest)
+
+    monkeypatch.setattr(panes, "worked_view", counted)
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
+        async with app.run_test(size=(120, 50)) as pilot:
+            for _ in range(100):  # the first screen's cell, laid out
+                await pilot.pause(0.05)
+                if laid and not any(w.group == "worked" and w.is_running for w in app.workers):
+                    break
+            first = list(laid)
+            with app._laying_out:
+                await pilot.press("left", "left", "up")
+                await pilot.pause(0.1)
+                waiting = str(app.query_one("#worked").content)
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if not any(w.group == "worked" and w.is_running for w in app.workers):
+                    break
+            return first, list(laid), app.cursor, waiting, screen_text(app), app.walk
+
+    first, laid_out, cursor, waiting, shown, walk = asyncio.run(run())
+    assert len(first) == 1
+    assert laid_out == [*first, cursor]  # only the cell the cursor ended on
+    rows, cols = axes(walk, walk.stage("A"), 0)
+    name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
+    assert f"Working out {name}" in waiting  # the latest cell named, not the first one passed over
+    assert f"Worked cell: {name}" in shown

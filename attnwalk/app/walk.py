@@ -9,12 +9,11 @@ sit beside the matrix (HORIZONTAL_BREAKPOINTS).
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
+from textual.worker import Worker
 
 from attnwalk.app.footer import KeysFooter
 from attnwalk.app.grid import MatrixGrid
@@ -25,7 +24,7 @@ from attnwalk.app.scrolling import PaneScroll
 from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
 from attnwalk.layer.axes import default_cell
 from attnwalk.layer.stages import TOKENS, Stage
-from attnwalk.layer.walk import Walk, with_mode
+from attnwalk.layer.walk import Walk
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import header, walk_steps
 from attnwalk.render.style import plain, say
@@ -88,7 +87,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         self.predicted: set[tuple[str, int]] = set()
         self.message = message or (panes.lesson_pointer(walk, opts) if start == 0 else "")
         self.ended = False  # n on the last stage
-        self._next_walks: dict[str, Future] = {}  # modes computed ahead, while the learner reads
+        self._next_walks: dict[str, Worker] = {}  # modes computed ahead, while the learner reads
         self._drawn_at = None  # the app's size when the panes were last drawn
 
     # -- layout ------------------------------------------------------------------------------
@@ -270,14 +269,11 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             return self.predictor is not None
         return True
 
-    def action_mode(self) -> None:
+    async def action_mode(self) -> None:
         """scaled → unscaled → uniform → scaled, on the same stage with the same cursor."""
         old = self.walk
         mode = self._next_mode()
-        if mode.name not in self.walks:
-            ahead = self._next_walks.pop(mode.name, None)
-            self.walks[mode.name] = ahead.result() if ahead is not None else with_mode(old, mode)
-        self.walk = self.walks[mode.name]
+        self.walk = await self.walk_in_mode(mode)
         change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
         self.before = (old, self.step[1], plain(change, self.opts))
         self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
