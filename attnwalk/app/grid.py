@@ -27,9 +27,12 @@ from attnwalk.render.options import ViewOptions
 CURSOR = "reverse bold"
 CHANGED = "underline"  # a cell m or h changed: underlined, which survives NO_COLOR
 GAP = 2  # cells between columns
+TIGHT_COLS = 16  # up to this many columns are drawn one cell apart when that fits them all
 TOP_LINES = 2  # the column labels and the rule under them
 STATUS_LINES = 2  # the cursor's cell and value; where the window is, what changed (or a hint)
-NOTES_MIN = 4  # lines the notes keep under the matrix: their frame and the explanation's start (walk.py's CSS)
+NOTES_MIN = 3  # lines the notes keep under the matrix: the worked cell's title and first line, and
+# after m or h the old → new line above them (walk.py's CSS)
+WINDOW_MIN_ROWS = 4  # rows a window keeps before a line of legend is drawn under it
 
 
 @dataclass(eq=False)
@@ -44,7 +47,9 @@ class MatrixView:
     allowed: np.ndarray | None = None  # the mask, on S + M and A
     changed: np.ndarray | None = None  # bool, M's shape: cells that m or h changed
     legend: tuple[str, ...] = ()
+    brief: tuple[str, ...] = ()  # the legend in short, where the whole one would take the rows' room
     symbol: str = ""
+    diagonal: bool = False  # rows and columns are the same tokens: keep the cursor row's own column in view
 
 
 class Window(NamedTuple):
@@ -91,6 +96,7 @@ class MatrixGrid(Widget):
         self.view: MatrixView | None = None
         self.cursor = (0, 0)
         self.top = self.left = 0
+        self.gap = GAP
         self.shown = Window(0, 0, 0, 0)
         self._col_x: list[tuple[int, int, int]] = []  # (x from, x to, column) of the last render
         self._label_width = 0
@@ -110,36 +116,73 @@ class MatrixGrid(Widget):
 
     # -- size --------------------------------------------------------------------------------
 
-    def _legend_lines(self, width: int) -> list[Text]:
+    def _legend_lines(self, width: int, items: tuple[str, ...]) -> list[Text]:
         """The legend's items joined by " · ", a line broken only between items ("× masked:
         weight 0" stays together); an item wider than the line wraps on its own."""
-        if self.view is None or not self.view.legend:
-            return []
         width, sep = max(width, 1), f" {style.markers(self.view.opts).dot} "
         lines: list[str] = []
-        for item in self.view.legend:
+        for item in items:
             if lines and cell_len(lines[-1] + sep + item) <= width:
                 lines[-1] += sep + item
             else:
                 lines += [line.plain for line in Text(item).wrap(self.app.console, width)]
         return [Text(line, style=style.NOTE) for line in lines]
 
+    def _legends(self, width: int) -> list[list[Text]]:
+        """The legend as it may be drawn, from the most to the least: whole; with its head blocks
+        in brief; that cut to one line; none."""
+        if self.view is None or not self.view.legend:
+            return [[], [], [], []]
+        whole = self._legend_lines(width, self.view.legend)
+        brief = self._legend_lines(width, self.view.brief or self.view.legend)
+        one = brief[:1]
+        if len(brief) > 1:
+            one = [Text(one[0].plain, style=style.NOTE)]
+            one[0].append(" …" if not self.view.opts.ascii else " ...")
+            one[0].truncate(width, overflow="ellipsis")
+        return [whole, brief, one, []]
+
+    def _fit(self, width: int, height: int) -> tuple[list[Text], bool]:
+        """What goes under the rows in `height` lines: the legend (as much of it as leaves every
+        row in view) and whether the status's second line shows. The rows come first, then the
+        cursor's line, the second line, the legend; a window (rows that scroll in any case) keeps
+        a line of legend if WINDOW_MIN_ROWS rows remain."""
+        n = self.view.M.shape[0]
+        legends = self._legends(width)
+        for legend in legends:
+            if TOP_LINES + n + STATUS_LINES + len(legend) <= height:
+                return legend, True
+        if TOP_LINES + n + 1 <= height:  # every row and the cursor's line: the second line gives way
+            return [], False
+        one = legends[-2]
+        if height - TOP_LINES - STATUS_LINES - len(one) >= min(n, WINDOW_MIN_ROWS):
+            return one, True
+        return [], True
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The whole matrix where it fits above the notes' least room (a sliding window's band
-        shows on all 8 rows at 80 × 24); a larger one gets a window of 60% of the height, so the
-        explanation keeps its start in view. Beside the notes (wide), all of the height."""
+        shows on all 8 rows at 80 × 24), its legend shortened or left out before a row is; a
+        larger one gets a window of 60% of the height, so the worked cell and the explanation
+        keep room below. Beside the notes (wide), all of the height."""
         if self.view is None:
             return 0
         n = self.view.M.shape[0]
-        whole = TOP_LINES + n + STATUS_LINES + len(self._legend_lines(width))
-        if self.screen.has_class("-wide") or whole <= container.height - NOTES_MIN:
-            return whole
-        return min(whole, max(container.height * 3 // 5, TOP_LINES + 1 + STATUS_LINES))
+        heights = [TOP_LINES + n + STATUS_LINES + len(legend) for legend in self._legends(width)]
+        if self.screen.has_class("-wide"):
+            return heights[0]
+        room = container.height - NOTES_MIN
+        fits = [h for h in heights if h <= room] + ([TOP_LINES + n + 1] if TOP_LINES + n + 1 <= room else [])
+        if fits:
+            return fits[0]
+        return min(heights[0], max(container.height * 3 // 5, TOP_LINES + 1 + STATUS_LINES))
 
     # -- drawing -----------------------------------------------------------------------------
 
     def _window(self, width: int, height: int, texts) -> Window:
-        """The rows and columns that fit, moved as little as needed to keep the cursor in view."""
+        """The rows and columns that fit, moved as little as needed to keep the cursor in view; on
+        a matrix of queries × keys, the cursor row's own key (its diagonal cell) too where both
+        fit. A few columns that fit only one cell apart are drawn one cell apart (sliding_window's
+        8 keys at 80 columns: the band's last cell was cut off)."""
         v = self.view
         n_rows, n_cols = v.M.shape
         r, c = self.cursor
@@ -149,28 +192,41 @@ class MatrixGrid(Widget):
         elif r >= self.top + rows:
             self.top = r - rows + 1
         self.top = max(0, min(self.top, n_rows - rows))
-        if c < self.left:
-            self.left = c
         room = width - self._label_width
-        while True:  # the columns from self.left that fit; move right until the cursor's does
-            used, count = 0, 0
-            for j in range(self.left, n_cols):
-                w = texts(j) + GAP
+        self.gap = GAP
+        if n_cols <= TIGHT_COLS:
+            needs = [texts(j) for j in range(n_cols)]
+            if sum(needs) + GAP * n_cols > room >= sum(needs) + n_cols:
+                self.gap = 1
+
+        def span(left: int) -> int:  # how many columns from `left` fit
+            used = count = 0
+            for j in range(left, n_cols):
+                w = texts(j) + self.gap
                 if count and used + w > room:
                     break
                 used, count = used + w, count + 1
-            if c < self.left + count or self.left >= c:
-                break
+            return max(count, 1)
+
+        self.left = min(self.left, c)
+        while self.left < c and c >= self.left + span(self.left):  # move right until the cursor's fits
             self.left += 1
-        return Window(self.top, self.left, rows, max(count, 1))
+        d = r  # the diagonal's column
+        if v.diagonal and d < n_cols and not self.left <= d < self.left + span(self.left):
+            left = d if d < self.left else self.left
+            while left < min(c, d) and d >= left + span(left):
+                left += 1
+            if left <= min(c, d) and max(c, d) < left + span(left):
+                self.left = left
+        return Window(self.top, self.left, rows, span(self.left))
 
     def render(self) -> Text:
         v = self.view
         if v is None:
             return Text("")
         width, height = self.size
-        legend = self._legend_lines(width)
-        room_rows = max(1, height - TOP_LINES - STATUS_LINES - len(legend))
+        legend, second = self._fit(width, height)
+        room_rows = max(1, height - TOP_LINES - (STATUS_LINES if second else 1) - len(legend))
         n_rows, n_cols = v.M.shape
         mk = style.markers(v.opts)
         r_cur, c_cur = self.cursor
@@ -198,7 +254,7 @@ class MatrixGrid(Widget):
         # label (t95 after t9) or a wider number ("-14.6266"): drop columns until the lines fit,
         # the cursor's column kept
         self._label_width = max(self._label_width, 2 + max(cell_len(v.rows[i]) for i in rows))
-        while len(cols) > 1 and self._label_width + sum(GAP + widths[j] for j in cols) > width:
+        while len(cols) > 1 and self._label_width + sum(self.gap + widths[j] for j in cols) > width:
             cols = range(cols.start + 1, cols.stop) if cols.stop - 1 == c_cur else range(cols.start, cols.stop - 1)
         win = win._replace(left=cols.start, cols=len(cols))
         self.left = cols.start
@@ -218,9 +274,9 @@ class MatrixGrid(Widget):
             # and never wider than the column: a long label takes the room over the ▲ first
             pad = max(0, min(pad, widths[j] - cell_len(v.cols[j])))
             label = " " * (widths[j] - pad - cell_len(v.cols[j])) + v.cols[j] + " " * pad
-            out.append(" " * GAP + label, style=CURSOR if j == c_cur else style.HEADER)
-            self._col_x.append((x, x + GAP + widths[j], j))
-            x += GAP + widths[j]
+            out.append(" " * self.gap + label, style=CURSOR if j == c_cur else style.HEADER)
+            self._col_x.append((x, x + self.gap + widths[j], j))
+            x += self.gap + widths[j]
         out.append("\n")
         out.append("─" * min(x, width) if not v.opts.ascii else "-" * min(x, width), style=style.NOTE)
         out.append("\n")
@@ -240,10 +296,10 @@ class MatrixGrid(Widget):
                     cell_style = f"{cell_style} {CHANGED}".strip()
                 if (i, j) == (r_cur, c_cur):
                     cell_style = CURSOR
-                out.append(" " * GAP)
+                out.append(" " * self.gap)
                 out.append(body.rjust(widths[j]), style=cell_style)
             out.append("\n")
-        for line in self._status(v, win, n_rows, n_cols):
+        for line in self._status(v, win, n_rows, n_cols)[:STATUS_LINES if second else 1]:
             out.append(line, style=style.NOTE)
             out.append("\n")
         out.rstrip()
@@ -276,7 +332,7 @@ class MatrixGrid(Widget):
         value = self._cell_text(v, r, c, style.markers(v.opts)).rstrip()
         if value == style.markers(v.opts).times:  # a masked weight reads as the table marks it
             value = style.say(v.opts, "marks.masked_weight", mark=value)
-        first = f"{v.symbol}[{v.rows[r]}, {v.cols[c]}] = {value}"
+        first = f"{style.cell_ref(v.symbol, v.rows[r], v.cols[c], v.opts)} = {value}"
         parts = []
         if win.rows < n_rows or win.cols < n_cols:
             last_col = min(n_cols, win.left + win.cols)

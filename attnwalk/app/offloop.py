@@ -17,7 +17,7 @@ from attnwalk.layer.axes import axes
 from attnwalk.layer.modes import next_walk_mode
 from attnwalk.layer.stages import TOKENS
 from attnwalk.layer.walk import Walk, with_mode
-from attnwalk.render.style import plain
+from attnwalk.render.style import cell_ref
 
 SMALL = 64  # tokens or d_model up to this: a worked cell costs a few ms, so it is drawn at once
 WORKED, MODES = "worked", "modes"  # the workers' groups
@@ -79,7 +79,7 @@ class OffTheLoop:
             # the previous cell's arithmetic stays until this one's comes (no flicker as the keys
             # come), but a "Working out" line names the latest cell
             rows, cols = axes(self.walk, stage, head, self.opts.lang)
-            where = f"{plain(stage.symbol, self.opts)}[{rows[self.cursor[0]]}, {cols[self.cursor[1]]}]"
+            where = cell_ref(stage.symbol, rows[self.cursor[0]], cols[self.cursor[1]], self.opts)
             self._put_worked(Text(self.t("app.working", cell=where), style="dim"), False)
             self._saying_working = True
         self._work_out((self.walk, stage, head, self.cursor, self.pane_opts(), self.before), scroll)

@@ -1,10 +1,11 @@
-"""The interactive walk: one (stage, head) at a time, its matrix with a cell cursor, its
-explanation and the cursor's worked cell, moved by the keys of BINDINGS (the footer and the help
-come from them).
+"""The interactive walk: one (stage, head) at a time, its matrix with a cell cursor, the cursor's
+worked cell and the explanation, moved by the keys of BINDINGS (the footer and the help come from
+them).
 
 Layout lives in CSS: at 80 × 24 the header, the matrix (or a window onto it) and the start of the
-explanation share the screen, and the notes scroll in their own pane; from 160 columns the notes
-sit beside the matrix (HORIZONTAL_BREAKPOINTS).
+notes share the screen, the notes opening on the worked cell (after m or h, on its old → new
+value) and scrolling in their own pane; from 160 columns the notes sit beside the matrix
+(HORIZONTAL_BREAKPOINTS).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     #body { height: 1fr; layout: vertical; }
     #matrix { height: auto; padding: 0 1; }  /* its height: MatrixGrid.get_content_height */
     #tokens { height: auto; max-height: 60%; padding: 0 1; scrollbar-size-vertical: 1; }
-    #notes { height: 1fr; min-height: 4; padding: 0 1; scrollbar-size-vertical: 1; }
+    #notes { height: 1fr; min-height: 3; padding: 0 1; scrollbar-size-vertical: 1; }
+    #worked { margin-bottom: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
     Screen.-wide #body { layout: horizontal; }
@@ -101,8 +103,8 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             with VerticalScroll(id="tokens", can_focus=False):  # a long token list scrolls in its pane
                 yield Static(id="token-table")
             with VerticalScroll(id="notes", can_focus=False):
+                yield Static(id="worked")  # first: what the cursor's cell is, where the eye arrives
                 yield Static(id="explain")
-                yield Static(id="worked")
                 yield Static(id="extras")
         yield Static(id="message")
         # #prompt (a Vertical: a long question wraps above the line it is answered on) comes
@@ -171,6 +173,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             grid.display, tokens.display = True, False
             grid.show(panes.matrix_view(self.walk, stage, head, self.opts.with_(width=width),
                                         old=self._old(stage, head)), self.cursor)
+        self.query_one("#worked").display = stage.kind != TOKENS
         self.query_one("#explain", Static).update(panes.explain_view(self.walk, stage, opts))
         self.query_one("#extras", Static).update("")
         self.call_after_refresh(self._show_extras, self.index, opts)  # below the fold: after the rest

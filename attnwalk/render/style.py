@@ -91,6 +91,12 @@ def plain(s: str, opts: ViewOptions) -> str:
     return s.translate(_TO_ASCII) if opts.ascii else s
 
 
+def cell_ref(symbol: str, row: str, col: str, opts: ViewOptions) -> str:
+    """A cell as the worked cells name it: "QKᵀ[撩, 刘海]", a sum bracketed, "(S + M)[T1, T3]"."""
+    symbol = plain(symbol, opts)
+    return f"{f'({symbol})' if ' ' in symbol else symbol}[{row}, {col}]"
+
+
 def ascii_spelling(s: str) -> str:
     """`s` with the symbols --ascii spells differently written that way: what an output whose
     encoding holds only ASCII falls back to."""

@@ -83,7 +83,8 @@ class _Cell:
 
     def ref(self, stage_key: str | None = None) -> str:
         """This cell in another (or this) stage: "QKᵀ[撩, 刘海]"."""
-        return f"{self.sym(stage_key)}[{self.rows[self.row]}, {self.cols[self.col]}]"
+        stage = self.stage if stage_key is None else self.walk.stage(stage_key)
+        return style.cell_ref(stage.symbol, self.rows[self.row], self.cols[self.col], self.opts)
 
     def num(self, x: float) -> str:
         return style.number(float(x), self.opts)
