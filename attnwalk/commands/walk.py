@@ -154,8 +154,10 @@ def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0)
         from attnwalk.render.svg import walk_svg
 
         return walk_svg(recorder, title=f"attnwalk: {walk.scenario.name} ({walk.mode.name})")
-    if fmt == "html":
-        return recorder.export_html()
+    if fmt == "html":  # Rich's HTML, with wide (Chinese) characters on their two cells
+        from attnwalk.render.html import walk_html
+
+        return walk_html(recorder, f"attnwalk: {walk.scenario.name} ({walk.mode.name})", opts.lang)
     return recorder.export_text()
 
 
