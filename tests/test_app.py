@@ -53,12 +53,67 @@ def test_back_at_the_first_stage_stays_and_says_so() -> None:
     assert d.app.index == 0 and "Already at the first stage." in d.screen
 
 
-def test_the_eleven_stages_of_lesson_002_in_order_and_n_at_the_end_ends_with_0() -> None:
-    d = drive("girl_bangs", ["n"] * 11)
+def test_the_eleven_stages_of_lesson_002_in_order_and_n_at_the_end_asks_then_ends_with_0() -> None:
+    d = drive("girl_bangs", ["n"] * 12, app=ended_app("girl_bangs"))
     assert [line.split("   ")[0] for line in (s.splitlines()[0] for s in d.screens[:11])] == [
         f" Stage {i} / 11" for i in range(1, 12)]
     assert [step[0].key for step in d.app.steps] == STAGES_002
+    assert d.screens[-2] is not None and "n or Enter again leaves the walk; b goes back." in d.screens[-2]
     assert d.screens[-1] is None and d.app.ended and d.code == 0
+
+
+def ended_app(name: str, lang: str = "en"):
+    """A walk that says, at its end, what commands/walk says there."""
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.commands.walk import walk_ending
+
+    walk, opts = compute(load_scenario(name)), ViewOptions(lang=lang)
+    return WalkApp(walk, opts, ending=lambda: walk_ending(walk, opts))
+
+
+def test_the_end_of_a_walk_says_what_to_try_next_and_asks_before_leaving() -> None:
+    """n on the last stage quit at once with "End of the walk." and nothing on what to try next
+    (issue 28): it now names the quiz, compare and the next lesson (its title from its file), and
+    leaves on a second n; b goes back instead, and then n at the end asks again."""
+    d = drive("girl_bangs", ["g", *typed("11"), "n"], size=(80, 24), app=ended_app("girl_bangs"))
+    said = " ".join(d.screen.split())
+    assert "End of the walk. What next:" in said and d.screens[-1] is not None and d.code is None
+    assert "attnwalk quiz girl_bangs: questions on this scenario's own numbers" in said
+    assert "attnwalk compare girl_bangs: scaled, unscaled and uniform side by side" in said
+    assert "attnwalk run causal_mask: the next lesson, Causal mask: no looking ahead" in said
+    assert "attnwalk decode" not in said  # girl_bangs has no causal mask: decode would refuse it
+    back = drive("girl_bangs", ["g", *typed("11"), "n", "b", "n", "n", "n"], app=ended_app("girl_bangs"))
+    assert "Stage 10 / 11" in back.screens[-4]  # b went back instead of leaving
+    assert "Stage 11 / 11" in back.screens[-3] and "End of the walk" not in back.screens[-3]
+    assert "End of the walk" in back.screens[-2]  # n at the end asks again
+    assert back.screens[-1] is None and back.app.ended and back.code == 0
+
+
+def test_the_last_lesson_points_at_decode_and_a_real_model_in_chinese() -> None:
+    from attnwalk.scenario.builtins import COURSE
+
+    assert COURSE[-1] == "kv_cache"
+    app = ended_app("kv_cache", "zh")
+    d = drive("kv_cache", ["g", *typed(str(len(app.steps))), "n"], app=app, opts=ViewOptions(lang="zh"))
+    said = "".join(d.screen.split())
+    assert "演示结束。接下来可以：" in said
+    assert "attnwalkdecodekv_cache：同一层改为逐个token生成，用上KV缓存" in said
+    assert "attnwalkmodel\"自己写的一句话\"：看真实预训练模型的一层" in said
+    assert "再按n或Enter结束讲解；按b返回。" in said
+
+
+def test_the_course_is_every_built_in_lesson_in_the_readme_s_order() -> None:
+    import re
+    from pathlib import Path
+
+    from attnwalk.scenario.builtins import COURSE, next_lesson
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## The lessons", 1)[1].split("## Architecture", 1)[0]
+    assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.M)) == COURSE
+    assert sorted(COURSE) == builtin_names()
+    assert next_lesson("girl_bangs") == "causal_mask" and next_lesson("kv_cache") is None
+    assert next_lesson("my_own") is None
 
 
 def test_q_quits_with_0_ctrl_c_with_130_ctrl_d_with_0() -> None:

@@ -352,3 +352,16 @@ def test_a_window_onto_a_wide_a_keeps_the_cursor_rows_own_key_in_view(tmp_path) 
     assert shown.cols < 20 and shown.left <= 11 and 15 < shown.left + shown.cols, shown
     labels = next(line for line in screen.splitlines() if "t12" in line and "t16" in line)
     assert labels.split()[0] == f"t{shown.left + 1}"
+
+
+def test_at_200x60_the_notes_start_next_to_a_small_matrix() -> None:
+    """About 50 empty columns separated girl_bangs' 3 × 3 A from the notes at 200 × 60 (each pane
+    took half): the matrix pane is as wide as its table and the lines under it, the notes take
+    the rest; a large matrix takes at most 60%."""
+    seen = {facts["stage"].key: (screen, facts) for _, screen, facts in every_screen("girl_bangs", (200, 60))}
+    screen, facts = seen["A"]
+    hint = "arrows or a click move the cursor; its cell is worked out in the notes"
+    assert facts["grid"].width <= len(hint) + 4 and facts["notes"].x == facts["grid"].right
+    assert hint in screen and "▸ 撩    0.1000    0.1896    0.7104 ▲" in screen  # nothing cut
+    shapes = {facts["stage"].key: facts for _, _, facts in every_screen("shapes", (200, 60))}
+    assert 100 <= shapes["A"]["grid"].width <= 120 and shapes["A"]["notes"].width >= 78

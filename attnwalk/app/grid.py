@@ -28,6 +28,8 @@ CURSOR = "reverse bold"
 CHANGED = "underline"  # a cell m or h changed: underlined, which survives NO_COLOR
 GAP = 2  # cells between columns
 TIGHT_COLS = 16  # up to this many columns are drawn one cell apart when that fits them all
+WIDE_CELLS = 4096  # beside the notes, a matrix up to this many cells is measured for its own width
+LEGEND_WIDTH = 60  # beside the notes, a legend's item wider than this wraps
 TOP_LINES = 2  # the column labels and the rule under them
 STATUS_LINES = 2  # the cursor's cell and value; where the window is, what changed (or a hint)
 NOTES_MIN = 3  # lines the notes keep under the matrix: the worked cell's title and first line, and
@@ -158,6 +160,25 @@ class MatrixGrid(Widget):
         if height - TOP_LINES - STATUS_LINES - len(one) >= min(n, WINDOW_MIN_ROWS):
             return one, True
         return [], True
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        """Beside the notes (wide, where the CSS asks for `width: auto`): the matrix's own width, and
+        room for the lines under it (a legend's item up to LEGEND_WIDTH, the rest wraps), so the
+        notes start next to a small matrix instead of half the screen away. A large matrix takes
+        what the CSS's max-width gives it."""
+        v = self.view
+        if v is None:
+            return 0
+        n_rows, n_cols = v.M.shape
+        if n_rows * n_cols > WIDE_CELLS:
+            return container.width
+        mk = style.markers(v.opts)
+        matrix = 2 + max(cell_len(label) for label in v.rows) + sum(
+            GAP + max([cell_len(v.cols[j])] + [cell_len(self._cell_text(v, i, j, mk)) for i in range(n_rows)])
+            for j in range(n_cols))
+        under = [cell_len(line) for line in self._status(v, Window(0, 0, n_rows, n_cols), n_rows, n_cols)]
+        under += [min(cell_len(item), LEGEND_WIDTH) for item in v.legend]
+        return max(matrix, *under)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The whole matrix where it fits above the notes' least room (a sliding window's band

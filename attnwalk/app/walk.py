@@ -10,6 +10,7 @@ value) and scrolling in their own pane; from 160 columns the notes sit beside th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -48,7 +49,8 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
     Screen.-wide #body { layout: horizontal; }
-    Screen.-wide #matrix, Screen.-wide #tokens { width: 1fr; max-height: 100%; }
+    Screen.-wide #matrix { width: auto; max-width: 60%; max-height: 100%; }
+    Screen.-wide #tokens { width: 1fr; max-height: 100%; }
     Screen.-wide #notes { width: 1fr; height: 100%; }
     """ + PROMPT_CSS
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
@@ -74,7 +76,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     ]
 
     def __init__(self, walk: Walk, opts: ViewOptions, *, start: int = 0, message: str = "",
-                 predictor=None, predict: bool = False) -> None:
+                 predictor=None, predict: bool = False, ending: Callable[[], list[str]] | None = None) -> None:
         super().__init__()
         translated(self, opts)
         self.walk = walk
@@ -88,7 +90,9 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         self.predictor, self.predict = predictor, predict
         self.predicted: set[tuple[str, int]] = set()
         self.message = message or (panes.lesson_pointer(walk, opts) if start == 0 else "")
-        self.ended = False  # n on the last stage
+        self.ended = False  # n on the last stage, twice
+        self.ending = ending  # what to try next, said at the end (commands/walk.walk_ending)
+        self.leaving = False  # the end was said: n again leaves
         self._next_walks: dict[str, Worker] = {}  # modes computed ahead, while the learner reads
         self._drawn_at = None  # the app's size when the panes were last drawn
 
@@ -223,8 +227,13 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
 
     def action_next(self) -> None:
         if self.index == len(self.steps) - 1:
-            self.ended = True
-            self.exit(0)
+            if self.leaving or self.ending is None:
+                self.ended = True
+                self.exit(0)
+                return
+            # what to try next, and a second n to leave: a walk never closes on one key too many
+            self.say_now("\n".join([*self.ending(), self.t("end.leave")]))
+            self.leaving = True
             return
         stage, head = self.steps[self.index + 1]
         q = self.predictor.ask(self.walk, stage.key, head) if self.predict and self.predictor else None
@@ -262,6 +271,12 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         self.move_cursor(self.cursor[0] + event.rows, self.cursor[1] + event.cols)
 
     # -- m, h, p, ?, q -------------------------------------------------------------------------
+
+    async def run_action(self, action, default_namespace=None) -> bool:
+        """Any key but n after the end was said takes the walk back from the edge of leaving."""
+        if self.leaving and not str(action).startswith(("next", "scroll_", "leave")):
+            self.leaving = False
+        return await super().run_action(action, default_namespace)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "head":  # offered only where there is another head to go to
@@ -301,6 +316,10 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         self.index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)
         self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
         self.show(home=False)  # the same cell: a stage has the same shape in every head
+
+    def action_leave(self) -> None:
+        self.ended = self.leaving  # q after the end was said: its suggestions stay on the terminal too
+        super().action_leave()
 
     def action_predict(self) -> None:
         if self.predictor is None:
