@@ -229,16 +229,23 @@ class MatrixGrid(Widget):
                 used, count = used + w, count + 1
             return max(count, 1)
 
-        self.left = min(self.left, c)
-        while self.left < c and c >= self.left + span(self.left):  # move right until the cursor's fits
-            self.left += 1
+        def reaching(last: int) -> int:  # the leftmost column of a window that still holds `last`
+            used, j = 0, last
+            while j >= 0 and (j == last or used + texts(j) + self.gap <= room):
+                used += texts(j) + self.gap
+                j -= 1
+            return j + 1
+
+        if c < self.left:
+            self.left = c
+        elif c >= self.left + span(self.left):  # moved right, as little as the cursor needs
+            self.left = reaching(c)
         d = r  # the diagonal's column
         if v.diagonal and d < n_cols and not self.left <= d < self.left + span(self.left):
-            left = d if d < self.left else self.left
-            while left < min(c, d) and d >= left + span(left):
-                left += 1
-            if left <= min(c, d) and max(c, d) < left + span(left):
-                self.left = left
+            if d < self.left and c < d + span(d):
+                self.left = d
+            elif d > self.left and reaching(d) <= c:
+                self.left = reaching(d)
         return Window(self.top, self.left, rows, span(self.left))
 
     def render(self) -> Text:
@@ -263,8 +270,12 @@ class MatrixGrid(Widget):
                 cache[j] = [self._cell_text(v, i, j, mk) for i in rows_guess]
             return cache[j]
 
+        widths_near: dict[int, int] = {}
+
         def col_width(j: int) -> int:
-            return max([cell_len(v.cols[j])] + [cell_len(s) for s in cells(j)])
+            if j not in widths_near:
+                widths_near[j] = max([cell_len(v.cols[j])] + [cell_len(s) for s in cells(j)])
+            return widths_near[j]
 
         win = self._window(width, room_rows, col_width)
         rows = range(win.top, win.top + win.rows)

@@ -44,7 +44,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     #body { height: 1fr; layout: vertical; }
     #matrix { height: auto; padding: 0 1; }  /* its height: MatrixGrid.get_content_height */
     #tokens { height: auto; max-height: 60%; padding: 0 1; scrollbar-size-vertical: 1; }
-    #notes { height: 1fr; min-height: 3; padding: 0 1; scrollbar-size-vertical: 1; }
+    #notes { height: 1fr; min-height: 3; padding: 0 1; scrollbar-size-vertical: 1; overflow-y: scroll; }
     #worked { margin-bottom: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
@@ -178,18 +178,27 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             grid.show(panes.matrix_view(self.walk, stage, head, self.opts.with_(width=width),
                                         old=self._old(stage, head)), self.cursor)
         self.query_one("#worked").display = stage.kind != TOKENS
-        self.query_one("#explain", Static).update(panes.explain_view(self.walk, stage, opts))
+        explain = self.query_one("#explain", Static)
+        if stage.kind == TOKENS:  # the notes' start: drawn with the rest
+            explain.update(panes.explain_view(self.walk, stage, opts))
+        else:  # under the worked cell: in the next frame, as what comes after it (~10 ms of n and b)
+            explain.update("")
         self.query_one("#extras", Static).update("")
-        self.call_after_refresh(self._show_extras, self.index, opts)  # below the fold: after the rest
+        self.call_after_refresh(self._show_below, self.index, opts, stage.kind != TOKENS)
         self.show_worked(scroll=False)
         if home:
             self.query_one("#notes").scroll_home(animate=False)
         self.show_message()
 
-    def _show_extras(self, index: int, opts: ViewOptions) -> None:
+    def _show_below(self, index: int, opts: ViewOptions, explain: bool) -> None:
+        """What the notes hold below their start, after the first frame of a stage: the
+        explanation under a worked cell, and the extras (lesson, shapes, a head's introduction,
+        A's bars)."""
         if index != self.index:
             return  # the learner has moved on
         stage, head = self.step
+        if explain:
+            self.query_one("#explain", Static).update(panes.explain_view(self.walk, stage, opts))
         extras = panes.extras_view(self.walk, stage, head, opts, self.index + 1)
         self.query_one("#extras", Static).update(extras if extras is not None else "")
 
