@@ -587,10 +587,9 @@ def test_on_a_large_layer_the_worked_pane_catches_up_with_the_cursor() -> None:
             await pilot.press("left", "left", "up")
             for _ in range(200):
                 await pilot.pause(0.05)
-                worked = str(app.query_one("#worked").render())
-                if "Working out" not in worked and not any(w.group == "worked" and w.is_running
-                                                           for w in app.workers):
+                if not app.working:
                     break
+            await pilot.pause(0.05)  # the finished worker's result drawn
             laid_out = [w for w in app.workers if w.group == "worked"]
             return app.cursor, screen_text(app), app.walk, laid_out
 
@@ -663,10 +662,10 @@ def test_j_k_d_u_scroll_the_notes_and_keep_the_message() -> None:
     assert all(message.startswith("This lesson: by the river bank") for _, message in seen)
 
 
-def test_on_a_large_layer_keys_faster_than_the_layout_lay_out_only_the_last_cell(monkeypatch) -> None:
-    """While one worked cell is laid out (the lock held here, as a slow layout holds it), three
-    arrow keys start three workers; the two superseded ones return without laying anything out,
-    so the cursor's keys never share the GIL with layouts nobody will see."""
+def test_on_a_large_layer_only_the_cell_the_keys_stop_on_is_laid_out(monkeypatch) -> None:
+    """shapes: keys faster than SETTLE start no layout at all (each would take the GIL from the
+    next key); the cell the cursor stops on is laid out. And a layout superseded while it waits
+    for the one before it (the lock held here, as a slow layout holds it) returns unlaid."""
     import asyncio
 
     from appdriver import screen_text
@@ -682,29 +681,42 @@ def test_on_a_large_layer_keys_faster_than_the_layout_lay_out_only_the_last_cell
         return real(walk, stage, head, cell, *rest)
 
     monkeypatch.setattr(panes, "worked_view", counted)
+    from attnwalk.app import offloop
+
+    monkeypatch.setattr(offloop, "SETTLE", 1.0)  # keys surely faster than it, however loaded the machine
+    SETTLE = offloop.SETTLE
+
+    async def settle(pilot, app):
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if not app.working:
+                break
+        await pilot.pause(0.05)  # the finished worker's result drawn
 
     async def run():
         app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
         async with app.run_test(size=(120, 50)) as pilot:
-            for _ in range(100):  # the first screen's cell, laid out
-                await pilot.pause(0.05)
-                if laid and not any(w.group == "worked" and w.is_running for w in app.workers):
-                    break
+            await settle(pilot, app)
             first = list(laid)
-            with app._laying_out:
-                await pilot.press("left", "left", "up")
-                await pilot.pause(0.1)
-                waiting = str(app.query_one("#worked").content)
-            for _ in range(100):
-                await pilot.pause(0.05)
-                if not any(w.group == "worked" and w.is_running for w in app.workers):
-                    break
-            return first, list(laid), app.cursor, waiting, screen_text(app), app.walk
+            await pilot.press("left", "left", "up")  # faster than SETTLE
+            waiting = str(app.query_one("#worked").content)
+            await settle(pilot, app)
+            burst = (list(laid), app.cursor, screen_text(app))
+            laid.clear()
+            with app._laying_out:  # a layout in progress: the next ones wait for it
+                await pilot.press("right")
+                await pilot.pause(SETTLE * 1.5)  # its worker started, and waits
+                passed = app.cursor
+                await pilot.press("down")
+                await pilot.pause(SETTLE * 1.5)  # a second one: the first is cancelled
+            await settle(pilot, app)
+            return first, burst, waiting, passed, list(laid), app.cursor, app.walk
 
-    first, laid_out, cursor, waiting, shown, walk = asyncio.run(run())
+    first, (after_burst, cursor, shown), waiting, passed, laid_last, last, walk = asyncio.run(run())
     assert len(first) == 1
-    assert laid_out == [*first, cursor]  # only the cell the cursor ended on
+    assert after_burst == [*first, cursor]  # only the cell the cursor ended on
     rows, cols = axes(walk, walk.stage("A"), 0)
     name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
-    assert f"Working out {name}" in waiting  # the latest cell named, not the first one passed over
+    assert f"Working out {name}" in waiting  # the latest cell named, not one the keys passed over
     assert f"Worked cell: {name}" in shown
+    assert laid_last == [last] and passed != last  # the superseded cell was never laid out

@@ -32,7 +32,8 @@ from attnwalk.text import stage_text
 async def settled(pilot, app) -> None:
     """After a key: the worked cell laid out (a worker on a large layer) and drawn."""
     await pilot.pause()
-    await app.workers.wait_for_complete()
+    while app.working:
+        await pilot.pause(0.02)
     await pilot.pause()
 
 

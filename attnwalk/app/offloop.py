@@ -6,9 +6,11 @@ one's worker, whose result is then never shown."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 from rich.text import Text
 from textual import work
+from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import Worker, WorkerError, WorkerState, get_current_worker
 
@@ -20,6 +22,10 @@ from attnwalk.layer.walk import Walk, with_mode
 from attnwalk.render.style import cell_ref
 
 SMALL = 64  # tokens or d_model up to this: a worked cell costs a few ms, so it is drawn at once
+# Seconds without a new cell before a large layer's cell is laid out. While keys come faster (n, b
+# or an arrow held down), a layout running beside them took the GIL from the key handling: on the
+# large layer, keys pressed as fast as the stage was drawn each waited ~40 ms more (app_bench).
+SETTLE = 0.12
 WORKED, MODES = "worked", "modes"  # the workers' groups
 
 
@@ -31,7 +37,12 @@ class OffTheLoop:
     # 100-200 ms layout, all of them sharing the GIL with the key handling: the cursor slowed with
     # every key held down. Behind it the superseded workers wait and return at once, unlaid.
     _laying_out = threading.Lock()
-    _saying_working = False  # the pane says "Working out …" rather than showing a cell
+    _settling: Timer | None = None  # the cell to lay out once the keys pause
+
+    @property
+    def working(self) -> bool:
+        """Is a cell waiting to be laid out, or being laid out?"""
+        return self._settling is not None or any(w.group == WORKED and w.is_running for w in self.workers)
 
     def small(self) -> bool:
         scn = self.walk.scenario
@@ -65,24 +76,28 @@ class OffTheLoop:
 
     def show_worked(self, scroll: bool = True) -> None:
         """The cursor's cell worked out. On a small lesson at once; on a large layer (a sum over
-        hundreds of terms takes 100 ms or more to lay out) in a worker, so the stage and the cursor
-        are drawn first and keys are never kept waiting: the pane says which cell it is working
-        out, and only the latest cell is worked out when keys come faster than that."""
+        hundreds of terms takes 100 ms or more to lay out) in a worker, once the keys have paused
+        for SETTLE, so the stage and the cursor are drawn first and keys are never kept waiting:
+        the pane says which cell it is working out, and only the latest cell is worked out."""
         stage, head = self.step
+        if self._settling is not None:
+            self._settling.stop()
+            self._settling = None
         if stage.kind == TOKENS or self.small():
             self.workers.cancel_group(self, WORKED)
             shown = Text("") if stage.kind == TOKENS else panes.worked_view(
                 self.walk, stage, head, self.cursor, self.pane_opts(), self.before)
             self._put_worked(shown, scroll and stage.kind != TOKENS)
             return
-        if self._saying_working or not any(w.group == WORKED and w.is_running for w in self.workers):
-            # the previous cell's arithmetic stays until this one's comes (no flicker as the keys
-            # come), but a "Working out" line names the latest cell
-            rows, cols = axes(self.walk, stage, head, self.opts.lang)
-            where = cell_ref(stage.symbol, rows[self.cursor[0]], cols[self.cursor[1]], self.opts)
-            self._put_worked(Text(self.t("app.working", cell=where), style="dim"), False)
-            self._saying_working = True
-        self._work_out((self.walk, stage, head, self.cursor, self.pane_opts(), self.before), scroll)
+        rows, cols = axes(self.walk, stage, head, self.opts.lang)
+        where = cell_ref(stage.symbol, rows[self.cursor[0]], cols[self.cursor[1]], self.opts)
+        self._put_worked(Text(self.t("app.working", cell=where), style="dim"), False)
+        args = (self.walk, stage, head, self.cursor, self.pane_opts(), self.before)
+        self._settling = self.set_timer(SETTLE, partial(self._settled, args, scroll))
+
+    def _settled(self, args: tuple, scroll: bool) -> None:
+        self._settling = None
+        self._work_out(args, scroll)
 
     @work(thread=True, exclusive=True, group=WORKED, exit_on_error=False, description="the worked cell")
     def _work_out(self, args: tuple, scroll: bool):
@@ -101,7 +116,6 @@ class OffTheLoop:
             self._put_worked(Text(str(worker.error)), False)
 
     def _put_worked(self, shown, scroll: bool) -> None:
-        self._saying_working = False
         worked = self.query_one("#worked", Static)
         worked.update(shown)
         if scroll:
