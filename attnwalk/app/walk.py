@@ -21,6 +21,7 @@ from attnwalk.app.footer import KeysFooter
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import collect_again, panes
 from attnwalk.app.help import MessageAndExits, translated
+from attnwalk.app.kept import KeptPane
 from attnwalk.app.offloop import OffTheLoop
 from attnwalk.app.scrolling import PaneScroll
 from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
@@ -99,7 +100,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(id="header")
+        yield KeptPane(id="header")
         with Horizontal(id="body"):
             grid = MatrixGrid(id="matrix")
             translated(grid, self.opts)  # ←↑↓→'s description, before the footer shows it
@@ -108,8 +109,8 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
                 yield Static(id="token-table")
             with VerticalScroll(id="notes", can_focus=False):
                 yield Static(id="worked")  # first: what the cursor's cell is, where the eye arrives
-                yield Static(id="explain")
-                yield Static(id="extras")
+                yield KeptPane(id="explain")
+                yield KeptPane(id="extras")
         yield Static(id="message")
         # #prompt (a Vertical: a long question wraps above the line it is answered on) comes
         # here after the first frame (TypedAnswers.add_prompt)
@@ -164,9 +165,10 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         self.reached = max(self.reached, self.index)
         stage, head = self.step
         width = max(self.size.width - 2, 20)
-        self.query_one("#header", Static).update(
-            header(self.walk, stage, head, self.opts.with_(width=width), index=self.index + 1,
-                   count=len(self.steps)))
+        index, mode = self.index, self.walk.mode.name
+        self.query_one("#header", KeptPane).show(
+            (index, mode, width), lambda: header(self.walk, stage, head, self.opts.with_(width=width),
+                                          index=index + 1, count=len(self.steps)))
         grid, tokens = self.query_one(MatrixGrid), self.query_one("#tokens")
         opts = self.pane_opts()
         if stage.kind == TOKENS:
@@ -178,29 +180,27 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             grid.show(panes.matrix_view(self.walk, stage, head, self.opts.with_(width=width),
                                         old=self._old(stage, head)), self.cursor)
         self.query_one("#worked").display = stage.kind != TOKENS
-        explain = self.query_one("#explain", Static)
-        if stage.kind == TOKENS:  # the notes' start: drawn with the rest
-            explain.update(panes.explain_view(self.walk, stage, opts))
-        else:  # under the worked cell: in the next frame, as what comes after it (~10 ms of n and b)
-            explain.update("")
-        self.query_one("#extras", Static).update("")
-        self.call_after_refresh(self._show_below, self.index, opts, stage.kind != TOKENS)
+        # Below the worked cell: drawn now if drawn before (n and b going back and forth), else in
+        # the next frame, so the stage's own first frame is not kept waiting (~12 ms of a key)
+        now = stage.kind == TOKENS or self.query_one("#explain", KeptPane).kept((index, mode, opts.width))
+        self._show_below(index, opts, blank=not now)
+        if not now:
+            self.call_after_refresh(self._show_below, index, opts)
         self.show_worked(scroll=False)
         if home:
             self.query_one("#notes").scroll_home(animate=False)
         self.show_message()
 
-    def _show_below(self, index: int, opts: ViewOptions, explain: bool) -> None:
-        """What the notes hold below their start, after the first frame of a stage: the
-        explanation under a worked cell, and the extras (lesson, shapes, a head's introduction,
-        A's bars)."""
+    def _show_below(self, index: int, opts: ViewOptions, blank: bool = False) -> None:
+        """What the notes hold after the worked cell: the lesson's note and the explanation, then
+        the extras (lesson, shapes, a head's introduction, A's bars); `blank`: nothing yet."""
         if index != self.index:
             return  # the learner has moved on
         stage, head = self.step
-        if explain:
-            self.query_one("#explain", Static).update(panes.explain_view(self.walk, stage, opts))
-        extras = panes.extras_view(self.walk, stage, head, opts, self.index + 1)
-        self.query_one("#extras", Static).update(extras if extras is not None else "")
+        key = None if blank else (index, self.walk.mode.name, opts.width)
+        self.query_one("#explain", KeptPane).show(key, lambda: panes.explain_view(self.walk, stage, opts))
+        self.query_one("#extras", KeptPane).show(
+            key, lambda: panes.extras_view(self.walk, stage, head, opts, index + 1))
 
     def _old(self, stage: Stage, head: int):
         if self.before is None or stage.key not in (s.key for s in self.before[0].stages):
