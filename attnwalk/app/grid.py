@@ -19,6 +19,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 
+from attnwalk.app.gridfit import GAP, NOTES_MIN, STATUS_LINES, TOP_LINES, columns, fit, legends
 from attnwalk.layer.ops import row_maxima
 from attnwalk.layer.stages import MASKED, WEIGHTS
 from attnwalk.render import style
@@ -26,15 +27,8 @@ from attnwalk.render.options import ViewOptions
 
 CURSOR = "reverse bold"
 CHANGED = "underline"  # a cell m or h changed: underlined, which survives NO_COLOR
-GAP = 2  # cells between columns
-TIGHT_COLS = 16  # up to this many columns are drawn one cell apart when that fits them all
 WIDE_CELLS = 4096  # beside the notes, a matrix up to this many cells is measured for its own width
 LEGEND_WIDTH = 60  # beside the notes, a legend's item wider than this wraps
-TOP_LINES = 2  # the column labels and the rule under them
-STATUS_LINES = 2  # the cursor's cell and value; where the window is, what changed (or a hint)
-NOTES_MIN = 3  # lines the notes keep under the matrix: the worked cell's title and first line, and
-# after m or h the old → new line above them (walk.py's CSS)
-WINDOW_MIN_ROWS = 4  # rows a window keeps before a line of legend is drawn under it
 
 
 @dataclass(eq=False)
@@ -118,49 +112,6 @@ class MatrixGrid(Widget):
 
     # -- size --------------------------------------------------------------------------------
 
-    def _legend_lines(self, width: int, items: tuple[str, ...]) -> list[Text]:
-        """The legend's items joined by " · ", a line broken only between items ("× masked:
-        weight 0" stays together); an item wider than the line wraps on its own."""
-        width, sep = max(width, 1), f" {style.markers(self.view.opts).dot} "
-        lines: list[str] = []
-        for item in items:
-            if lines and cell_len(lines[-1] + sep + item) <= width:
-                lines[-1] += sep + item
-            else:
-                lines += [line.plain for line in Text(item).wrap(self.app.console, width)]
-        return [Text(line, style=style.NOTE) for line in lines]
-
-    def _legends(self, width: int) -> list[list[Text]]:
-        """The legend as it may be drawn, from the most to the least: whole; with its head blocks
-        in brief; that cut to one line; none."""
-        if self.view is None or not self.view.legend:
-            return [[], [], [], []]
-        whole = self._legend_lines(width, self.view.legend)
-        brief = self._legend_lines(width, self.view.brief or self.view.legend)
-        one = brief[:1]
-        if len(brief) > 1:
-            one = [Text(one[0].plain, style=style.NOTE)]
-            one[0].append(" …" if not self.view.opts.ascii else " ...")
-            one[0].truncate(width, overflow="ellipsis")
-        return [whole, brief, one, []]
-
-    def _fit(self, width: int, height: int) -> tuple[list[Text], bool]:
-        """What goes under the rows in `height` lines: the legend (as much of it as leaves every
-        row in view) and whether the status's second line shows. The rows come first, then the
-        cursor's line, the second line, the legend; a window (rows that scroll in any case) keeps
-        a line of legend if WINDOW_MIN_ROWS rows remain."""
-        n = self.view.M.shape[0]
-        legends = self._legends(width)
-        for legend in legends:
-            if TOP_LINES + n + STATUS_LINES + len(legend) <= height:
-                return legend, True
-        if TOP_LINES + n + 1 <= height:  # every row and the cursor's line: the second line gives way
-            return [], False
-        one = legends[-2]
-        if height - TOP_LINES - STATUS_LINES - len(one) >= min(n, WINDOW_MIN_ROWS):
-            return one, True
-        return [], True
-
     def get_content_width(self, container: Size, viewport: Size) -> int:
         """Beside the notes (wide, where the CSS asks for `width: auto`): the matrix's own width, and
         room for the lines under it (a legend's item up to LEGEND_WIDTH, the rest wraps), so the
@@ -188,7 +139,7 @@ class MatrixGrid(Widget):
         if self.view is None:
             return 0
         n = self.view.M.shape[0]
-        heights = [TOP_LINES + n + STATUS_LINES + len(legend) for legend in self._legends(width)]
+        heights = [TOP_LINES + n + STATUS_LINES + len(legend) for legend in legends(self.view, width, self.app.console)]
         if self.screen.has_class("-wide"):
             return heights[0]
         room = container.height - NOTES_MIN
@@ -200,60 +151,26 @@ class MatrixGrid(Widget):
     # -- drawing -----------------------------------------------------------------------------
 
     def _window(self, width: int, height: int, texts) -> Window:
-        """The rows and columns that fit, moved as little as needed to keep the cursor in view; on
-        a matrix of queries × keys, the cursor row's own key (its diagonal cell) too where both
-        fit. A few columns that fit only one cell apart are drawn one cell apart (sliding_window's
-        8 keys at 80 columns: the band's last cell was cut off)."""
+        """The rows and columns that fit, moved as little as needed to keep the cursor in view
+        (gridfit.columns)."""
         v = self.view
-        n_rows, n_cols = v.M.shape
-        r, c = self.cursor
+        n_rows = v.M.shape[0]
+        r = self.cursor[0]
         rows = max(1, min(n_rows, height))
         if r < self.top:
             self.top = r
         elif r >= self.top + rows:
             self.top = r - rows + 1
         self.top = max(0, min(self.top, n_rows - rows))
-        room = width - self._label_width
-        self.gap = GAP
-        if n_cols <= TIGHT_COLS:
-            needs = [texts(j) for j in range(n_cols)]
-            if sum(needs) + GAP * n_cols > room >= sum(needs) + n_cols:
-                self.gap = 1
-
-        def span(left: int) -> int:  # how many columns from `left` fit
-            used = count = 0
-            for j in range(left, n_cols):
-                w = texts(j) + self.gap
-                if count and used + w > room:
-                    break
-                used, count = used + w, count + 1
-            return max(count, 1)
-
-        def reaching(last: int) -> int:  # the leftmost column of a window that still holds `last`
-            used, j = 0, last
-            while j >= 0 and (j == last or used + texts(j) + self.gap <= room):
-                used += texts(j) + self.gap
-                j -= 1
-            return j + 1
-
-        if c < self.left:
-            self.left = c
-        elif c >= self.left + span(self.left):  # moved right, as little as the cursor needs
-            self.left = reaching(c)
-        d = r  # the diagonal's column
-        if v.diagonal and d < n_cols and not self.left <= d < self.left + span(self.left):
-            if d < self.left and c < d + span(d):
-                self.left = d
-            elif d > self.left and reaching(d) <= c:
-                self.left = reaching(d)
-        return Window(self.top, self.left, rows, span(self.left))
+        self.left, count, self.gap = columns(v, self.cursor, self.left, width - self._label_width, texts)
+        return Window(self.top, self.left, rows, count)
 
     def render(self) -> Text:
         v = self.view
         if v is None:
             return Text("")
         width, height = self.size
-        legend, second = self._fit(width, height)
+        legend, second = fit(v, width, height, self.app.console)
         room_rows = max(1, height - TOP_LINES - (STATUS_LINES if second else 1) - len(legend))
         n_rows, n_cols = v.M.shape
         mk = style.markers(v.opts)

@@ -20,6 +20,7 @@ from textual.worker import Worker
 from attnwalk.app.footer import KeysFooter
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import collect_again, panes
+from attnwalk.app.changes import Changes
 from attnwalk.app.help import MessageAndExits, translated
 from attnwalk.app.kept import KeptPane
 from attnwalk.app.offloop import OffTheLoop
@@ -36,7 +37,7 @@ from attnwalk.render.style import plain, say
 WIDE = 160  # columns from which the notes sit beside the matrix (the CSS's Screen.-wide)
 
 
-class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
+class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     """Walk `walk` from step `start`; the return code is 0 on q or at the end, 130 on Ctrl-C."""
 
     CSS = """
@@ -202,12 +203,6 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         self.query_one("#extras", KeptPane).show(
             key, lambda: panes.extras_view(self.walk, stage, head, opts, index + 1))
 
-    def _old(self, stage: Stage, head: int):
-        if self.before is None or stage.key not in (s.key for s in self.before[0].stages):
-            return None
-        old_walk, old_head, _ = self.before
-        return old_walk.matrix(stage.key, old_head if stage.per_head else 0)
-
     # -- moving ------------------------------------------------------------------------------
 
     def go(self, index: int, cell: tuple[int, int] | None = None) -> None:
@@ -279,7 +274,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     def on_matrix_grid_cursor_moved(self, event: MatrixGrid.CursorMoved) -> None:
         self.move_cursor(self.cursor[0] + event.rows, self.cursor[1] + event.cols)
 
-    # -- m, h, p, ?, q -------------------------------------------------------------------------
+    # -- the end, p, ?, q ----------------------------------------------------------------------
 
     async def run_action(self, action, default_namespace=None) -> bool:
         """Any key but n after the end was said takes the walk back from the edge of leaving."""
@@ -295,36 +290,6 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         if action == "predict":
             return self.predictor is not None
         return True
-
-    async def action_mode(self) -> None:
-        """scaled → unscaled → uniform → scaled, on the same stage with the same cursor."""
-        old = self.walk
-        mode = self._next_mode()
-        self.walk = await self.walk_in_mode(mode)
-        change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
-        self.before = (old, self.step[1], plain(change, self.opts))
-        self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
-        self.show(home=False)
-        self.call_after_refresh(self._compute_next_mode)
-
-    def action_head(self) -> None:
-        heads = self.walk.scenario.heads
-        stage, head = self.step
-        if heads == 1:
-            self.say_now(self.t("ui.one_head"))
-            return
-        if not stage.per_head:
-            per_head = self.t("ui.list_sep").join(dict.fromkeys(plain(s.symbol, self.opts)
-                                                                for s, _ in self.steps if s.per_head))
-            # Q, K, V, concat hold each head's own columns; E, X, O are one matrix for all heads
-            key = "ui.split_stage" if stage.split else "ui.shared_stage"
-            self.say_now(self.t(key, stage=plain(stage.symbol, self.opts), stages=per_head))
-            return
-        target = (head + 1) % heads
-        self.before = (self.walk, head, self.t("app.head_change", old=head + 1, new=target + 1))
-        self.index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)
-        self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
-        self.show(home=False)  # the same cell: a stage has the same shape in every head
 
     def action_leave(self) -> None:
         self.ended = self.leaving  # q after the end was said: its suggestions stay on the terminal too
