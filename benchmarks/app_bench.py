@@ -171,7 +171,7 @@ def mode_keys(path: str, env: dict[str, str], steps: int) -> list[tuple[str, flo
 
 
 def step_count(scenario: str) -> int:
-    code = ("from attnwalk.scenario.model import load_scenario; from attnwalk.layer.walk import compute; "
+    code = ("from attnwalk.scenario.load import load_scenario; from attnwalk.layer.walk import compute; "
             "from attnwalk.render.screens import walk_steps; import sys; "
             "print(len(walk_steps(compute(load_scenario(sys.argv[1])))))")
     return int(subprocess.run([sys.executable, "-c", code, scenario], capture_output=True, text=True,

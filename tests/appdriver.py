@@ -11,7 +11,7 @@ from rich.console import Console
 from attnwalk.app.walk import WalkApp
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 
 def screen_text(app) -> str:

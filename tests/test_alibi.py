@@ -17,7 +17,7 @@ from attnwalk.errors import ScenarioError
 from attnwalk.layer import alibi
 from attnwalk.layer.walk import compute
 from attnwalk.scenario.builtins import builtin_path
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from variants_reference import layer, paper_slopes, window_allowed
 
 
@@ -204,7 +204,7 @@ def test_the_alibi_lesson_matches_the_reference_and_its_notes() -> None:
 def test_without_positions_alibi_is_not_called_order_blind(lang: str) -> None:
     doc = scenario(np.random.default_rng(7), 4, 2)  # no mask, no positions: only ALiBi carries order
     scn = load(doc)
-    from attnwalk.layer.stages import stage_named
+    from attnwalk.features import stage_named
     from attnwalk.text import stage_text
 
     P, X = stage_named("P"), stage_named("X")

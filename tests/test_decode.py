@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.kvcache import decode
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from reference import attention, sinusoidal_positions
 
 runner = CliRunner()
@@ -404,12 +404,13 @@ def test_a_json_too_big_to_write_is_refused_before_it_is_built(tmp_path) -> None
 def test_a_model_layers_biases_are_added_to_each_tokens_projections() -> None:
     # the hook for `attnwalk model` layers, whose Scenario carries b_Q, b_K, b_V and b_O: set here
     # on a file's scenario, and checked against the layer written out in the test
+    import dataclasses
+
     rng = np.random.default_rng(9)
     text = scenario_yaml(rng, 4, 3, 2, 2, 2, w_o=True)
     scn = scenario_from_text(text, "biased.yaml")
     b = {key: rng.normal(size=size) for key, size in (("b_Q", 4), ("b_K", 4), ("b_V", 4), ("b_O", 3))}
-    for key, value in b.items():
-        object.__setattr__(scn, key, value)
+    scn = dataclasses.replace(scn, params=b)
     doc = yaml.safe_load(text)
     X = np.array(doc["embeddings"])
     Q, K, V = (X @ np.array(doc[w]) + b[f"b_{w[2]}"] for w in ("W_Q", "W_K", "W_V"))

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from attnwalk.cli import app
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from attnwalk.tutor.cachequiz import cache_questions
 from attnwalk.tutor.questions import questions
 from attnwalk.tutor.quiz import CHOICE, LETTERS, check
@@ -72,7 +72,7 @@ def test_a_window_mask_asks_what_is_reused_but_not_the_causal_count() -> None:
 def test_the_cache_questions_speak_chinese_and_reach_the_worksheet() -> None:
     qs = cache_qs(compute(load_scenario("kv_cache")), "zh")
     right = qs["kv_reuse"].choices[qs["kv_reuse"].answer]
-    assert right.startswith("小猫、饿、了、想、吃 的 key 和 value") and "鱼 进来的这一步" in qs["kv_reuse"].text
+    assert right.startswith("小猫、饿、了、想、吃 的键和值") and "鱼 进来的这一步" in qs["kv_reuse"].text
     assert qs["kv_scores"].choices[qs["kv_scores"].answer].startswith("21：")
     result = runner.invoke(app, ["quiz", "kv_cache", "--format", "json"])
     assert result.exit_code == 0, result.output

@@ -16,10 +16,11 @@ from rich.console import Console
 
 from attnwalk.commands.quiz import LineAnswers, run_quiz
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 from attnwalk.text import text
 from attnwalk.tutor.mistakes import NAMES, diagnose
 from attnwalk.tutor.questions import cell_question
+from attnwalk.tutor.quiz import diagnosis
 
 # lesson 002's code: E rows for 女生, 撩, 刘海; P sinusoidal for 3 positions in 2 dimensions
 E = np.array([[3.0, 1.0], [2.0, 2.0], [2.0, 4.0]])
@@ -47,6 +48,12 @@ ROUNDED_Z = np.round(A, 1) @ V  # A copied off the screen as 0.1, 0.2, 0.7 …
 CAUSAL = load_scenario("causal_mask")
 
 
+def additive_scaled():
+    """additive_score's QKᵀ[它, 黄狗] = tanh(q_它 + k_黄狗) · w_a, divided by √d_k as it never is."""
+    q, k, w_a = np.array([1.0, 0.0]), np.array([1.0, 0.0]), np.array([2.0, -2.0])
+    return np.tanh(q + k) @ w_a / np.sqrt(2)
+
+
 def causal_mistake():
     Xc = np.array(CAUSAL.main.E)  # no positions in that lesson
     Sc = (Xc @ np.array(CAUSAL.W_Q)) @ (Xc @ np.array(CAUSAL.W_K)).T / np.sqrt(CAUSAL.d_k)
@@ -71,11 +78,24 @@ CASES = [
     # "@unscaled": the walk in the unscaled mode (S = QKᵀ), answered with the usual √d_k
     ("girl_bangs@unscaled", "S", 1, 0, False, "scaled_anyway", S[1, 0]),
     ("girl_bangs@unscaled", "A", 1, 0, False, "scaled_anyway", A[1, 0]),
+    # issue 26: the square root forgotten, multiplied instead of divided, additive scores divided
+    ("girl_bangs", "S", 1, 0, False, "divided_by_d_k", RAW[1, 0] / 2),
+    ("girl_bangs", "S", 1, 0, False, "times_sqrt_d_k", RAW[1, 0] * np.sqrt(2)),
+    ("additive_score", "S", 2, 0, False, "scaled_additive", None),
+    # Z from A and V: every key alike, A's column instead of its row, the top key's value whole
+    ("girl_bangs", "A", 1, 0, False, "uniform", 1 / 3),
+    ("girl_bangs", "Z", 1, 1, False, "uniform", V[:, 1].mean()),
+    ("girl_bangs", "Z", 1, 1, False, "a_column", (A.T @ V)[1, 1]),
+    ("girl_bangs", "Z", 1, 1, False, "top_value", V[2, 1]),
+    # a masked weight answered as small: causal_mask's A[T1, T2] is exactly 0
+    ("causal_mask", "A", 0, 1, False, "masked_small", 0.004),
 ]
+# mistakes named outside a cell of QKᵀ, S, A or Z (tokens, the online softmax): tests/test_judging.py
+ELSEWHERE = {"itself", "column_argmax", "not_rescaled"}
 
 
 def test_every_named_mistake_has_a_case():
-    assert {case[5] for case in CASES} == set(NAMES)
+    assert {case[5] for case in CASES} | ELSEWHERE == set(NAMES)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -84,13 +104,13 @@ def test_every_named_mistake_has_a_case():
 def test_an_answer_built_from_a_mistake_is_diagnosed_as_it(name, key, row, col, what_if, mistake,
                                                            value, lang):
     if value is None:
-        value = causal_mistake()
+        value = causal_mistake() if name == "causal_mask" else additive_scaled()
     name, _, mode = name.partition("@")
     walk = compute(load_scenario(name), mode or "scaled")
     q = cell_question(walk, key, row, col, lang=lang, what_if=what_if)
     typed = f"{value:.4f}"  # as a learner types it, to the walk's four decimals
     assert abs(float(typed) - float(q.answer)) > q.tolerance  # a wrong answer …
-    found = diagnose(list(q.mistakes), float(typed), q.tolerance, float(q.answer))
+    found = diagnosis(q, typed)
     assert found and found[0][0] == mistake  # … named as the mistake it is, nearest first
     con = Console(width=400, file=io.StringIO(), color_system=None)
     result = run_quiz(walk, [q], con, LineAnswers(io.StringIO(typed + "\n"), con), lang)
@@ -180,7 +200,10 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
                       "mask_forgotten": unmasked[head][key][row, col],
                       "transposed": h[key][col, row] if key in ("QK^T", "S", "A") else None,
                       "column_softmax": {"A": column, "Z": column @ h["V"]}.get(key, np.empty(0)),
-                      "k_for_v": (h["A"] @ h["K"])[row, col] if key == "Z" and same else None}
+                      "k_for_v": (h["A"] @ h["K"])[row, col] if key == "Z" and same else None,
+                      "a_column": (h["A"].T @ h["V"])[row, col] if key == "Z" and scn.n == scn.m else None,
+                      "divided_by_d_k": h["QK^T"][row, col] / scn.d_k if key == "S" else None,
+                      "times_sqrt_d_k": h["QK^T"][row, col] * np.sqrt(scn.d_k) if key == "S" else None}
             cs = expect["column_softmax"]
             expect["column_softmax"] = cs[row, col] if cs.size else None
             for mistake, value in q.mistakes:

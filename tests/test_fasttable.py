@@ -19,7 +19,7 @@ from attnwalk.layer.walk import compute
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import walk_renderables
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 
 def console(width: int) -> Console:

@@ -26,7 +26,8 @@ from attnwalk.cli import app
 from attnwalk.errors import ComputeError, ScenarioError
 from attnwalk.export.data import to_json, walk_data
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import KEYS, SOURCE_KEYS, scenario_from_text
+from attnwalk.features.cross import SOURCE_KEYS
+from attnwalk.scenario.load import keys, scenario_from_text
 from attnwalk.scenario.files import decode
 
 EXAMPLES = int(os.environ.get("ATTNWALK_FUZZ_EXAMPLES", "200"))
@@ -94,7 +95,7 @@ def test_raw_bytes_through_the_decoder(data):
 
 # -- structured junk ---------------------------------------------------------------------------
 
-NAMES = st.sampled_from(KEYS + ("W_q", "embedding", "file", "key", "en", "zh", "Heads", ""))
+NAMES = st.sampled_from(keys() + ("W_q", "embedding", "file", "key", "en", "zh", "Heads", ""))
 SCALARS = st.one_of(
     st.none(), st.booleans(),
     st.integers(min_value=-10, max_value=10), st.integers(), st.integers(min_value=10 ** 300,

@@ -15,7 +15,7 @@ from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.walk import compute
 from attnwalk.scenario.builtins import builtin_path
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from variants_reference import layer, window_allowed
 
 

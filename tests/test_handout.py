@@ -26,7 +26,7 @@ from attnwalk.export.latex import latex_text, math_text
 from attnwalk.layer.walk import compute
 from attnwalk.render.screens import walk_steps
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 
 runner = CliRunner()
 
@@ -72,7 +72,7 @@ def test_markdown_has_every_stage_in_order_with_its_explanation(lang):
         assert tx.stage(stage.key, "title") in heading
         for field in ("what", "why", "mistake"):
             assert tx.stage(stage.key, field) in md
-        assert f"`{stage.formula}`" in md
+        assert f"`{stage.formula_in(walk.scenario)}`" in md
 
 
 def test_markdown_tables_carry_lesson_002_numbers_with_labels():

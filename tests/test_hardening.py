@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import resource
-import subprocess
-import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -22,66 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bounded import attnwalk, benchmark_layer, refused
+
 from attnwalk.scenario import fields, limits
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 
-ROOT = Path(__file__).resolve().parent.parent
 BROKEN = Path(__file__).resolve().parent / "fixtures" / "broken"
-MEMORY = 1 << 30  # numpy and its BLAS threads need a few hundred MB of address space to start
-TIMEOUT = 10  # seconds; each refusal takes well under 2 on an idle machine
 WEIGHTS = "W_Q: [[1, 0], [0, 1]]\nW_K: [[1, 0], [0, 1]]\nW_V: [[1, 0], [0, 1]]\n"
-
-
-def _limited() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
-
-
-PEAK_RSS = 300 * 1024 * 1024  # issue 16: any scenario is refused "within 2 s and 300 MB"
-
-
-def attnwalk(*args: str, stdin=subprocess.DEVNULL, cwd: Path = ROOT) -> tuple[subprocess.CompletedProcess, float]:
-    """The program run as a user runs it, under the memory limit; and how long it took. Its peak
-    resident memory, read from the kernel's accounting of this one child (os.wait4), must stay
-    under PEAK_RSS."""
-    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(ROOT))
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
-        proc = subprocess.Popen([sys.executable, "-m", "attnwalk", *args], stdout=out_file,
-                                stderr=err_file, stdin=stdin, env=env, cwd=cwd, preexec_fn=_limited)
-        status, usage = _wait(proc.pid, start)
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
-        out_file.seek(0)
-        err_file.seek(0)
-        result = subprocess.CompletedProcess(proc.args, proc.returncode,
-                                             out_file.read().decode("utf-8", "replace"),
-                                             err_file.read().decode("utf-8", "replace"))
-    assert usage.ru_maxrss * 1024 < PEAK_RSS, f"peak memory {usage.ru_maxrss // 1024} MB: {args}"
-    return result, time.perf_counter() - start
-
-
-def _wait(pid: int, start: float):
-    """os.wait4 for one child, killing it past TIMEOUT: (status, its resource usage)."""
-    while True:
-        done, status, usage = os.wait4(pid, os.WNOHANG)
-        if done:
-            return status, usage
-        if time.perf_counter() - start > TIMEOUT:
-            os.kill(pid, 9)
-            os.wait4(pid, 0)
-            raise subprocess.TimeoutExpired(str(pid), TIMEOUT)
-        time.sleep(0.01)
-
-
-def refused(*args: str, where: str, **kwargs) -> str:
-    """The one line of a refusal: exit 2, nothing on stdout, no traceback, starts with `where`
-    (`attnwalk: FILE:LINE: ...`)."""
-    out, seconds = attnwalk(*args, **kwargs)
-    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
-    assert out.stdout == "" and "Traceback" not in out.stderr and "MemoryError" not in out.stderr
-    lines = out.stderr.splitlines()
-    assert len(lines) == 1, out.stderr
-    assert lines[0].startswith(f"attnwalk: {where}"), (lines[0], where)
-    return lines[0]
 
 
 def tokens_file(path: Path, n: int, embeddings: str, extra: str = WEIGHTS) -> Path:
@@ -148,12 +91,7 @@ def test_a_computed_matrix_too_big_is_refused_on_its_weights_line():
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from make_large import large_scenario
-    finally:
-        sys.path.pop(0)
-    return large_scenario(tmp_path_factory.mktemp("large"))
+    return benchmark_layer(tmp_path_factory.mktemp("large"))
 
 
 def test_the_benchmark_layer_stays_allowed_and_quick_to_load(large):
@@ -167,10 +105,17 @@ def test_the_benchmark_layer_stays_allowed_and_quick_to_load(large):
 
 
 def test_an_export_too_big_to_write_is_refused_before_building_it(large):
-    # every number of the benchmark layer: 19.9 M numbers, ~420 MB of JSON (it took 20 s, 1.4 GB)
+    # every number of the benchmark layer (it took 20 s, 1.4 GB), counted from its shapes: n 512,
+    # d_model 768, 12 heads of 64, W_O, a causal mask (S+M is not exported: the mask is)
+    n, d, h, k = 512, 768, 12, 64
+    written = (3 * n * d  # E, P, X
+               + 3 * n * d + 3 * h * n * k  # Q, K, V whole, and each head's block of them
+               + 3 * h * n * n + h * n * k  # QK^T, S, A and Z of every head
+               + 2 * n * d  # concat, O
+               + 4 * d * d + n * n)  # W_Q, W_K, W_V, W_O, the mask
     for fmt in ("json", "csv"):
         message = refused("export", str(large), "--format", fmt, where=f"{large}:4: tokens: ")
-        assert f"a {fmt.upper()} export of this layer holds 19,922,944 numbers" in message
+        assert f"a {fmt.upper()} export of this layer holds {written:,} numbers" in message
     out, _ = attnwalk("export", str(large), "--format", "markdown")  # corners only: allowed
     assert out.returncode == 0 and len(out.stdout) < 2_000_000
 

@@ -32,8 +32,8 @@ from attnwalk.errors import ScenarioError
 from attnwalk.export.data import walk_data
 from attnwalk.layer.kvcache import decode
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import scenario_from_text
-from attnwalk.scenario.tiles import with_tiles
+from attnwalk.scenario.load import scenario_from_text
+from attnwalk.features.tiles import with_tiles
 from modelwalk_layers import random_layer
 from reference import attention
 from variants_reference import paper_slopes, window_allowed
@@ -298,7 +298,7 @@ def test_decode_save_writes_every_step_and_says_where_and_how_big(tmp_path, suff
     assert saved.lstrip().startswith(start)
     if suffix == ".txt":
         assert saved.count("Step ") >= 4 and "All steps" in saved
-    assert str(path) in result.stderr and ("bytes" in result.stderr or "KB" in result.stderr)
+    assert str(path) in result.stderr and ("bytes" in result.stderr or "KiB" in result.stderr)
 
 
 def test_decode_save_refuses_a_bad_path_before_any_work(tmp_path) -> None:

@@ -15,7 +15,9 @@ from attnwalk import text as i18n
 from attnwalk.errors import UsageError
 from attnwalk.text import LANGS, detect_lang, pick, text
 from attnwalk.layer.modes import MODES
-from attnwalk.layer.stages import STAGES
+from attnwalk.features import catalog
+
+STAGES = catalog()  # every stage any layer can have
 from attnwalk.render.screens import walk_steps
 from attnwalk.text import stage_text
 
@@ -276,7 +278,7 @@ ENGLISH_LABELS = ("ui.what", "ui.why", "ui.mistake", "ui.worked_cell", "ui.formu
 @pytest.mark.parametrize("name", builtin_walks())
 def test_every_built_in_walk_is_chinese_from_start_to_end(name, how, tmp_path):
     from attnwalk.layer.walk import compute
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     if how == "--lang zh":
         out = run_walk(name, tmp_path, ["--lang", "zh"], {"LANG": "C.UTF-8"})

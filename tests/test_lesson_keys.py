@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
-from attnwalk.scenario.model import scenario_from_text
+from attnwalk.scenario.load import scenario_from_text
 from attnwalk.text import pick
 
 runner = CliRunner()
@@ -59,13 +59,18 @@ def test_names_and_notes_are_read_in_each_language() -> None:
      "lesson.yaml:11: dimensions.d_model.zh has 1 names, but d_model is 2"),
     ("dimensions:\n  d_q: [a, b]\n", "lesson.yaml:9: dimensions.d_q: unknown key"),
     ("notes:\n  Attention: x\n", "lesson.yaml:9: notes.Attention: 'Attention' is not a stage; choose "
-     "one of: tokens, E, P, X, Q, K, V, Q_rot, K_rot, QK^T, S, B, S+B, S+M, A, Z, tiled, concat, O"),
+     "one of: {stages}"),
+    ("notes:\n  S+M: x\n", "lesson.yaml:9: notes.S+M: this scenario has no S+M stage; its stages "
+     "are: {stages}"),
     ("notes: [A]\n", "lesson.yaml:8: notes: expected a mapping of stage to note"),
 ])
 def test_a_wrong_name_or_note_says_where_and_what(extra: str, message: str) -> None:
+    # a note names a stage this scenario's layer shows: the message lists them, read from its graph
+    stages = ", ".join(s.key for s in scenario_from_text(BASE, "lesson.yaml").graph if s.shown)
     with pytest.raises(ScenarioError) as err:
         scenario_from_text(BASE + extra, "lesson.yaml")
-    assert str(err.value).startswith(message)
+    assert str(err.value).startswith(message.format(stages=stages))
+    assert "S+M" not in stages  # no mask: the second case names a stage of another layer
 
 
 def test_the_walk_opens_with_the_lesson(tmp_path) -> None:

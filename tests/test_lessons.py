@@ -25,7 +25,8 @@ from reference import attention
 # The small lessons, every number of which the oracle below recomputes; shapes (random, 8 heads)
 # is checked with the others for its title, notes and walk.
 BUILTINS = ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog",
-            "yellow_dog_length", "qk_norm", "additive_score", "cross_attention", "online_softmax")
+            "yellow_dog_length", "qk_norm", "additive_score", "cross_attention", "online_softmax",
+            "word_order")
 # their own oracles: tests/test_rope_lesson.py, test_alibi.py, test_gqa.py, test_window.py; kv_cache
 # (two heads) in tests/test_decode.py
 LESSONS = (*BUILTINS, "shapes", "rope", "alibi", "grouped_query", "sliding_window", "kv_cache")
@@ -487,7 +488,7 @@ def test_every_lesson_has_notes_on_a_and_z_in_both_languages(name: str) -> None:
 def test_the_walk_shows_the_title_the_dimensions_and_every_note(name: str, lang: str) -> None:
     from attnwalk.layer.walk import compute
     from attnwalk.render.screens import walk_steps
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
     from attnwalk.text import text
 
     doc, out, tx = source(name), walk(name, lang), text(lang)

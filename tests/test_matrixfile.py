@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from attnwalk.scenario import model as scenario_module
+from attnwalk.scenario import load as scenario_module
 from attnwalk.cli import app
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 # The lesson-002 numbers (女生撩刘海), typed in from the lesson.
 E = np.array([[3.0, 1.0], [2.0, 2.0], [2.0, 4.0]])

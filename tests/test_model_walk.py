@@ -1,4 +1,4 @@
-"""`attnwalk model`: a real layer walked as a scenario (commands/model.py, layer/realmodel.py).
+"""`attnwalk model`: a real layer walked as a scenario (commands/model.py, layer/headfocus.py).
 
 The layers are small random ones built by tests/modelwalk_layers.py as the models package hands
 them over; every stage's numbers are checked against numpy written here, apart from attnwalk's
@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.commands import model as model_command
 from attnwalk.commands.model import model_data, scenario_from_model
-from attnwalk.layer import realmodel
+from attnwalk.layer import headfocus
 from attnwalk.layer.axes import axes
 from attnwalk.layer.walk import compute
 from attnwalk.render.headmaps import looks_label
@@ -136,24 +137,24 @@ def one_hot(tops: list[int]) -> np.ndarray:
     ([3, 3, 3, 3, 3], PLAIN, ("token", 3, 2)),  # rows 2, 3, 4: next, itself, previous
 ])
 def test_looks_most_at_names_the_commonest_top_key(tops, special, want) -> None:
-    focus = realmodel.looks_most_at(one_hot(tops), special)
+    focus = headfocus.looks_most_at(one_hot(tops), special)
     assert (focus.kind, focus.key, focus.count, focus.of) == (*want, 5)
 
 
 def test_a_row_whose_top_weight_is_shared_has_no_one_key() -> None:
     A = np.full((5, 5), 0.2)  # uniform: every key ties
     A[0] = [0.4, 0.4, 0.1, 0.05, 0.05]
-    focus = realmodel.looks_most_at(A, PLAIN)
+    focus = headfocus.looks_most_at(A, PLAIN)
     assert (focus.kind, focus.key, focus.count) == ("tie", None, 5)
     assert looks_label(focus, ("a",) * 5, ViewOptions()) == "no one key, the top weight shared (5 of 5 queries)"
 
 
 def test_looks_labels_read_in_both_languages() -> None:
     labels = ("[CLS]", "the", "river", "bank", "[SEP]")
-    focus = realmodel.Focus("previous", None, 4, 5)
+    focus = headfocus.Focus("previous", None, 4, 5)
     assert looks_label(focus, labels, ViewOptions()) == "the previous token (4 of 5 queries)"
-    assert looks_label(realmodel.Focus("special", 4, 5, 5), labels, ViewOptions()) == "[SEP] (5 of 5 queries)"
-    assert looks_label(realmodel.Focus("first", 0, 3, 5), labels, ViewOptions(lang="zh")) == (
+    assert looks_label(headfocus.Focus("special", 4, 5, 5), labels, ViewOptions()) == "[SEP] (5 of 5 queries)"
+    assert looks_label(headfocus.Focus("first", 0, 3, 5), labels, ViewOptions(lang="zh")) == (
         "第一个词 [CLS]（5 个查询中有 3 个）")
 
 
@@ -186,7 +187,7 @@ def invoke(*args: str, input: str | None = None, code: int = 0):
 def test_the_walk_opens_with_the_model_and_the_tokenization(tiny) -> None:
     out = invoke("--no-pause").stdout
     assert "tiny-bert · layer 1 of 3 · 4 heads" in out
-    assert "12,345 parameters · 48.2 KB on disk · d_model 16 · 4 heads of 4 · vocabulary 500" in out
+    assert "12,345 parameters · 48.2 KiB on disk · d_model 16 · 4 heads of 4 · vocabulary 500" in out
     assert "found: /tmp/tiny" in out
     assert "[CLS] · i · sat · by · the · river · bank · ##s · [SEP]" in out  # the pieces
     assert "i · sat · by · the · river · banks" in out  # the words
@@ -289,9 +290,11 @@ def test_quiz_asks_about_the_layer(tiny) -> None:
 @pytest.mark.parametrize("args,message", [
     (("--layer", "0"), "--layer 0: layers are numbered from 1"),
     (("--layer", "4"), "--layer 4: tiny has 3 layers"),
-    (("--head", "5"), "--head 5: tiny-bert L1 has 4 heads, numbered 1 to 4"),
-    (("--format", "json", "--compare"), "give at most one of --format, --compare, --quiz and --decode"),
-    (("-o", "x.json"), "--output writes an export: add --format"),
+    (("--head", "5"), "--head 5: tiny-bert L1 has 4 heads, numbered from 1: give 1 to 4"),
+    (("--quiz", "--compare"), "give at most one of --compare, --quiz and --decode"),
+    (("--compare", "--format", "latex"), "--compare --format latex: compare is written as json only"),
+    (("--quiz", "--format", "csv"), "--quiz --format csv: quiz is written as json or markdown only"),
+    (("-o", "x.json"), "--output writes what --format prints: add --format"),
     (("--count", "2"), "--count sets how many questions --quiz asks: add --quiz"),
 ])
 def test_a_bad_option_is_one_line_and_exit_2(tiny, args, message) -> None:
@@ -307,7 +310,7 @@ def test_model_data_is_the_walks_own_numbers() -> None:
 
 
 def test_the_quiz_writes_the_projections_with_their_biases() -> None:
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
     from attnwalk.tutor.questions import questions
 
     asked = {q.topic: q for q in questions(compute(scenario_from_model(random_layer("bert"))), "en")}
@@ -333,3 +336,31 @@ def test_roberta_positions_and_token_type_are_said_as_it_numbers_them(tiny) -> N
     bert = compute(scenario_from_model(random_layer("bert")))
     assert bert.stage("P").formula_in(bert.scenario) == "P = W_pos[0 … n−1]"
     assert stage_text("en", bert.stage("E_seg"), bert.scenario) == "Segment embeddings"
+
+
+def test_format_says_how_compare_quiz_and_decode_are_written_and_o_where(tiny, tmp_path: Path) -> None:
+    # --compare --format json is compare's JSON contract (it was refused as a clash)
+    data = json.loads(invoke("--compare", "--format", "json", "--head", "2").stdout)
+    assert data["head"] == 2 and set(data["modes"]) == {"scaled", "unscaled", "uniform"}
+    # -o writes what --format prints, for each of them (--decode ignored it: 746 KB on stdout)
+    for args, name in ((("--model", "gpt2", "--decode", "--format", "json"), "steps.json"),
+                       (("--compare", "--format", "json"), "compare.json"),
+                       (("--quiz", "--format", "markdown"), "quiz.md"), (("--format", "csv"), "layer.csv")):
+        target = tmp_path / name
+        result = invoke(*args, "-o", str(target))
+        assert result.stdout == "" and target.stat().st_size > 100, args
+    assert json.loads((tmp_path / "steps.json").read_text())["steps"][0]["t"] == 1
+    assert (tmp_path / "quiz.md").read_text().startswith("# Quiz")
+
+
+def test_y_cell_divides_by_the_sigma_it_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # MiniLM's Y cell printed σ = √(0.31504 + 1e-12) = 0.56128, then divided by 0.56129 (σ's
+    # unrounded 0.5612866): the cell's σ and μ are the ones its own lines arrive at. This layer
+    # and precision printed σ = 1.6348 and divided by 1.6349 before the fix.
+    monkeypatch.setattr(model_command, "load_layer", lambda s, m, l: random_layer("bert", layer=l - 1, seed=2))
+    out = invoke("--no-pause", "--precision", "3").stdout
+    cell = out[out.index("Worked cell: Y["):]
+    sigma = re.search(r"σ = √\(var \+ ε\) = √\([^)]*\) = (-?[\d.]+)", cell).group(1)
+    mu = re.search(r"μ = [-\d.]+ / \d+ = (-?[\d.]+)", cell).group(1)
+    y = re.search(r"Y\[[^\]]+\] = \((-?[\d.]+) − \(?(-?[\d.]+)\)?\) / (-?[\d.]+) ×", cell)
+    assert (y.group(2), y.group(3)) == (mu, sigma)

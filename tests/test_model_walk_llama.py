@@ -102,9 +102,9 @@ def test_qwen2s_biases_are_in_q_k_and_v() -> None:
     """Q after its bias: without b_Q the walk's Q would not match transformers (checked above)."""
     walk = walk_of("tiny-qwen2", 0, 1)
     scn = walk.scenario
-    assert scn.b_Q is not None and scn.b_K is not None and scn.b_V is not None and scn.b_O is None
-    np.testing.assert_allclose(walk.mats["Q"], walk.mats["X"] @ scn.W_Q + scn.b_Q, rtol=0, atol=1e-12)
-    assert np.abs(scn.b_Q).max() > 1e-3  # a bias that moves Q, so the comparison can tell
+    assert {"b_Q", "b_K", "b_V"} <= set(scn.params) and "b_O" not in scn.params
+    np.testing.assert_allclose(walk.mats["Q"], walk.mats["X"] @ scn.W_Q + scn.params["b_Q"], rtol=0, atol=1e-12)
+    assert np.abs(scn.params["b_Q"]).max() > 1e-3  # a bias that moves Q, so the comparison can tell
 
 
 def test_with_rope_b_k_changes_the_weights_as_the_walk_says() -> None:
@@ -112,12 +112,16 @@ def test_with_rope_b_k_changes_the_weights_as_the_walk_says() -> None:
     import dataclasses
 
     walk = walk_of("tiny-qwen2", 0, 1)
-    unbiased = compute(dataclasses.replace(walk.scenario, b_K=np.zeros_like(walk.scenario.b_K)))
+    b_K = walk.scenario.params["b_K"]
+
+    def with_b_K(scn, b):
+        return dataclasses.replace(scn, params={**scn.params, "b_K": b})
+
+    unbiased = compute(with_b_K(walk.scenario, np.zeros_like(b_K)))
     assert np.abs(walk.heads[0].mats["A"] - unbiased.heads[0].mats["A"]).max() > 1e-3
-    no_rope = dataclasses.replace(walk.scenario, rope=None, main=dataclasses.replace(
+    no_rope = dataclasses.replace(walk.scenario.with_setting("rope", None), main=dataclasses.replace(
         walk.scenario.main, positional="none"))
-    both = [compute(dataclasses.replace(no_rope, b_K=b)).heads[0].mats["A"]
-            for b in (walk.scenario.b_K, np.zeros_like(walk.scenario.b_K))]
+    both = [compute(with_b_K(no_rope, b)).heads[0].mats["A"] for b in (b_K, np.zeros_like(b_K))]
     np.testing.assert_allclose(both[0], both[1], rtol=0, atol=1e-12)  # the plain-K text's claim
 
 

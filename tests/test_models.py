@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from attnwalk.errors import UsageError
 from attnwalk.models import find
 from attnwalk.models.data import ModelError
-from attnwalk.models.model import head_index, layer_index, open_model
+from attnwalk.models.model import layer_index, open_model
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "models"
@@ -197,12 +197,11 @@ def test_a_broken_tokenizer_is_one_line(tmp_path: Path) -> None:
     assert "tokenizer.json" in error_of(lambda: open_model(str(folder)))
 
 
-def test_layers_and_heads_are_numbered_from_1_as_the_cli_numbers_them() -> None:
+def test_layers_are_numbered_from_1_as_the_cli_numbers_them() -> None:
     info = open_model(str(FIXTURES / "tiny-bert")).info
-    assert layer_index(info, 1) == 0 and layer_index(info, 2) == 1 and head_index(info, 4) == 3
+    assert layer_index(info, 1) == 0 and layer_index(info, 2) == 1
     assert "has 2 layers (1 to 2)" in error_of(lambda: layer_index(info, 3))
     assert "--layer 0" in error_of(lambda: layer_index(info, 0))
-    assert "has 4 heads per layer (1 to 4)" in error_of(lambda: head_index(info, 5))
 
 
 def test_a_sentence_longer_than_the_positions_is_refused() -> None:
@@ -509,3 +508,27 @@ def test_any_config_value_is_read_or_refused_in_one_line(tmp_path_factory, name:
     except ModelError as err:
         assert "\n" not in str(err) and str(folder) in str(err) or "tokenizer" in str(err) \
             or "sentence" in str(err) or "tensor" in str(err)
+
+
+def test_the_walk_says_which_pieces_the_model_did_not_know() -> None:
+    """Issue 26: MiniLM turned four of 我坐在河岸边's six characters into [UNK] and said nothing.
+    tiny-bert's vocabulary (its tokenizer.json, read here) holds 河 and 边 but not 我, 坐, 在, 岸."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+
+    vocab = json.loads((FIXTURES / "tiny-bert" / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    missing = [ch for ch in "我坐在河岸边" if ch not in vocab]
+    tokens = open_model(str(FIXTURES / "tiny-bert")).tokenize("我坐在河岸边")
+    assert [tokens.words[w] for w, u in zip(tokens.word_of, tokens.unknown) if u] == missing
+    assert not any(open_model(str(FIXTURES / "tiny-gpt2")).tokenize("I sat").unknown)  # bytes: none
+    for lang, said in (("en", f"{len(missing)} of your 6 pieces are [UNK]"), ("zh", f"你的 6 个 token 里有 {len(missing)} 个是 [UNK]")):
+        result = CliRunner().invoke(app, ["model", "我坐在河岸边", "--model", str(FIXTURES / "tiny-bert"),
+                                          "--no-pause", "--lang", lang], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert said in " ".join(result.stdout.split())
+    data = CliRunner().invoke(app, ["model", "我坐在河岸边", "--model", str(FIXTURES / "tiny-bert"),
+                                    "--format", "json"]).stdout
+    assert sum(json.loads(data)["tokenization"]["unknown"]) == len(missing)

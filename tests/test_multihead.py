@@ -21,8 +21,11 @@ from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import load_scenario, scenario_from_text
-from attnwalk.layer.stages import STAGES, stage_named
+from attnwalk.scenario.load import load_scenario, scenario_from_text
+from attnwalk.features import catalog
+from attnwalk.features import stage_named
+
+STAGES = catalog()  # every stage any layer can have
 from snippets import SMALL
 
 TWO_HEADS = """\
@@ -160,8 +163,8 @@ def test_head_option_prints_that_head_in_full(tmp_path) -> None:
     assert "Head 2 is printed in full above" in " ".join(summary.split())
 
 
-@pytest.mark.parametrize("value, says", [("3", "--head 3: scenario has 2 heads, numbered 1 to 2"),
-                                         ("two", "--head two: give a head number from 1 to 2, or all"),
+@pytest.mark.parametrize("value, says", [("3", "--head 3: scenario has 2 heads, numbered from 1: give 1 to 2, or all"),
+                                         ("two", "--head two: scenario has 2 heads, numbered from 1: give 1 to 2, or all"),
                                          ("0", "--head 0: scenario has 2 heads")])
 def test_bad_head_option_is_one_line_exit_2(tmp_path, value, says) -> None:
     path = tmp_path / "scenario.yaml"
@@ -299,7 +302,7 @@ def test_formula_varies_only_where_the_scenario_does() -> None:
     plain = scenario_from_text(SMALL, "s.yaml")
     for stage in STAGES:
         if stage.key != "P":  # SMALL has no positional encoding: P = 0 (tests/test_stages.py)
-            assert stage.formula_in(plain) == stage.formula
+            assert stage.formula_in(plain) == stage.equation(plain)
     assert stage_named("S").formula_in(plain, "unscaled") == "S = QKᵀ"
     two = scenario_from_text(TWO_HEADS.replace("heads: 2", "heads: 4"), "t.yaml")
     assert stage_named("concat").formula_in(two) == "concat = [Z_1 | Z_2 | … | Z_4]"

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from attnwalk.tutor.questions import questions
 from attnwalk.tutor.quiz import NUMBER
 

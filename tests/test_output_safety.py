@@ -54,14 +54,16 @@ COMMANDS = {
     "version": (["--version"], ""),
 }
 
-# The characters a terminal would obey, listed here apart from layer/safe.py: every control
-# character but the line break (C0, DEL, C1) and the bidirectional formatting characters.
+# The characters a terminal would obey or hide, listed here apart from layer/safe.py: every
+# control character but the line break (C0, DEL, C1), the bidirectional formatting characters and
+# every other format character (Unicode's category Cf: zero-width spaces and joiners, the soft
+# hyphen, the byte-order mark, ...), as unicodedata classes them.
 BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def obeyed(text: str) -> list[str]:
     return [f"U+{ord(ch):04X}" for ch in text
-            if ch in BIDI or (unicodedata.category(ch) == "Cc" and ch != "\n")]
+            if ch in BIDI or unicodedata.category(ch) == "Cf" or (unicodedata.category(ch) == "Cc" and ch != "\n")]
 
 
 def attnwalk(*args: str, stdin: str = "", stdout=subprocess.PIPE, cwd: Path | None = None,

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.layer.ops import softmax
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import scenario_from_text
+from attnwalk.scenario.load import scenario_from_text
 from reference import attention, sinusoidal_positions
 
 MODES = ("scaled", "unscaled", "uniform")

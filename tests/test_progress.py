@@ -16,7 +16,7 @@ from attnwalk.cli import app
 from attnwalk.layer.walk import compute
 from attnwalk.render.screens import walk_steps
 from attnwalk.tutor.progress import Progress, scenario_key, state_dir
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 runner = CliRunner()
 
@@ -174,7 +174,8 @@ def test_writes_are_atomic_and_leave_no_temporary_files(state):
     store = Progress(state)
     for i in range(5):
         store.record_quiz("g", i, 5, 5)
-    assert sorted(p.name for p in state.parent.iterdir()) == ["progress.json"]
+    # and the lock file beside it, which is never removed (progressfile.py says why)
+    assert sorted(p.name for p in state.parent.iterdir()) == ["progress.json", "progress.json.lock"]
     json.loads(state.read_text(encoding="utf-8"))
 
 
@@ -182,16 +183,20 @@ def test_writes_are_atomic_and_leave_no_temporary_files(state):
 
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"scenarios": 3}', "\udcff"[:0] + "\x00\x01",
-                                     '{"version": 1}'])
-def test_a_corrupt_file_warns_once_and_is_replaced(state, content):
+                                     '{"version": 1}', '{"version": 1, "scenarios": {"g": {"walk"'])
+def test_a_corrupt_file_is_kept_beside_a_new_one_and_said_where(state, content):
     state.parent.mkdir(parents=True)
     state.write_text(content, encoding="utf-8")
     warnings = Warnings()
     store = Progress(state, warn=warnings)
     assert store.load() == {}
+    assert len(warnings) == 1 and "damaged" in warnings[0] and str(state) in warnings[0]
+    assert state.read_text(encoding="utf-8") == content  # reading never moves it
     store.record_quiz("g", 1, 2, 2)
     store.record_stage("g", 0, steps_of("girl_bangs"))
-    assert len(warnings) == 1 and "damaged" in warnings[0] and str(state) in warnings[0]
+    kept = [p for p in state.parent.iterdir() if p.name.startswith("progress-damaged-")]
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == content
+    assert len(warnings) == 2 and f"it is kept as {kept[0]}" in warnings[1]
     assert set(json.loads(state.read_text(encoding="utf-8"))["scenarios"]["g"]) == {"quiz", "walk"}
 
 
@@ -279,7 +284,7 @@ def test_reset_with_nothing_saved_says_so_without_asking(state):
 @pytest.mark.parametrize("answer, forgets", [("y\n", True), ("YES\n", True), ("n\n", False),
                                              ("\n", False), ("", False), ("yep\n", False)])
 def test_reset_in_a_terminal_asks_first(state, monkeypatch, answer, forgets):
-    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("attnwalk.terminal.streams.stdin_is_terminal", lambda: True)
     store = _two_saved(state)
     result = runner.invoke(app, ["reset"], input=answer)
     assert result.exit_code == 0
@@ -291,7 +296,7 @@ def test_reset_in_a_terminal_asks_first(state, monkeypatch, answer, forgets):
 
 
 def test_reset_asks_in_chinese_and_takes_a_chinese_yes(state, monkeypatch):
-    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("attnwalk.terminal.streams.stdin_is_terminal", lambda: True)
     _two_saved(state)
     result = runner.invoke(app, ["reset", "--lang", "zh"], input="是\n")
     assert "girl_bangs、river_bank" in result.stderr and result.stderr.endswith("[y/N] ")
@@ -300,7 +305,7 @@ def test_reset_asks_in_chinese_and_takes_a_chinese_yes(state, monkeypatch):
 
 def test_reset_with_yes_or_a_name_never_asks(state, monkeypatch):
     asked = []
-    monkeypatch.setattr("attnwalk.cli._stdin_is_terminal", lambda: asked.append(1) or True)
+    monkeypatch.setattr("attnwalk.terminal.streams.stdin_is_terminal", lambda: asked.append(1) or True)
     store = _two_saved(state)
     assert "cleared for river_bank" in runner.invoke(app, ["reset", "river_bank"]).stdout
     assert sorted(store.load()) == ["girl_bangs"]

@@ -182,5 +182,5 @@ def test_at_the_end_n_asks_then_leaves_and_what_to_try_next_stays_on_the_termina
     child.expect_exact(ALT_OFF)
     child.expect_exact("End of the walk. What next:")  # printed after the alternate screen, so it stays
     child.expect_exact("attnwalk quiz girl_bangs")
-    child.expect_exact("attnwalk run causal_mask")
+    child.expect_exact("attnwalk run word_order")
     assert finish(child) == 0

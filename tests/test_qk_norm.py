@@ -10,7 +10,7 @@ import pytest
 
 from attnwalk.layer.scores import rms_normalize
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import scenario_from_text
+from attnwalk.scenario.load import scenario_from_text
 
 import reference
 

@@ -29,7 +29,7 @@ from attnwalk.tutor.quiz import (CHOICE, LETTERS, MISTAKES, NUMBER, SHAPE, TOKEN
                            parse_choice, parse_number, parse_shape, parse_token, tolerance)
 from attnwalk.tutor.questions import questions
 from attnwalk.commands.quiz import LineAnswers, run_quiz
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 
 import reference
 
@@ -95,14 +95,19 @@ def test_lesson_002_numbers_are_the_answers():
     assert cells["S"].cell[2:] == (1, 0) and round(cells["S"].answer, 4) == 3.1919
     assert cells["A"].cell[2:] == (1, 0) and round(cells["A"].answer, 4) == 0.1000
     assert cells["Z"].cell[2:] == (1, 1) and round(cells["Z"].answer, 4) == 2.4204
-    assert "QKᵀ[2, 1] (撩 → 女生)" in cells["QK^T"].text and "±0.046" in cells["QK^T"].text
-    # the inputs are stated, as the lesson's tables give them: S[撩, :] for A, A[撩, :] and V's column for Z
-    assert cells["A"].given == "Given: row 撩 of S = [3.1919, 3.8314, 5.1526]"
-    assert "[0.1000, 0.1896, 0.7104]" in cells["Z"].given
+    assert "QKᵀ[2, 1] (撩 → 女生)" in cells["QK^T"].text and "±0.005" in cells["QK^T"].text
+    # the inputs are stated, as the lesson's tables give them: the whole of S for A (so a softmax
+    # down the column can be committed), the whole of A and V for Z
+    assert cells["A"].given == ("Given: S = [[3.5002, 4.4115, 6.1849], [3.1919, 3.8314, 5.1526], "
+                                "[3.0804, 3.3949, 4.2022]] (rows 女生, 撩, 刘海; columns 女生, 撩, 刘海)")
+    assert "[[0.0551, 0.1371, 0.8078], [0.1000, 0.1896, 0.7104], [0.1838, 0.2518, 0.5644]]" in cells["Z"].given
+    assert "V = [[2.2000, 0.9000], [1.8254, 1.6276], [1.4758, 2.8460]]" in cells["Z"].given
     shape = next(q for q in qs if q.kind == SHAPE)
     assert shape.answer == (3, 3)
-    argmax = next(q for q in qs if q.kind == TOKEN)  # not the focus row: its A screen shows it
+    argmax = next(q for q in qs if q.topic == "argmax")  # not the focus row: its A screen shows it
     assert argmax.tokens[argmax.answer] == "刘海" and "女生" in argmax.text  # A[女生] = [0.0551, 0.1371, 0.8078]
+    look = next(q for q in qs if q.topic == "look")  # from q_撩 and the keys: QKᵀ[撩] = [4.5140, 5.4184, 7.2868]
+    assert look.tokens[look.answer] == "刘海" and "q_撩 = [0.3274, 1.2872]" in look.given
 
 
 @pytest.mark.parametrize("name", builtin_names())
@@ -226,10 +231,12 @@ def test_the_shape_question_gives_no_shape_away(walk, lang):
     assert shape.example in shape.text
 
 
-def test_tolerance_is_stated_and_applied():
-    assert tolerance(7.2868) == 0.073
-    assert tolerance(0.1) == 0.005 and tolerance(0.0) == 0.005
-    assert tolerance(-250.0) == 2.5
+def test_tolerance_comes_from_the_precision_asked():
+    """Half a unit of the second decimal; of the third significant digit for large numbers; one
+    place finer when a misconception's number would otherwise be inside it."""
+    assert tolerance(7.2868) == 0.005 and tolerance(0.1) == 0.005 and tolerance(0.0) == 0.005
+    assert tolerance(72.868) == 0.05 and tolerance(-250.0) == 0.5 and tolerance(1234.5) == 5
+    assert tolerance(0.2483, 1) == 0.0005 and tolerance(72.868, 1) == 0.005
 
 
 # -- reading answers --------------------------------------------------------------------------
@@ -275,9 +282,9 @@ def test_a_repeated_token_is_asked_for_by_number():
 
 
 def test_check_uses_the_tolerance():
-    q = questions(walk_of("girl_bangs"))[0]  # QKᵀ[撩, 女生] = 3.1919 × √2 = 4.5140 ± 0.046
-    assert check(q, "4.51") and check(q, "4.5") and check(q, "4.514")
-    assert check(q, "4.45") is False and check(q, "5") is False
+    q = questions(walk_of("girl_bangs"))[0]  # QKᵀ[撩, 女生] = 3.1919 × √2 = 4.5140 ± 0.005
+    assert check(q, "4.51") and check(q, "4.514") and check(q, "4.518")
+    assert check(q, "4.5") is False and check(q, "4.45") is False and check(q, "5") is False
     assert check(q, "seven") is None
     a_cell = next(q for q in questions(walk_of("girl_bangs")) if q.cell and q.cell[0] == "A")  # 0.1000
     assert check(a_cell, "10%") and check(a_cell, "0.1") and not check(a_cell, "9%")
@@ -674,8 +681,9 @@ def test_the_what_if_question_gives_the_row_of_qkt_not_of_s() -> None:
 
     result = CliRunner().invoke(app, ["quiz", "girl_bangs", "--format", "json"])
     given = {q["topic"]: q["given"] for q in json.loads(result.stdout)["questions"] if q.get("given")}
-    # the lesson's QKᵀ row of 撩 (seed 001: 4.5140, 5.4184, 7.2868), under its own name
-    assert given["what_if"] == "Given: row 撩 of QKᵀ = [4.5140, 5.4184, 7.2868]"
+    # the lesson's QKᵀ (seed 002: row 撩 is 4.5140, 5.4184, 7.2868), under its own name
+    assert given["what_if"] == ("Given: QKᵀ = [[4.9500, 6.2388, 8.7467], [4.5140, 5.4184, 7.2868], "
+                                "[4.3564, 4.8011, 5.9428]] (rows 女生, 撩, 刘海; columns 女生, 撩, 刘海)")
 
 
 def test_the_quiz_wraps_chinese_between_characters_as_the_walk_does():

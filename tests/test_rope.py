@@ -175,8 +175,12 @@ def test_the_worked_rotation_checks_on_a_calculator(tmp_path, stage: str, row: s
     assert result.exit_code == 0, result.output
     out = result.stdout
     pos, dim = int(row) - 1, int(col)  # the position counts from 0; dimensions are labelled from 1
-    pair = re.search(r"pair i = (\d+), dimensions \((\d+), (\d+)\), at position (\d+)", out)
-    i, a, b, shown_pos = map(int, pair.groups())
+    # the dimensions counted from 1 as the columns are, the pair as θ_i counts it, from 0
+    pair = re.search(r"Dimension (\d+) of \S+ row turns together with dimension (\d+) \(dimensions counted "
+                     r"from 1, as the table's columns\): they are pair i = (\d+) of θ_i \(i counted from 0, as "
+                     r"the formula counts it\), at position (\d+)", out)
+    a, b, i, shown_pos = map(int, pair.groups())
+    a, b = min(a, b), max(a, b)
     assert shown_pos == pos and dim in (a, b) and b - a == 2  # half: i with i + d/2 = i + 2
     theta = float(re.search(rf"θ_{i} = 10000\^\(−{2 * i}/4\) = (\S+)", out).group(1))
     assert abs(theta - 10000 ** (-2 * i / 4)) <= 0.5 * 10 ** -4 * 1.01 or abs(theta - 10000 ** (-i / 2)) < 1e-5
@@ -272,7 +276,7 @@ def _half(text: str) -> float:
 @pytest.mark.parametrize("name", ["rope", "random"])
 def test_every_rotated_cell_checks_with_its_own_digits(tmp_path, name: str) -> None:
     from attnwalk.layer.walk import compute
-    from attnwalk.scenario.model import load_scenario, scenario_from_text
+    from attnwalk.scenario.load import load_scenario, scenario_from_text
 
     if name == "rope":
         scn = load_scenario("rope")

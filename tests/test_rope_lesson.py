@@ -16,15 +16,15 @@ from typer.testing import CliRunner
 import reference
 from attnwalk.cli import app
 from attnwalk.layer.axes import token_labels
-from attnwalk.layer.stages import stage_named
+from attnwalk.features import stage_named
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import stage_screen
 from attnwalk.scenario.builtins import builtin_path
-from attnwalk.scenario.model import scenario_from_text
+from attnwalk.scenario.load import scenario_from_text
 from attnwalk.text import stage_text, text
 from attnwalk.tutor.questions import questions
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 
 def lesson() -> dict:

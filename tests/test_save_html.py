@@ -144,7 +144,7 @@ def test_in_chromium_richs_own_html_does_not_line_up(tmp_path) -> None:
     from attnwalk.commands.walk import print_walk
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
     from attnwalk.terminal.console import make_console
     import io
 

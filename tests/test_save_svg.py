@@ -92,7 +92,7 @@ def test_a_latin_walk_svg_keeps_richs_text_runs(tmp_path) -> None:
     from attnwalk.commands.walk import print_walk
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
     from attnwalk.terminal.console import make_console
 
     svg_path, _ = save(tmp_path, "river_bank", ".svg", "--lang", "en")
@@ -124,7 +124,7 @@ def expected_size(path: Path) -> str:
     """The size as ls -h would say it at one unit: whole KB (halves up) for these walks."""
     size = path.stat().st_size
     assert 1024 <= size < 1000 * 1024  # every saved walk is some KB
-    return f"{(size * 2 + 1024) // 2048} KB"
+    return f"{(size * 2 + 1024) // 2048} KiB"
 
 
 @pytest.mark.parametrize("suffix", [".svg", ".html", ".htm", ".txt"])
@@ -140,11 +140,11 @@ def test_save_says_it_in_chinese_for_a_chinese_walk(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("size, words", [
-    (0, "0 bytes"), (1023, "1023 bytes"), (1024, "1 KB"), (1535, "1 KB"), (1536, "2 KB"),
-    (1024 * 1024 - 513, "1023 KB"), (1024 * 1024 - 512, "1.0 MB"), (5 * 1024 * 1024 + 52429, "5.1 MB"),
+    (0, "0 bytes"), (1023, "1023 bytes"), (1024, "1 KiB"), (1535, "1 KiB"), (1536, "2 KiB"),
+    (1024 * 1024 - 513, "1023 KiB"), (1024 * 1024 - 512, "1.0 MiB"), (5 * 1024 * 1024 + 52429, "5.1 MiB"),
 ])
 def test_saved_sizes_read_as_ls_h_would(size, words) -> None:
-    from attnwalk.commands.walk import saved_size
+    from attnwalk.commands.output import saved_size
     from attnwalk.render.options import ViewOptions
 
     assert saved_size(size, ViewOptions(lang="en")) == words

@@ -1,7 +1,7 @@
-"""The stage definitions are the one place a stage is defined (layer/stages.py).
+"""A stage is defined in one place: the base layer's in layer/stages.py, a feature's in its module.
 
 Two checks: every definition is computed for some built-in lesson, walked, exported in every
-format, explained by `attnwalk explain` and has its text in both languages; and a stage defined
+format, explained by `attnwalk explain` and has its text in both languages; and a feature defined
 here, in the test, in one place (plus its text), is computed, walked, explained and exported with
 no other change to attnwalk.
 """
@@ -17,15 +17,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import attnwalk.features as features
 from attnwalk import text as i18n
 from attnwalk.cli import app
-from attnwalk.layer import stages as definitions
 from attnwalk.layer.axes import default_cell, token_labels
-from attnwalk.layer.stages import SIGNED, STAGES, Stage
+from attnwalk.layer.graph import SIGNED, Stage, insert_after
 from attnwalk.layer.walk import compute
 from attnwalk.render.screens import walk_steps
 from attnwalk.scenario.builtins import builtin_names
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 from modelwalk_layers import random_layer
 
 runner = CliRunner()
@@ -53,14 +53,19 @@ def model_scenarios() -> list:
         scenario_from_model(load_layer("I sat by the river bank", str(llama), 1))]
 
 
+STAGES = features.catalog()  # every stage a layer can have
 # The stages only a real model's layer has: checked the same way in tests/test_model_walk.py
-BUILTIN_STAGES = tuple(s for s in STAGES if s.key not in definitions.MODEL_ONLY)
+BUILTIN_STAGES = features.file_stages()
+
+
+def has(scn, stage: Stage) -> bool:
+    return any(s.key == stage.key and s.shown for s in scn.graph)
 
 
 def first_builtin_with(stage: Stage) -> str:
     """The first built-in lesson whose scenario has `stage` (shapes, the slowest, last)."""
     names = sorted(builtin_names(), key=lambda name: name == "shapes")
-    return next(name for name in names if stage.applies(load_scenario(name)))
+    return next(name for name in names if has(load_scenario(name), stage))
 
 
 # -- 1. every definition is complete ---------------------------------------------------------------
@@ -70,6 +75,7 @@ def first_builtin_with(stage: Stage) -> str:
 def test_every_stage_is_computed_walked_exported_and_explained(stage: Stage) -> None:
     name = first_builtin_with(stage)
     walk = compute(load_scenario(name))
+    stage = walk.stage(stage.key)  # as this layer's features made it
     assert stage in walk.stages
     assert stage in [s for s, _ in walk_steps(walk)]
     walked = invoke("run", name, "--no-pause")
@@ -108,9 +114,10 @@ def test_every_stage_has_its_text_in_both_languages(stage: Stage, lang: str) -> 
 
 def test_every_stage_applies_to_some_built_in_lesson_or_real_layer() -> None:
     lessons = [load_scenario(name) for name in builtin_names()]
-    assert {s.key for s in BUILTIN_STAGES} == {s.key for s in STAGES if any(s.applies(x) for x in lessons)}
+    shown = {s.key for s in STAGES if s.shown}
+    assert {s.key for s in BUILTIN_STAGES if s.shown} == {s.key for s in STAGES if any(has(x, s) for x in lessons)}
     models = model_scenarios()
-    assert {s.key for s in STAGES} == {s.key for s in STAGES if any(s.applies(x) for x in lessons + models)}
+    assert shown == {s.key for s in STAGES if any(has(x, s) for x in lessons + models)}
 
 
 # -- 2. a stage defined in one place ---------------------------------------------------------------
@@ -122,8 +129,23 @@ def doubled(c) -> list:
     return [f"2 {c.mk.times} X[{c.rows[c.row]}, {c.cols[c.col]}] = 2 {c.mk.times} {c.num(x)} = {c.num(c.value)}"]
 
 
-TOY = Stage("2X", "2X", "2X = 2 · X", "n", "d_model", lambda m, layer: 2 * m["X"], SIGNED,
+TOY = Stage("2X", "2X", "2X = 2 · X", "n", "d_model", lambda ctx, X: 2 * X, reads=("X",), kind=SIGNED,
             worked=doubled)
+
+
+class Toy:
+    """A feature of one stage, as a feature module would be: its stages, when it applies, and
+    where it goes in the graph."""
+
+    STAGES = (TOY,)
+
+    @staticmethod
+    def active(scn) -> bool:
+        return True
+
+    @staticmethod
+    def extend(stages: list, scn) -> None:
+        insert_after(stages, "X", TOY)
 TOY_TEXT = {"en": {"title": "X doubled", "what": "Every entry of X times two.",
                    "why": "A toy stage, to show that a stage is one definition.",
                    "mistake": "Doubling X does not double the attention weights."},
@@ -133,9 +155,8 @@ TOY_TEXT = {"en": {"title": "X doubled", "what": "Every entry of X times two.",
 
 @pytest.fixture
 def toy_stage(monkeypatch: pytest.MonkeyPatch) -> None:
-    """TOY after X in the stage list, and its text in both language files."""
-    at = [s.key for s in STAGES].index("X") + 1
-    monkeypatch.setattr(definitions, "STAGES", STAGES[:at] + (TOY,) + STAGES[at:])
+    """The toy feature among the features, and its text in both language files."""
+    monkeypatch.setattr(features, "FEATURES", (*features.FEATURES, Toy))
     tables = {lang: copy.deepcopy(i18n._table(lang)) for lang in i18n.LANGS}
     for lang, fields in TOY_TEXT.items():
         tables[lang]["stage"]["2X"] = fields

@@ -19,12 +19,15 @@ import pytest
 from rich.console import Console
 
 from attnwalk.layer.modes import MODES
-from attnwalk.layer.stages import STAGES, stage_named
+from attnwalk.features import catalog
+from attnwalk.features import stage_named
+
+STAGES = catalog()  # every stage any layer can have
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import stage_screen
 from attnwalk.scenario.builtins import builtin_names
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from attnwalk.text import LANGS, stage_notes, stage_text, text
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "attnwalk" / "text"

@@ -26,9 +26,12 @@ from attnwalk.layer.walk import compute
 from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import explain_view, stage_screen
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from attnwalk.layer.modes import MODES
-from attnwalk.layer.stages import STAGES, stage_named
+from attnwalk.features import catalog
+from attnwalk.features import stage_named
+
+STAGES = catalog()  # every stage any layer can have
 from attnwalk.text import stage_text
 from snippets import SMALL
 
@@ -209,7 +212,7 @@ MATH_NAMES = {"softmax", "exp", "onehot", "argmax", "tanh", "RMS", "sin", "cos",
 
 
 def every_formula() -> set[str]:
-    out = {stage.formula for stage in STAGES}
+    out = {stage.equation() for stage in STAGES}
     for name in SCENARIOS:
         scn = scenario(name)
         out |= {stage.formula_in(scn, mode) for stage in STAGES for mode in ALL_MODES}

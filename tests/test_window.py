@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.walk import compute
-from attnwalk.scenario.model import scenario_from_text
+from attnwalk.scenario.load import scenario_from_text
 from variants_reference import layer, window_allowed
 
 N = 7
@@ -73,7 +73,7 @@ def test_every_older_mask_form_still_loads(mask, tmp_path) -> None:
     np.save(tmp_path / "m.npy", np.tril(np.ones((N, N), bool)))
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(doc_with(mask)), encoding="utf-8")
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     scn = load_scenario(path)
     assert scn.window is None and scn.mask_kind in ("none", "causal", "explicit")
@@ -157,7 +157,7 @@ def test_the_quiz_asks_what_a_window_reaches(tmp_path) -> None:
 
 def test_the_sliding_window_lesson_matches_the_reference_and_its_notes() -> None:
     from attnwalk.scenario.builtins import builtin_path
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     doc = yaml.safe_load(builtin_path("sliding_window").read_text(encoding="utf-8"))
     X = np.array(doc["embeddings"], dtype=float)

@@ -28,7 +28,7 @@ from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import explain_view
 from attnwalk.render.worked import worked_cell
 from attnwalk.scenario.builtins import builtin_names
-from attnwalk.scenario.model import load_scenario, scenario_from_text
+from attnwalk.scenario.load import load_scenario, scenario_from_text
 from reference import sinusoidal_positions
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"

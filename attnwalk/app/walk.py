@@ -25,6 +25,7 @@ from attnwalk.app.help import MessageAndExits, translated
 from attnwalk.app.kept import KeptPane
 from attnwalk.app.offloop import OffTheLoop
 from attnwalk.app.scrolling import PaneScroll
+from attnwalk.app.signals import exit_on_hangup
 from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
 from attnwalk.layer.axes import default_cell
 from attnwalk.layer.stages import TOKENS, Stage
@@ -119,6 +120,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
 
     def on_mount(self) -> None:
         collect_again()  # off during the start: cli.run
+        exit_on_hangup(self)  # the terminal closed: the place is saved and the screen given back, as q does
         grid = self.query_one(MatrixGrid)
         grid.can_focus = True
         grid.focus()
@@ -251,7 +253,8 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
             self.message = verdict
             self.go(self.index + 1, cell=q.cell[2:] if q.cell else None)  # the asked cell, worked out
 
-        self.ask(f"{self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))}: {q.text} ", judged)
+        before = self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))
+        self.ask(f"{before}{self.t('ui.colon')}{q.text} ", judged)  # "：" in Chinese
 
     def action_back(self) -> None:
         if self.index == 0:

@@ -28,14 +28,14 @@ def saved(incomplete: str) -> list[str]:
 
 def stage(ctx: typer.Context, incomplete: str) -> list[str]:
     """Stage keys (QK^T, S+M, ...), only those the scenario already typed has when it can be read."""
-    from attnwalk.layer.stages import STAGES
+    from attnwalk.features import file_stages
 
-    stages = STAGES
+    stages = tuple(s for s in file_stages() if s.shown)
     try:
-        from attnwalk.scenario.model import load_scenario
+        from attnwalk.scenario.load import load_scenario
 
         scenario = load_scenario(ctx.params["scenario"])
-        stages = tuple(s for s in STAGES if s.applies(scenario))
+        stages = tuple(s for s in scenario.graph if s.shown)
     except Exception:  # no scenario typed yet, or one that cannot be read: offer every stage
         pass
     return [s.key for s in stages if s.key.startswith(incomplete)]

@@ -27,24 +27,43 @@ def decode_of(scenario, mode: str) -> Decode:
 
 def decode_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                    precision: int, ascii: bool, lang: str | None, head: str | None = None,
-                   save: str | None = None, scenario=None) -> int:
+                   save: str | None = None, scenario=None, format: str = "text") -> int:
     """`attnwalk decode`: step through every step in a terminal, else print them all; returns the
     exit code. `scenario`, when given, is decoded instead of one named (`attnwalk model --decode`);
-    --save records every screen as run's --save records the walk."""
-    from attnwalk.commands.walk import ScreenRule, chosen_scenario, head_option, save_format, save_reported
+    --save records every screen as run's --save records the walk; --format json prints every
+    step for scripts instead."""
+    if format == "json":
+        from attnwalk.errors import UsageError
+        from attnwalk.terminal.streams import write_out
+
+        if save is not None:
+            raise UsageError("--save records the screens; with --format json redirect the output instead "
+                             "(... --format json > steps.json)")
+        write_out(decode_json(name=name, scenario_file=scenario_file, mode=mode, head=head,
+                              scenario=scenario), json=True)
+        return 0
+    from attnwalk.commands.output import check_not_input, save_format, save_reported
+    from attnwalk.commands.walk import ScreenRule, chosen_scenario, head_option
     from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 
     opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
     fmt = save_format(save) if save is not None else None  # a bad path fails before any work
     scenario = chosen_scenario(name, scenario_file, scenario)
+    if save is not None:  # the scenario's files are read by now: never written over
+        check_not_input(save, "--save")
     heads = _heads(scenario, head, head_option)
+    stepped = not no_pause and interactive()  # one screen drawn at a time, as the learner asks
+    if save is not None or not stepped:  # every screen drawn: bounded before anything is decoded
+        from attnwalk.scenario.limits import check_decode_screens
+
+        check_decode_screens(scenario, scenario.heads if heads is None else len(heads))
     dec = decode_of(scenario, mode)
     console = make_console()
     opts = fitted(opts, console)
     if save is not None:
         save_reported(save, _recorded(dec, opts, heads, fmt), opts)
-    if not no_pause and interactive():
+    if stepped:
         from attnwalk.app.pages import PagesApp  # only in a terminal: the piped path never loads Textual
         from attnwalk.commands.decodepages import DecodePages
         from attnwalk.text import text

@@ -2,7 +2,7 @@
 sentence, walked, exported, compared or quizzed exactly as a scenario is.
 
 A `models.data.ModelLayer` becomes a Scenario (tokens, embeddings, weights, mask) carrying the
-layer itself for the stages only a real model has (layer/realmodel.py); from there the walk,
+layer itself for the stages only a real model has (features/model/); from there the walk,
 the stepper, the exports, compare and the quiz are the scenario's own code paths.
 """
 
@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.errors import UsageError
+from attnwalk.layer.masks import Mask
 from attnwalk.layer.rope import Rope
-from attnwalk.scenario.model import Scenario, Sequence
+from attnwalk.scenario.scenario import Scenario, Sequence
 
 if TYPE_CHECKING:
     from attnwalk.models.data import ModelLayer
@@ -38,31 +39,34 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
                         ids=ids)
         rope = None
     allowed = np.tril(np.ones((n, n), dtype=bool)) if layer.causal else np.ones((n, n), dtype=bool)
-    mask_kind = "causal" if layer.causal else "none"
+    mask = Mask("causal") if layer.causal else None
     window = layer.window if layer.window is not None and layer.window < n else None
     if window is not None:  # Mistral's sliding window, where the sentence is longer than it
         allowed &= np.triu(np.ones((n, n), dtype=bool), 1 - window)  # 0 ≤ i − j < window
-        mask_kind = "window"
+        mask = Mask("window", window, True)
     # the focus: the first piece of the last word ("bank" of "river bank"), else the last token
     last_word = max((w for w in tokens.word_of if w is not None), default=None)
     focus = None if last_word is None else tokens.word_of.index(last_word)
     heads = info.n_heads
     # the columns of the norm's statistics, and of the all-heads stage (heads from 1)
     stats = {"rms": {"": ("RMS",)}} if layer.norm_in.kind == "rmsnorm" else {"stats": {"": ("μ", "σ")}}
+    settings = {"model": layer, **({"mask": mask} if mask else {}), **({"rope": rope} if rope else {})}
+    biases = {name: bias for name, bias in (("b_Q", layer.b_Q), ("b_K", layer.b_K), ("b_V", layer.b_V),
+                                            ("b_O", layer.b_O)) if bias is not None}
     return Scenario(
-        name=f"{info.name} L{layer.layer + 1}", main=main, W_Q=layer.W_Q, W_K=layer.W_K,
-        W_V=layer.W_V, W_O=layer.W_O, b_Q=layer.b_Q, b_K=layer.b_K, b_V=layer.b_V, b_O=layer.b_O,
-        mask_kind=mask_kind, allowed=allowed, window=window, window_causal=window is not None, heads=heads,
-        kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0, rope=rope,
-        label=f"model {info.name}", focus=focus, model=layer,
+        name=f"{info.name} L{layer.layer + 1}" + (f" {info.quantized}" if info.quantized else ""), main=main,
+        W_Q=layer.W_Q, W_K=layer.W_K, W_V=layer.W_V, W_O=layer.W_O, allowed=allowed, heads=heads,
+        kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0,
+        label=f"model {info.name}", focus=focus, settings=settings, params=biases,
         dimensions={**stats, "h": {"": tuple(str(h + 1) for h in range(heads))}})
 
 
-def load_layer(sentence: str, model: str | None, layer: int) -> ModelLayer:
-    """The layer `layer` (1-based, as --layer counts) of `model` on `sentence` (models/)."""
+def load_layer(sentence: str, model: str | None, layer: int, quantize: str | None = None) -> ModelLayer:
+    """The layer `layer` (1-based, as --layer counts) of `model` on `sentence` (models/); with
+    `quantize`, its weight matrices quantized to that type by gguf's quantizer."""
     from attnwalk.models import load  # safetensors and tokenizers: only the model command reads them
 
-    return load.model_layer(sentence, model, layer - 1)
+    return load.model_layer(sentence, model, layer - 1, quantize)
 
 
 def model_data(walk, head: int) -> dict:
@@ -73,7 +77,7 @@ def model_data(walk, head: int) -> dict:
     from attnwalk.export.data import walk_data
 
     scn = walk.scenario
-    layer = scn.model
+    layer = scn.setting("model")
     data = walk_data(walk)
     stages = data["stages"]
     if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's
@@ -85,8 +89,8 @@ def model_data(walk, head: int) -> dict:
             data["tiled"] = chosen["tiled"]
     weights = data["weights"]
     for name in ("b_Q", "b_K", "b_V", "b_O"):
-        if getattr(scn, name) is not None:
-            weights[name] = getattr(scn, name).tolist()
+        if name in scn.params:
+            weights[name] = scn.params[name].tolist()
     if layer.norm_in is not None and layer.norm_in.kind == "rmsnorm":  # no β: its own key, "RMS_in"
         weights["RMS_in"] = {"gamma": layer.norm_in.gamma.tolist(), "eps": layer.norm_in.eps}
     elif layer.norm_in is not None:
@@ -104,28 +108,37 @@ def model_data(walk, head: int) -> dict:
                      "n_layers": info.n_layers, "n_heads": info.n_heads, "n_kv_heads": info.n_kv_heads,
                      "d_model": info.d_model,
                      "d_head": info.d_head, "vocab_size": info.vocab_size, "n_params": info.n_params,
-                     "file_bytes": info.file_bytes}
+                     "file_bytes": info.file_bytes, "file_format": info.file_format,
+                     "quantized": info.quantized}
+    if layer.stored:  # a GGUF (or --quantize): how each attention weight is stored
+        data["model"]["stored"] = {name: {"type": w.kind, "block": w.info.block_size, "bits": w.info.bits}
+                                   for name, w in layer.stored.items()}
     tok = layer.tokens
     data["tokenization"] = {"text": tok.text, "words": list(tok.words), "pieces": list(tok.pieces),
                             "ids": list(tok.ids), "special": list(tok.special),
-                            "word_of": list(tok.word_of)}
+                            "word_of": list(tok.word_of), "unknown": list(tok.unknown)}
     return data
 
 
 def model_command(*, sentence: str, model: str | None, layer: int, head: str | None, mode: str,
                   no_pause: bool, precision: int, ascii: bool, save: str | None, lang: str | None,
                   resume: bool, predict: bool, format: str | None, output: str | None,
-                  compare: bool, quiz: bool, count: int | None, write, tiles: int | None = None,
-                  at: str | None = None, decode: bool = False) -> int:
+                  compare: bool, quiz: bool, count: int | None, tiles: int | None = None,
+                  at: str | None = None, decode: bool = False, quantize: str | None = None) -> int:
     """Walk (or export, compare, quiz, decode) one layer of a real model; returns the exit code.
-    `write` prints an export (content, is_json) as stdout's encoding can hold it. --tiles adds
+    --tiles adds
     the tiled stage to the walk, the export and the compare as a scenario's --tiles does; --at
     projects the cost panel of the walk and the comparison."""
-    if sum((format is not None and not decode, compare, quiz, decode)) > 1:
-        raise UsageError("give at most one of --format, --compare, --quiz and --decode")
-    if decode and format not in (None, "json"):
-        raise UsageError(f"--decode --format {format}: decoding is written as json only "
-                         "(or walked on screen without --format)")
+    # --compare, --quiz and --decode are three different things to do with the layer; --format says
+    # how the chosen one is written (an export when none is chosen), -o where
+    if sum((compare, quiz, decode)) > 1:
+        raise UsageError("give at most one of --compare, --quiz and --decode (--format then says how "
+                         "the one you chose is written)")
+    written = {"--compare": ("json",), "--quiz": ("json", "markdown"), "--decode": ("json",)}
+    for option, chosen in (("--compare", compare), ("--quiz", quiz), ("--decode", decode)):
+        if chosen and format not in (None, *written[option]):
+            raise UsageError(f"{option} --format {format}: {option[2:]} is written as "
+                             f"{' or '.join(written[option])} only (or shown on screen without --format)")
     if decode and (tiles is not None or predict or resume):
         option = "--tiles" if tiles is not None else "--predict" if predict else "--resume"
         raise UsageError(f"{option} works on the walk of the layer, not with --decode (which steps the "
@@ -134,27 +147,46 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
         raise UsageError("--at projects the cost panel of the walk and of --compare; it has no place "
                          "in an export, the quiz or --decode")
     if output is not None and format is None:
-        raise UsageError("--output writes an export: add --format json, markdown, latex or csv")
+        raise UsageError("--output writes what --format prints: add --format json (or markdown, latex, "
+                         "csv for an export)")
     if count is not None and not quiz:
         raise UsageError("--count sets how many questions --quiz asks: add --quiz")
     if not sentence.strip():
         raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
     if layer < 1:
         raise UsageError(f"--layer {layer}: layers are numbered from 1")
-    from attnwalk.scenario.tiles import with_tiles
+    from attnwalk.features.tiles import with_tiles
+    from attnwalk.layer.axes import pick_head
 
-    scenario = with_tiles(scenario_from_model(load_layer(sentence, model, layer)), tiles)
+    if output is not None:  # checked before the model is read
+        from attnwalk.commands.output import output_path
+
+        output_path(output, "--output", f"layer.{'md' if format == 'markdown' else format}")
+    emit = _emitter(output)
+    if quantize is not None and compare:  # the same layer at float and quantized, side by side
+        return _quantized_pair(sentence, model, layer, quantize, head, mode, format,
+                               precision, ascii, lang, emit)
+    loaded = load_layer(sentence, model, layer) if quantize is None else \
+        load_layer(sentence, model, layer, quantize=quantize)
+    scenario = with_tiles(scenario_from_model(loaded), tiles)
     if decode:
-        return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, write)
-    if format is not None:
-        return _export(scenario, format, mode, lang, precision, output, _head(scenario, head), write)
-    if compare:
-        return _compare(scenario, _head(scenario, head), precision, ascii, lang, at)
+        return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, emit)
+    if compare and format is not None:
+        return _compare_json(scenario, pick_head(scenario, head), emit)
     if quiz:
         from attnwalk.commands.quiz import quiz_command
 
         return quiz_command(name=None, scenario_file=None, count=count, seed=None, lang=lang,
-                            scenario=scenario)
+                            scenario=scenario, format=format,
+                            write=None if format is None else (lambda sheet: emit(sheet, format == "json")))
+    if format is not None:
+        from attnwalk.commands.export import export_walk
+
+        chosen = pick_head(scenario, head)
+        return export_walk(scenario, format=format, mode=mode, lang=lang, precision=precision, output=output,
+                           data=lambda walk: model_data(walk, chosen))
+    if compare:
+        return _compare(scenario, pick_head(scenario, head), precision, ascii, lang, at)
     from attnwalk.commands.walk import walk_command
 
     return walk_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause,
@@ -162,45 +194,52 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
                         head=head, predict=predict, scenario=scenario, at=at)
 
 
-def _head(scenario: Scenario, head: str | None) -> int:
-    """--head for an export or a comparison: one head, from 1 (head 1 when not given)."""
-    from attnwalk.layer.compare import check_head
+def _quantized_pair(sentence: str, model: str | None, layer: int, quantize: str, head: str | None,
+                    mode: str, format: str | None, precision: int, ascii: bool, lang: str | None,
+                    emit) -> int:
+    """--quantize KIND --compare: the layer as stored (left) and with every weight matrix through
+    gguf's quantizer (right), every stage side by side, as `attnwalk compare A B` sets two
+    scenarios: what 4 bits do to W_Q, Q, the scores and A."""
+    from attnwalk.layer.axes import pick_head
+    from attnwalk.layer.pair import compare_pair, pair_data
 
-    if head is None:
+    left = scenario_from_model(load_layer(sentence, model, layer))
+    right = scenario_from_model(load_layer(sentence, model, layer, quantize=quantize))
+    result = compare_pair(left, right, mode, 1.0, pick_head(left, head))
+    if format is not None:
+        from attnwalk.export.data import to_json
+
+        emit(to_json(pair_data(result)) + "\n", True)
         return 0
-    if not head.strip().isdecimal():
-        raise UsageError(f"--head {head}: give a head number from 1 to {scenario.heads}")
-    return check_head(scenario, int(head))
-
-
-def _export(scenario: Scenario, format: str, mode: str, lang: str | None, precision: int,
-            output: str | None, head: int, write) -> int:
-    from attnwalk.commands.walk import output_path, write_atomically
-    from attnwalk.export.data import to_json
-    from attnwalk.layer.walk import compute
-    from attnwalk.scenario.limits import check_export
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.render.pairview import pair_view
+    from attnwalk.terminal.console import fitted, make_console
     from attnwalk.text import detect_lang
 
-    lang = detect_lang(lang)
-    target = None if output is None else output_path(output, "--output", f"walk.{format}")
-    walk = compute(scenario, mode)
-    check_export(walk, format)
-    if format == "json":
-        content = to_json(model_data(walk, head)) + "\n"
-    else:
-        from attnwalk.export.handout import handout
-        from attnwalk.render.options import ViewOptions
-
-        content = handout(walk, format, ViewOptions(precision=precision, lang=lang))
-    if target is None:
-        write(content, format == "json")
-    else:
-        write_atomically(target, content, option="--output")
+    console = make_console()
+    console.print(pair_view(result, fitted(ViewOptions(precision=precision, ascii=ascii,
+                                                       lang=detect_lang(lang)), console)))
     return 0
 
 
+def _emitter(output: str | None):
+    """What prints a result: stdout (as its encoding can hold it), or with -o the file, written
+    whole or not at all, never onto a file this command read."""
+    from attnwalk.terminal.streams import write_out
+
+    if output is None:
+        return lambda content, is_json: write_out(content, json=is_json)
+
+    def to_file(content: str, is_json: bool) -> None:
+        from attnwalk.commands.output import check_not_input, write_output
+
+        check_not_input(output, "--output")  # the model's files are read by now
+        write_output(output, content, option="--output")
+    return to_file
+
+
 def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None, no_pause: bool,
-            precision: int, ascii: bool, lang: str | None, save: str | None, write) -> int:
+            precision: int, ascii: bool, lang: str | None, save: str | None, emit) -> int:
     """--decode: the layer's KV cache stepped (or written as JSON) by `attnwalk decode`'s own code;
     a bidirectional model (BERT) is refused there, as a scenario without a causal mask is."""
     from attnwalk.commands.decode import decode_command, decode_json
@@ -208,10 +247,19 @@ def _decode(scenario: Scenario, mode: str, head: str | None, format: str | None,
     if format == "json":
         if save is not None:
             raise UsageError("--save records the screens; with --format json redirect the output instead")
-        write(decode_json(name=None, scenario_file=None, mode=mode, head=head, scenario=scenario), True)
+        emit(decode_json(name=None, scenario_file=None, mode=mode, head=head, scenario=scenario), True)
         return 0
     return decode_command(name=None, scenario_file=None, mode=mode, no_pause=no_pause, precision=precision,
                           ascii=ascii, lang=lang, head=head, save=save, scenario=scenario)
+
+
+def _compare_json(scenario: Scenario, head: int, emit) -> int:
+    """--compare --format json: `attnwalk compare --format json`'s contract for the layer's head."""
+    from attnwalk.export.data import to_json
+    from attnwalk.layer.compare import compare, comparison_data
+
+    emit(to_json(comparison_data(compare(scenario, (), 1.0, head))) + "\n", True)
+    return 0
 
 
 def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: str | None,
@@ -223,6 +271,9 @@ def _compare(scenario: Scenario, head: int, precision: int, ascii: bool, lang: s
     from attnwalk.terminal.console import fitted, make_console
     from attnwalk.text import detect_lang
 
+    from attnwalk.commands.compare import check_bounds
+
+    check_bounds(scenario, 1, [], "text")
     console = make_console()
     opts = fitted(ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang)), console)
     if at is not None:

@@ -20,13 +20,13 @@ from rich.text import Text
 
 from attnwalk.text import pick, text
 from attnwalk.layer.walk import Walk
-from attnwalk.tutor.mistakes import diagnose
-from attnwalk.tutor.quiz import (CHOICE, LETTERS, NUMBER, Question, check, choice_list, counted_wrong,
-                                 number_text, parse_choice, parse_number, unreadable)
+from attnwalk.tutor.quiz import (CHOICE, LETTERS, NUMBER, TOKEN, Question, check, choice_list, counted_wrong,
+                                 diagnosis, number_text, parse_choice, unreadable)
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose, prose_line
 
 QUIT_WORDS = ("q", "quit", "exit", "退出")
+MAX_ANSWER = 4096  # characters in one answer line: a number, a token, a letter; a flood is not read whole
 
 
 class AnswerSource(Protocol):
@@ -43,8 +43,8 @@ class TerminalAnswers:
 
     interactive = True
 
-    def __init__(self, console: Console) -> None:
-        self.console = console
+    def __init__(self, console: Console, lang: str = "en") -> None:
+        self.console, self.lang = console, lang
         try:
             import readline  # noqa: F401  (input() then edits the line: arrows, backspace over CJK)
         except ImportError:  # Windows
@@ -52,10 +52,15 @@ class TerminalAnswers:
 
     def ask(self, prompt: str, question: RenderableType | None = None) -> str | None:
         try:
-            return self.console.input(Text(prompt, style="bold"))
+            answer = self.console.input(Text(prompt, style="bold"))
         except EOFError:
             self.console.print()
             return None
+        if len(answer) > MAX_ANSWER:  # read whole by the terminal already; not an answer
+            self.console.print(prose_line(text(self.lang).t("quiz.too_long", limit=f"{MAX_ANSWER:,}"),
+                                          style="yellow"))
+            return ""
+        return answer
 
 
 class LineAnswers:
@@ -66,14 +71,23 @@ class LineAnswers:
 
     interactive = False
 
-    def __init__(self, stream: IO[str], console: Console) -> None:
+    def __init__(self, stream: IO[str], console: Console, lang: str = "en") -> None:
         self.stream = stream
-        self.console = console
+        self.console, self.lang = console, lang
 
     def ask(self, prompt: str, question: RenderableType | None = None) -> str | None:
-        line = self.stream.readline()
+        line = self.stream.readline(MAX_ANSWER + 1)
         if not line:
             return None
+        if len(line) > MAX_ANSWER and not line.endswith("\n"):  # longer than any answer
+            while True:  # the rest of it read and dropped a piece at a time: memory stays small
+                rest = self.stream.readline(1 << 16)
+                if not rest or rest.endswith("\n"):
+                    break
+            self.console.print(Text(prompt, style="bold") + Text(line[:40] + "…"))
+            self.console.print(prose_line(text(self.lang).t("quiz.too_long", limit=f"{MAX_ANSWER:,}"),
+                                          style="yellow"))
+            return ""
         answer = line.rstrip("\r\n")
         self.console.print(Text(prompt, style="bold") + Text(answer))
         return answer
@@ -125,7 +139,7 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
                 _add(shown, q.covers)
                 if not _retry(walk, q, raw, console, answers, tx, opts, index, total):
                     break
-            elif q.kind == NUMBER and read and _diagnosed(walk, q, raw, console, tx, opts, shown):
+            elif q.kind in (NUMBER, TOKEN) and read and _diagnosed(walk, q, raw, console, tx, opts, shown):
                 pass
             else:
                 _reveal(walk, q, console, tx, opts, read)
@@ -171,22 +185,30 @@ def _retry(walk: Walk, q: Question, raw: str, console: Console, answers: AnswerS
 
 def _diagnosed(walk: Walk, q: Question, raw: str, console: Console, tx, opts: ViewOptions,
                shown: list[str]) -> bool:
-    """When a wrong number is what a known mistake gives: that mistake named, the cell worked
-    out right, the answer. False (nothing printed) when it matches none."""
-    found = diagnose(list(q.mistakes), parse_number(raw), q.tolerance, float(q.answer))
+    """When a wrong answer is what a known mistake gives: that mistake named, the cell worked out
+    right (a token: the row it is read from), the answer. False (nothing printed) when it matches
+    none."""
+    found = diagnosis(q, raw)
     if not found:
         return False
-    key, head, row, col = q.cell
     from attnwalk.layer.axes import axes
 
-    rows, cols = axes(walk, walk.stage(key), head, tx.lang)
+    if q.kind == TOKEN:
+        said = [tx.t(f"quiz.diagnosis.{name}", value=q.tokens[int(value)]) for name, value in found]
+    else:
+        key, head, row, col = q.cell
+        rows, cols = axes(walk, walk.stage(key), head, tx.lang)
+        said = [tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row], col=cols[col])
+                for name, value in found]
     console.print(prose_line(tx.t("quiz.diagnosis.not_quite"), style="yellow"))
-    for name, value in found:
-        console.print(prose_line(tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
-                                col=cols[col]), style="yellow"))
+    for line in said:
+        console.print(prose_line(line, style="yellow"))
     _add(shown, [name for name, _ in found])
     console.print(prose_line(tx.t("quiz.diagnosis.done_right"), style="bold"))
-    _worked(walk, q, console, opts)
+    if q.cell is not None:
+        _worked(walk, q, console, opts)
+    else:
+        console.print(prose_line(q.worked))
     console.print(prose_line(tx.t("quiz.answer", answer=q.shown), style="bold"))
     return True
 
@@ -249,9 +271,10 @@ def _reveal(walk: Walk, q: Question, console: Console, tx, opts: ViewOptions, re
 
 def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | None,
                  seed: int | None, lang: str | None, format: str | None = None,
-                 review: bool = False, scenario=None) -> int:
+                 review: bool = False, scenario=None, write=None) -> int:
     """`attnwalk quiz`: build the quiz, print it as a worksheet (--format), or run it on the
-    terminal or on piped lines and record it; --review asks the questions missed last time."""
+    terminal or on piped lines and record it; --review asks the questions missed last time.
+    `write` takes the worksheet instead of stdout (`attnwalk model --quiz --format json -o FILE`)."""
     from attnwalk.errors import UsageError
     from attnwalk.text import detect_lang
     from attnwalk.layer.walk import compute
@@ -259,11 +282,14 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     from attnwalk.tutor.questions import questions
     from attnwalk.terminal.console import interactive, make_console
     from attnwalk.commands.walk import chosen_scenario
+    from attnwalk.scenario.limits import check_work
 
     lang = detect_lang(lang)
     if format is not None and format.strip().lower() not in ("json", "markdown", "md"):
         raise UsageError(f"unknown --format '{format}'; choose json or markdown")
     scenario = chosen_scenario(name, scenario_file, scenario)  # `attnwalk model --quiz` gives its own
+    check_work(scenario, 2, "the quiz computes the walk, and the layer again in another mode for the "
+               "mistakes it names")
     key = scenario_key(scenario)
     walk = compute(scenario)
     store = Progress()
@@ -271,17 +297,23 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     if review:
         last = store.last_quiz(key)
         seed = last.get("seed") if isinstance(last.get("seed"), int) else None
-        missed = [m for m in last.get("missed", []) if isinstance(m, str)]
+        listed = last.get("missed")
+        missed = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
     whole = questions(walk, lang, seed=seed)
     asked = whole[:count] if count is not None else whole
     if missed is not None:
         asked = [q for q in whole if q.qid in missed][:count]
     if format is not None:
+        from attnwalk.terminal.streams import write_out
         from attnwalk.tutor.worksheet import as_json, as_markdown
 
-        sheet = as_json(asked, lang) if format.strip().lower() == "json" else as_markdown(
-            asked, lang, scenario.name, seed)
-        sys.stdout.write(sheet if sheet.endswith("\n") else sheet + "\n")
+        as_json_sheet = format.strip().lower() == "json"
+        sheet = (as_json if as_json_sheet else as_markdown)(asked, lang, scenario.name, seed)
+        sheet = sheet if sheet.endswith("\n") else sheet + "\n"
+        if write is not None:  # `attnwalk model --quiz --format … -o FILE`
+            write(sheet)
+        else:
+            write_out(sheet, json=as_json_sheet)  # as stdout can hold it
         return 0
     console = make_console()
     tx = text(lang)
@@ -304,7 +336,7 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     else:
         for line in intro:
             console.print(line)
-        answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
+        answers = TerminalAnswers(console, lang) if sys.stdin.isatty() else LineAnswers(sys.stdin, console, lang)
         result = run_quiz(walk, asked, console, answers, lang)
         code = 130 if result.interrupted else 0
     if result is not None and result.answered:

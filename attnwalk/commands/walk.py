@@ -4,7 +4,6 @@ whole when input or output is not a terminal, and record it with --save.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -12,51 +11,9 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 
 from attnwalk.errors import UsageError
-from attnwalk.atomic import write_whole
 from attnwalk.layer.walk import Walk
 from attnwalk.render.options import ViewOptions
-from attnwalk.scenario.model import Scenario
-
-SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
-
-
-def output_path(raw: str | Path, option: str, example: str) -> Path:
-    """The file `option` (--save, --output) names, as typed: refused at once when it is empty,
-    names a folder (an existing one, or any path ending in '/'), or lies in a folder that does not
-    exist or cannot be written. Checked before any work, and on the string as typed: Path("x/")
-    and Path("") lose what the user wrote ("x" and ".")."""
-    text = os.fspath(raw)
-    if not text.strip():
-        raise UsageError(f"{option} needs a file name, e.g. {option} {example}")
-    if text.endswith(("/", os.sep)) or os.path.basename(text) in (".", ".."):
-        raise UsageError(f"{option} {text}: that names a folder; give a file name, e.g. "
-                         f"{option} {text.rstrip('/' + os.sep) or '.'}/{example}")
-    path = Path(text)
-    if path.is_dir():
-        raise UsageError(f"{option} {text}: that is a folder; give a file name, e.g. "
-                         f"{option} {Path(text) / example}")
-    folder = path.parent
-    if not folder.is_dir():
-        raise UsageError(f"{option} {text}: cannot write it: the folder {folder} does not exist; "
-                         "create it first")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"{option} {text}: cannot write in {folder} (permission denied)")
-    return path
-
-
-def save_format(path: str | Path) -> str:
-    """The format --save writes for `path` (by its extension), checked before any walking, so a
-    bad path fails at once rather than after the learner has stepped through every stage."""
-    text = os.fspath(path)
-    fmt = SAVE_FORMATS.get(Path(text).suffix.lower()) if text.strip() else "svg"
-    if fmt is None:
-        allowed = ", ".join(SAVE_FORMATS)
-        suffix = Path(text).suffix
-        got = f"'{suffix}'" if suffix else "no extension"
-        raise UsageError(f"--save {text}: {got} is not a format attnwalk writes; use one of {allowed}")
-    output_path(text, "--save", "walk.svg")
-    return fmt
-
+from attnwalk.scenario.scenario import Scenario
 
 def scenario_arg(name: str | None, scenario_file: Path | None) -> str:
     """The one scenario asked for: a NAME argument or --scenario FILE, not both, not neither."""
@@ -72,7 +29,7 @@ def chosen_scenario(name: str | None, scenario_file: Path | None, scenario=None)
     in the file."""
     if scenario is not None:
         return scenario
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     return load_scenario(scenario_arg(name, scenario_file))
 
@@ -129,16 +86,10 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
 
 
 def head_option(scenario: Scenario, value: str | None) -> int | None:
-    """--head: a head counted from 1, returned 0-based, or "all" (None); head 1 when not given."""
-    if value is None:
-        return 0
-    if value.strip().lower() == "all":
-        return None
-    if not value.strip().isdecimal():
-        raise UsageError(f"--head {value}: give a head number from 1 to {scenario.heads}, or all")
-    from attnwalk.layer.compare import check_head
+    """--head of a walk: a head counted from 1, returned 0-based, or "all" (None)."""
+    from attnwalk.layer.axes import pick_head
 
-    return check_head(scenario, int(value))
+    return pick_head(scenario, value, every=True)
 
 
 def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0) -> str:
@@ -161,42 +112,6 @@ def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0)
     return recorder.export_text()
 
 
-def write_atomically(path: str | Path, content: str, option: str = "--save") -> None:
-    """Write `content` to `path` whole (atomic.write_whole), so a failure leaves neither a partial
-    file nor a damaged old one."""
-    path = Path(path)  # --save and --output arrive as typed (str)
-    try:
-        write_whole(path, content)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})") from None
-
-
-def saved_size(size: int, opts: ViewOptions) -> str:
-    """A file's size as a person reads it: bytes below 1 KB, else whole KB, else MB to one
-    decimal (1 KB = 1024 bytes, as ls -h counts; halves round up, not to even)."""
-    from attnwalk.render.style import say
-
-    if size < 1024:
-        return say(opts, "save.bytes", n=size)
-    if size < 1024 * 1024 - 512:  # what would round to 1024 KB is written 1.0 MB
-        return say(opts, "save.kb", n=int(size / 1024 + 0.5))
-    return say(opts, "save.mb", n=f"{int(size / (1024 * 1024) * 10 + 0.5) / 10:.1f}")
-
-
-def save_reported(path: str | Path, content: str, opts: ViewOptions) -> None:
-    """--save: the recording written whole (write_atomically), then one line on stderr naming it
-    and its size, so a saved walk is not silent (stdout keeps the walk itself). The path is shown
-    as typed; a failure to say it is no error."""
-    from attnwalk.render.style import say
-
-    write_atomically(path, content)
-    size = saved_size(Path(path).stat().st_size, opts)
-    try:
-        print(say(opts, "save.saved", path=os.fspath(path), size=size), file=sys.stderr, flush=True)
-    except (OSError, ValueError):  # stderr closed or full (2>/dev/full): the file is written
-        pass
-
-
 def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_pause: bool,
                  precision: int, ascii: bool, save: Path | None, lang: str | None,
                  resume: bool = False, head: str | None = None, predict: bool = False,
@@ -210,11 +125,15 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     from attnwalk.terminal.console import fitted, interactive, make_console
     from attnwalk.text import detect_lang, text
 
-    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang))
+    from attnwalk.commands.output import check_not_input, save_format, save_reported
+
+    opts = ViewOptions(precision=precision, ascii=ascii, lang=detect_lang(lang), predicting=predict)
     fmt = save_format(save) if save is not None else None
-    from attnwalk.scenario.tiles import with_tiles
+    from attnwalk.features.tiles import with_tiles
 
     scenario = with_tiles(chosen_scenario(name, scenario_file, scenario), tiles)
+    if save is not None:  # the scenario's files are read by now: never written over
+        check_not_input(save, "--save")
     if at is not None:  # the cost panel's projection, checked before any work
         from attnwalk.layer.cost import projected_dims
 
@@ -241,13 +160,15 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
     if not no_pause and sys.stdout.isatty():  # output is a terminal, but keys cannot be read
         print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
     if note:
-        print(note, file=sys.stderr)
+        from attnwalk.layer.safe import escaped  # it names the scenario: shown, never obeyed
+
+        print(escaped(note), file=sys.stderr)
     predictor = None
     if predict:  # answers typed at the terminal, or piped on stdin one per stage
         from attnwalk.commands.quiz import LineAnswers, TerminalAnswers
         from attnwalk.tutor.predict import Predictor
 
-        answers = TerminalAnswers(console) if sys.stdin.isatty() else LineAnswers(sys.stdin, console)
+        answers = TerminalAnswers(console, opts.lang) if sys.stdin.isatty() else LineAnswers(sys.stdin, console, opts.lang)
         predictor = Predictor(walk, console, answers, opts.lang)
         console.print(text(opts.lang).t("quiz.predict.intro"))
     print_walk(console, walk, opts, start=start, head=shown, predictor=predictor)
@@ -280,7 +201,7 @@ def walk_ending(walk: Walk, opts: ViewOptions) -> list[str]:
     """What the end of the walk suggests (render/lesson.walk_end), with the next lesson's title."""
     from attnwalk.render.lesson import walk_end
     from attnwalk.scenario.builtins import next_lesson
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
     from attnwalk.text import pick
 
     following = next_lesson(walk.scenario.name) if walk.scenario.builtin else None

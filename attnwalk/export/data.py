@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 from typing import Any
 
-from attnwalk.layer import alibi
-from attnwalk.layer.gqa import kv_head_of
+from attnwalk.layer.safe import json_escaped
 from attnwalk.layer.walk import Walk
 
 
@@ -22,7 +19,7 @@ def walk_data(walk: Walk) -> dict[str, Any]:
     K, V), and the full-width matrices stay under "stages"."""
     scn = walk.scenario
     exported = [s for s in walk.stages if s.exported and s.compute is not None]
-    head_keys = [s.key for s in exported if s.per_head or s.key in walk.heads[0].mats]
+    head_keys = [s.key for s in exported if s.per_head or s.split and s.key in walk.heads[0].mats]
     stages: dict[str, Any] = {}
     for stage in exported:  # in stage order, "heads" where the per-head stages begin
         if not stage.per_head or scn.heads == 1:
@@ -39,14 +36,7 @@ def walk_data(walk: Walk) -> dict[str, Any]:
         "shape": {"n": scn.n, "m": scn.m, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v,
                   "heads": scn.heads},
     }
-    if scn.groups < scn.heads:  # grouped-query: per query head, the K/V head it reads (0-based)
-        data["shape"]["kv_heads"] = scn.groups
-        data["kv_heads"] = kv_head_of(scn.heads, scn.groups)
-    if scn.bias == "alibi":
-        data["alibi_slopes"] = alibi.slopes(scn.heads)
-    if scn.mask_kind == "window":
-        data["window"] = {"width": scn.window, "causal": scn.window_causal}
-    data["weights"] = {s.weight: getattr(scn, s.weight).tolist() for s in walk.stages if s.weight}
+    data["weights"] = {s.weight: scn.param(s.weight).tolist() for s in walk.stages if s.weight}
     if scn.main.ids is not None:
         data["ids"] = list(scn.main.ids)
     if scn.source is not None:
@@ -54,52 +44,15 @@ def walk_data(walk: Walk) -> dict[str, Any]:
                           **{key: value.tolist() for key, value in walk.source.items()}}
     if walk.amplify != 1.0:
         data["amplify"] = walk.amplify
-    if "tiled" in walk.heads[0].mats:  # --tiles B: the online softmax's running state per block
-        if scn.heads == 1:
-            data["tiled"] = tiled_data(walk, 0)
-        else:
-            for h, entry in enumerate(stages["heads"]):
-                entry["tiled"] = tiled_data(walk, h)
+    for feature in scn.features:  # what a feature adds: alibi_slopes, window, kv_heads, tiled
+        if hasattr(feature, "export"):
+            feature.export(walk, data)
     return data
 
 
-def tiled_data(walk: Walk, head: int) -> dict[str, Any]:
-    """{"block": B, "rows": [...]}: per query row, per block of keys, the state after it: m (null
-    while it is −∞, before the row's first visible key: JSON has no −∞), alpha (null where a
-    fully masked block was skipped), l, and O, the running unnormalised output Õ."""
-    from attnwalk.layer.tiledcells import head_steps
-
-    steps = head_steps(walk, head)
-    rows = []
-    for i in range(walk.scenario.n):
-        rows.append([{"start": s.start, "stop": s.stop, "skipped": not bool(s.visible[i]),
-                      "m": float(s.m[i]) if math.isfinite(s.m[i]) else None,
-                      "alpha": float(s.alpha[i]) if math.isfinite(s.alpha[i]) else None,
-                      "l": float(s.l[i]), "O": s.O[i].tolist()} for s in steps])
-    return {"block": walk.scenario.tiles, "rows": rows}
-
-
-# Characters json.dumps(ensure_ascii=False) leaves raw that a terminal or an editor would obey
-# (`attnwalk export x` printed, or the file shown with cat): DEL, the C1 controls, the line and
-# paragraph separators and the bidirectional formatting characters (layer/safe.py has the same
-# list; json.dumps already writes U+0000-U+001F as \u escapes). Written as \u escapes they are
-# the same JSON: a script reads back the token exactly as the scenario spells it.
-_RAW_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_NON_ASCII = re.compile("[^\x00-\x7f]")
-
-
-def _json_escape(match: re.Match) -> str:
-    return json.dumps(match.group())[1:-1]  # "\u202e"; a pair of surrogates beyond U+FFFF
 
 
 def to_json(data: dict[str, Any]) -> str:
-    """The JSON text of `data`: Chinese as it is, every float64 exact, nothing a terminal obeys."""
-    text = json.dumps(data, ensure_ascii=False, indent=None, allow_nan=False)
-    return _RAW_UNSAFE.sub(_json_escape, text) if _RAW_UNSAFE.search(text) else text
-
-
-def ascii_json(text: str) -> str:
-    """JSON text from to_json with every other character beyond ASCII as a \\u escape as well: the
-    same JSON, for an output whose encoding holds only ASCII (or latin-1). Outside strings JSON
-    is ASCII already, so the characters replaced are all inside strings."""
-    return _NON_ASCII.sub(_json_escape, text)
+    """The JSON text of `data`: Chinese as it is, every float64 exact, nothing a terminal obeys
+    (layer/safe.json_escaped: a control or format character in a token is written as \\u200b)."""
+    return json_escaped(json.dumps(data, ensure_ascii=False, indent=None, allow_nan=False))

@@ -30,7 +30,7 @@ import numpy as np
 from attnwalk.layer.kvcache import Decode, HeadStep, Step, Work, kv_representatives
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 
 def decode_data(dec: Decode, head: int | None = None) -> dict[str, Any]:

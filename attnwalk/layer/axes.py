@@ -119,6 +119,20 @@ def pick_index(value: str, tokens: Sequence[str], labels: Sequence[str], what: s
                     f"column) or one of the tokens: {', '.join(labels)}", value=value)
 
 
+def pick_head(scn, value: str | int | None, *, every: bool = False) -> int | None:
+    """--head as typed, the one check of every command that takes it: a head counted from 1,
+    returned 0-based (head 1 when not given); with `every`, "all" is None (every head)."""
+    if value is None:
+        return 0
+    text = str(value).strip()
+    if every and text.lower() == "all":
+        return None
+    if text.isdecimal() and 1 <= int(text) <= scn.heads:
+        return int(text) - 1
+    count = "1 head: give 1" if scn.heads == 1 else f"{scn.heads} heads, numbered from 1: give 1 to {scn.heads}"
+    raise UsageError(f"--head {text}: {scn.name} has {count}" + (", or all" if every else ""))
+
+
 def pick_dim(value: str, labels: Sequence[str]) -> int:
     """A dimension column by its label as the matrix table shows it (a name the scenario gives it,
     any case), or by its number 1 … d, counted from 1 as the table's unnamed columns are."""

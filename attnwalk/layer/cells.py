@@ -18,13 +18,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from attnwalk.layer.geometry import geometry
-from attnwalk.layer.rope import SHIFT, pair_of
-from attnwalk.layer.scores import raw_scores, rms_normalize
 
 if TYPE_CHECKING:
     from attnwalk.layer.stages import Stage
     from attnwalk.layer.walk import Walk
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 EXP_SAFE = 700.0  # e^x overflows float64 past ~709.78: beyond this only the stable form is shown
 
@@ -91,17 +89,8 @@ def embedding(c: Cell) -> list:
 
 def position(c: Cell) -> list:
     positional = c.scn.main.positional
-    if positional == "none":  # a mask is laid over positions: with one, order matters even so
-        kind = "causal" if c.scn.mask_kind == "causal" else "explicit"  # a window: any mask's words
-        if c.scn.bias == "alibi":  # order reaches the scores through the distance penalty
-            return [c.say("alibi.no_positional")]
-        return [c.say(f"truth.no_positional_{kind}" if c.scn.masked else "ui.no_positional")]
-    if positional == "explicit" and c.scn.model is not None:  # a model's learned position table
-        if c.scn.model.info.model_type != c.scn.model.info.family:  # RoBERTa: from the padding id + 1
-            return [c.say("model.position_cell_offset", pos=c.row),
-                    f"P[{c.rows[c.row]}] = {c.vec(c.walk.mats['P'][c.row])}"]
-        return [c.say("model.position_cell", pos=c.row),
-                f"P[{c.rows[c.row]}] = W_pos[{c.row}] = {c.vec(c.walk.mats['P'][c.row])}"]
+    if positional == "none":  # a mask or ALiBi carries order instead: their features say so
+        return [c.say("ui.no_positional")]
     if positional == "explicit":
         return [c.say("ui.given_positions")]
     if positional == "rope":  # nothing is added to X: the positions turn q and k (Q_rot, K_rot)
@@ -125,19 +114,22 @@ def position(c: Cell) -> list:
 def input_sum(c: Cell) -> list:
     tok, r, j = c.rows[c.row], c.row, c.col
     col = c.cols[j]  # as the tables label it: 1 … d_model, or the scenario's names
-    E, P, X = (c.walk.mats[k][r] for k in ("E", "P", "X"))
-    return [*c.chain(f"X[{tok}] = E[{tok}] + P[{tok}]", f"{c.vec(E)} + {c.vec(P)}", c.vec(X)),
+    (e, E), (p, P) = (c.walk.input(c.stage, i) for i in (0, 1))
+    E, P, X = E[r], P[r], c.walk.matrix(c.stage.key)[r]
+    x = c.sym()
+    return [*c.chain(f"{x}[{tok}] = {e}[{tok}] + {p}[{tok}]", f"{c.vec(E)} + {c.vec(P)}", c.vec(X)),
             c.say("ui.aside",
-                  text=f"E[{tok}, {col}] + P[{tok}, {col}] = {c.num(E[j])} + {c.operand(P[j])} = {c.num(X[j])}",
+                  text=f"{e}[{tok}, {col}] + {p}[{tok}, {col}] = {c.num(E[j])} + {c.operand(P[j])} = {c.num(X[j])}",
                   note=c.say("ui.elementwise"))]
 
 
 def projection(c: Cell) -> list:
+    """x · W[:, col] (+ b[col]): x is what the stage reads (X; X_src in cross-attention; LN(X)
+    behind a norm), W and b what it is made with."""
     stage = c.stage
-    W = getattr(c.scn, stage.weight)  # (d_model, h·d)
-    from_source = stage.key != "Q" and bool(c.walk.source)  # cross-attention: K and V read the source
-    X = c.walk.source["X"] if from_source else c.walk.mats["X"]
-    x_name = "X_src" if from_source else "X"
+    x_name, X = c.walk.input(stage, 0)
+    x_name = c.sym(x_name)
+    W = c.scn.param(stage.params[0])  # (d_model, h·d)
     x, w = X[c.row], W[:, c.col]
     tok, col = c.rows[c.row], c.cols[c.col]  # W's column is the stage's, labelled alike
     lines = [f"{x_name}[{tok}] = {c.vec(x)}", f"{stage.weight}[:, {col}] = {c.vec(w)}"]
@@ -154,8 +146,8 @@ def projection(c: Cell) -> list:
         lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,
                            col=c.col % width + 1, width=width, matrix=stage.weight,
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
-    return lines + _biased(c, f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {col}]", x, w,
-                           c.scn.bias_after(stage.weight))
+    bias = c.scn.param(stage.params[1]) if len(stage.params) > 1 else None
+    return lines + _biased(c, f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {col}]", x, w, bias)
 
 
 def _biased(c: Cell, lhs: str, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> list:
@@ -166,88 +158,46 @@ def _biased(c: Cell, lhs: str, x: np.ndarray, w: np.ndarray, bias: np.ndarray | 
         dot = c.product(c.dot_value(x, w))
         end = c.printed(float(dot) + c.printed(b))
         c.lands(end)
-        lines.append(f"{dot} + b_{c.stage.weight[2:]}[{c.cols[c.col]}] = {dot} + {c.operand(b)} = {c.num(end)}")
-    if c.scn.model is not None:  # a model's rows are too wide to print whole: say what is shown
-        from attnwalk.layer.modelcells import dims_shown
-
-        lines += dims_shown(c, len(x))
-    return lines
+        lines.append(f"{dot} + {c.stage.params[1]}[{c.cols[c.col]}] = {dot} + {c.operand(b)} = {c.num(end)}")
+    return lines + dims_shown(c, len(x))  # a row too wide to print whole: which dimensions are shown
 
 
-def rotation(c: Cell) -> list:
-    """One pair of a query or key turned by its position's angle: θ_i, the angle, cos and sin,
-    then this cell as the rotation's row, each number from the ones printed before it."""
-    x_key = c.stage.key[0]  # "Q" or "K"
-    x = c.walk.heads[c.head].mats[x_key][c.row]  # (d_k,) this head's, before rotation
-    rope, d, pos, tok = c.scn.rope, len(x), c.row, c.rows[c.row]
-    i, a, b = pair_of(c.col, d, rope.pairing)
-    exact = float(rope.thetas(d)[i])
-    theta = c.printed(exact)
-    angle = c.printed(pos * theta)
-    cos, sin = c.printed(np.cos(angle)), c.printed(np.sin(angle))
-    name = c.cols  # the columns as the table labels them (names, or numbers)
-    lines = [c.prose(c.say("rope.cell_pair", col=name[c.col], other=name[b if c.col == a else a],
-                           a=name[a], b=name[b], i=i, pos=pos, token=tok))]
-    plain = rope.base ** (-2.0 * i / d)
-    if np.isclose(exact, plain, rtol=1e-12, atol=0):  # the base's own θ_i (a scaling may keep fast pairs)
-        lines.append(c.plain(f"θ_{i} = {c.short(rope.base)}^({c.mk.minus}{2 * i}/{d}) = {c.num(theta)}"))
-    else:  # rescaled by the model's rope_scaling: say what the base alone would give
-        lines += [c.prose(c.say("rope.model.scaled_cell", i=i, scaling=rope.scaling or "")),
-                  c.plain(f"{c.short(rope.base)}^({c.mk.minus}{2 * i}/{d}) = {c.num(plain)} "
-                          f"{c.mk.arrow} θ_{i} = {c.num(theta)}")]
-    lines += [c.plain(f"{pos} {c.mk.times} θ_{i} = {pos} {c.mk.times} {c.num(theta)} = {c.num(angle)}"
-                      f" rad = {c.degrees(np.degrees(angle))}"),
-              f"cos {c.num(angle)} = {c.num(cos)}, sin {c.num(angle)} = {c.num(sin)}",
-              f"{x_key}[{tok}, {name[a]}] = {c.num(x[a])}, {x_key}[{tok}, {name[b]}] = {c.num(x[b])}"]
-    pair = np.array([x[a], x[b]])  # (2,)
-    turn = np.array([cos, -sin]) if c.col == a else np.array([sin, cos])  # a row of R(angle)
-    return lines + c.dot(f"{x_key}_rot[{tok}, {name[c.col]}]", pair, turn, c.value)
+def dims_shown(c: Cell, count: int) -> list:
+    """"x has 384 dimensions; the vectors show 1–3 and 382–384", where a vector is elided."""
+    shown = [i for i in c.elided(count) if isinstance(i, int)]
+    if len(shown) == count:
+        return []
+    runs: list[list[int]] = []
+    for i in shown:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    dash = "-" if c.mk.minus == "-" else "–"
+    # as the tables label dimensions, from 1
+    parts = ", ".join(f"{run[0] + 1}{dash}{run[-1] + 1}" if len(run) > 1 else str(run[0] + 1) for run in runs)
+    return [c.prose(c.say("model.dims_shown", count=count, shown=parts))]
 
 
-def _shift_demo(c: Cell, hd) -> list:
-    """Every position moved SHIFT places on, the rotations and scores computed again: this cell's
-    score and the largest change anywhere in QKᵀ (only float64's rounding)."""
-    rope, s = c.scn.rope, SHIFT
-    Q_s = rope.turn(hd["Q"], np.arange(hd["Q"].shape[0]) + s)  # (n, d_k)
-    K_s = rope.turn(hd["K"], np.arange(hd["K"].shape[0]) + s)  # (n, d_k)
-    moved = raw_scores(c.scn, Q_s, K_s)  # (n, n)
-    change = float(np.max(np.abs(moved - hd["QK^T"])))
-    return [c.prose(c.say("rope.shift_cell", shift=s, row_token=c.rows[c.row], col_token=c.cols[c.col],
-                          row_pos=c.row, col_pos=c.col, new_row=c.row + s, new_col=c.col + s,
-                          offset=c.row - c.col)),
-            f"{c.ref()}{c.colon()}{c.num(c.value)} {c.mk.arrow} {c.num(float(moved[c.row, c.col]))}",
-            c.prose(c.say("rope.shift_whole", change=c.num(change) if change else "0"))]
+def vector_name(name: str) -> str:
+    """A stage's row written as a vector: Q -> q, Q_rot -> q_rot, LN -> ln."""
+    return name[:1].lower() + name[1:]
+
+
+def score_vectors(c: Cell) -> tuple[str, np.ndarray, str, np.ndarray]:
+    """The query and key this score compares: what QKᵀ reads (Q and K, or Q_rot and K_rot)."""
+    hd = c.walk.heads[c.head].mats
+    q_name, k_name = c.stage.reads[0], c.stage.keys[0]
+    return vector_name(q_name), hd[q_name][c.row], vector_name(k_name), hd[k_name][c.col]
 
 
 def scores(c: Cell) -> list:
-    hd = c.walk.heads[c.head].mats
-    rot = "Q_rot" in hd  # RoPE: the rotated queries and keys are compared
-    q, k = (hd["Q_rot"][c.row], hd["K_rot"][c.col]) if rot else (hd["Q"][c.row], hd["K"][c.col])
+    """q · k for one query and key, and the same score as |q| × |k| × cos θ."""
+    qn, q, kn, k = score_vectors(c)
     qt, kt = c.rows[c.row], c.cols[c.col]
-    qn, kn = ("q_rot", "k_rot") if rot else ("q", "k")
     lines = [f"{qn}_{qt} = {c.vec(q)}", f"{kn}_{kt} = {c.vec(k)}"]
-    if c.scn.qk_norm:
-        qn, kn = "q" + c.hat + qn[1:], "k" + c.hat + kn[1:]
-        q, k = rms_normalize(q[None, :])[0], rms_normalize(k[None, :])[0]  # (d_k,) each
-        lines += [c.say("ui.qk_norm_cell"), f"{qn}_{qt} = {c.vec(q)}", f"{kn}_{kt} = {c.vec(k)}"]
-    scale = c.scn.qk_scale if c.scn.qk_norm else 1.0
-    if c.scn.score == "additive":
-        # tanh of the q + k shown, so the line checks on a calculator
-        t = np.tanh([c.printed(x) + c.printed(y) for x, y in zip(q, k)])  # (d_k,)
-        lines += [f"tanh({qn}_{qt} + {kn}_{kt}) = {c.vec(t)}", f"w_a = {c.vec(c.scn.w_a)}"]
-        lines += c.dot(f"tanh({qn} + {kn}) {c.mk.dot} w_a", t, c.scn.w_a, c.value / scale)
-        # q and k are added, never multiplied: no q · k, so no angle to show
-        lines.append(c.prose(c.say("geometry.additive", q=qn, k=kn)))
-        dot = c.dot_value(t, c.scn.w_a)
-    else:
-        lines += c.dot(f"{qn}_{qt} {c.mk.dot} {kn}_{kt}", q, k, c.value / scale)
-        dot = c.dot_value(q, k)
-        lines += geometry(c, q, k, qn, kn, dot)
-    if scale != 1.0:  # the scale multiplies the finished score
-        end = float(c.product(dot * scale))
-        c.lands(end)
-        lines.append(f"{c.product(dot)} {c.mk.times} qk_scale {c.short(scale)} = {c.product(end)}")
-    return lines + (_shift_demo(c, hd) if rot else [])
+    lines += c.dot(f"{qn}_{qt} {c.mk.dot} {kn}_{kt}", q, k, c.value)
+    return lines + geometry(c, q, k, qn, kn, c.dot_value(q, k))
 
 
 def scaled(c: Cell) -> list:
@@ -263,58 +213,13 @@ def scaled(c: Cell) -> list:
     c.lands(quotient)
     lines = [f"{qkt} / {rt}d_k = {c.num(raw)} / {rt}{c.scn.d_k} = "
              f"{c.num(raw)} / {c.num(c.walk.scale)} = {c.num(quotient)}"]
-    if c.scn.qk_norm:
-        lines.append(c.say("ui.qk_norm_scaled"))
     if not mode.reads_scores:
         lines.append(c.say("ui.uniform_ignores"))
     return lines
 
 
-def alibi_bias(c: Cell) -> list:
-    """B[i, j] = −m_h · |i − j|, with head h's slope as the paper builds it: 2^(−a/b)."""
-    from attnwalk.layer import alibi
-
-    a, b = alibi.exponent(c.scn.heads, c.head)
-    slope = alibi.slopes(c.scn.heads)[c.head]
-    distance = abs(c.row - c.col)
-    product = c.printed(c.printed(slope) * distance)
-    c.lands(-product if distance else 0.0)
-    m_h = f"m_{c.head + 1}"
-    return [f"{m_h} = 2^({c.mk.minus}{a}/{b}) = {c.num(slope)}",
-            f"{c.sym()}[{c.rows[c.row]}, {c.cols[c.col]}] = {c.mk.minus}{m_h} {c.mk.times} "
-            f"|{c.row + 1} {c.mk.minus} {c.col + 1}| = {c.mk.minus}{c.num(slope)} {c.mk.times} "
-            f"{distance} = {c.num(c.value)}"]
-
-
-def biased(c: Cell) -> list:
-    S = float(c.walk.matrix("S", c.head)[c.row, c.col])
-    B = float(c.walk.matrix("B", c.head)[c.row, c.col])
-    c.lands(c.printed(c.printed(S) + c.printed(B)))
-    return [f"{c.ref()} = {c.ref('S')} + {c.ref('B')} = {c.num(S)} + {c.operand(B)} = {c.num(c.value)}"]
-
-
-def masked(c: Cell) -> list:
-    S = float(c.walk.scores(c.head)[c.row, c.col])
-    name = "(S + B)" if c.scn.bias == "alibi" else "S"
-    lines: list = []
-    if c.walk.amplify != 1.0:
-        S *= c.walk.amplify
-        lines.append(c.say("ui.amplified_score", k=c.short(c.walk.amplify), value=c.num(S)))
-    if c.scn.allowed[c.row, c.col]:
-        return lines + [f"{name} + M = {c.num(S)} + 0 = {c.num(c.value)}"]
-    why = c.say("ui.masked_cell")
-    if c.scn.mask_kind == "causal" or (c.scn.mask_kind == "window" and c.scn.window_causal
-                                       and c.col > c.row):
-        why += " " + c.say("ui.causal_cell", col=c.col + 1, row=c.row + 1)
-    elif c.scn.mask_kind == "window":  # too far back (or, symmetric, too far either way)
-        why += " " + c.say("window.cell", col=c.col + 1, row=c.row + 1, distance=abs(c.row - c.col),
-                           window=c.scn.window)
-    return lines + [f"{name} + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", c.prose(why)]
-
-
 def softmax(c: Cell) -> list:
-    head = c.walk.heads[c.head].mats
-    SM = c.walk.matrix("S+M", c.head)[c.row] if "S+M" in head else _seen_row(c)  # (m,)
+    SM = _seen_row(c)  # (m,) what softmax reads: the scores × --amplify, −∞ where masked
     allowed = c.scn.allowed[c.row]
     tok, mode = c.rows[c.row], c.walk.mode
     if not mode.reads_scores:
@@ -327,21 +232,27 @@ def softmax(c: Cell) -> list:
         return [c.prose(c.say("ui.hard_cell")),
                 f"max = {c.sym('S+M')}[{tok}, {c.cols[best]}] = {c.num(SM[best])}"]
     top = float(np.max(SM))
-    name = c.sym("S+M" if c.scn.masked else "S+B" if c.scn.bias == "alibi" else "S")
+    name = c.sym("S+M" if c.walk.has("S+M") else c.stage.reads[0])  # S + M, else what A reads
     lines: list = [f"{name}[{tok}] = {c.vec(SM)}"]
     if c.walk.amplify != 1.0:
         lines.append(c.say("ui.amplified_row", k=c.short(c.walk.amplify)))
     naive = top <= EXP_SAFE
     m = len(SM)
     # Every power is of the score as shown, so e^3.5002 = 33.12 checks on a calculator; the
-    # exponentials carry as many digits as let both forms' quotients land on the table's weight
+    # exponentials of each form carry as many digits as let its quotients land on the table's
+    # weights, every allowed key's of the row: one precision along the row, whichever cell is
+    # worked (the lesson's e^3.5002 = 33.12 keeps its 4 digits, while e^(s − max) may need more)
     s = np.array([c.printed(x) for x in SM])  # (m,) −∞ where masked
     top_s = c.printed(top)
     with np.errstate(over="ignore"):
         e = np.exp(s)  # (m,) the lesson's form: only printed when nothing overflows
         stable = np.exp(s - top_s)  # (m,) every exponent ≤ 0
-    forms = [e, stable] if naive else [stable]
-    digits = next((d for d in EXP_DIGITS if _lands(c, [_quotient(c, f, d)[2] for f in forms])), 4)
+    weights = c.walk.matrix("A", c.head)[c.row]  # (m,)
+    keys = [j for j in range(m) if allowed[j]]
+    def row_digits(form: np.ndarray) -> int:
+        return next((d for d in EXP_DIGITS if all(_lands(c, [_quotient(c, form, d, j)[2]], weights[j])
+                                                  for j in keys)), 4)
+    naive_d, digits = row_digits(e) if naive else 4, row_digits(stable)
     minus = c.mk.minus
     top_text = c.num(top) if top >= 0 else f"({c.num(top)})"
     heads = ["", "e^s"] if naive else [""]
@@ -353,7 +264,7 @@ def softmax(c: Cell) -> list:
         elif not allowed[j]:
             rows.append((c.cols[j], [None] * (len(heads) - 1)))  # None: masked, e^−∞ = 0
         else:
-            cells = [f"e^{c.operand(SM[j])} = {c.exp(e[j], digits)}"] if naive else []
+            cells = [f"e^{c.operand(SM[j])} = {c.exp(e[j], naive_d)}"] if naive else []
             cells.append(f"e^({c.num(SM[j])} {minus} {top_text}) = {c.exp(stable[j], digits)}")
             rows.append((c.cols[j], cells))
     lines.append(c.exponentials(heads, rows))
@@ -361,11 +272,11 @@ def softmax(c: Cell) -> list:
         lines.append(c.prose(c.say("ui.overflow_note", max=c.num(top))))
     row_sum = c.say("ui.row_sum")
     if naive:
-        shown_e, total, weight = _quotient(c, e, digits)
+        shown_e, total, weight = _quotient(c, e, naive_d)
         c.lands(weight)
-        parts = c.terms({j: c.exp(e[j], digits) for j in shown(c, m)}, m)
-        lines.append(f"{row_sum} = {parts} = {c.exp(total, digits)}")
-        lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, digits)} / {c.exp(total, digits)}"
+        parts = c.terms({j: c.exp(e[j], naive_d) for j in shown(c, m)}, m)
+        lines.append(f"{row_sum} = {parts} = {c.exp(total, naive_d)}")
+        lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, naive_d)} / {c.exp(total, naive_d)}"
                      f" = {c.num(weight)}")
     shown_e, total, weight = _quotient(c, stable, digits)
     c.lands(weight)
@@ -375,31 +286,34 @@ def softmax(c: Cell) -> list:
     return lines
 
 
-def _lands(c: Cell, weights: list[float]) -> bool:
-    """Both forms of the softmax print one weight, and it rounds to the table's."""
-    return len({c.num(w) for w in weights}) == 1 and c.agrees(weights[0])
+def _lands(c: Cell, weights: list[float], on: float | None = None) -> bool:
+    """Both forms of the softmax print one weight, and it rounds to the table's (`on`, else the
+    cell's)."""
+    return len({c.num(w) for w in weights}) == 1 and c.agrees(weights[0], on)
 
 
 EXP_DIGITS = range(4, 11)  # significant digits tried for the exponentials, fewest (the lessons' 4) first
 
 
-def _quotient(c: Cell, e: np.ndarray, digits: int) -> tuple[float, float, float]:
-    """This key's exponential, the row sum and their quotient, each from the digits shown before it:
-    the exponentials to `digits` significant digits, their sum to as many, the quotient as a weight."""
+def _quotient(c: Cell, e: np.ndarray, digits: int, col: int | None = None) -> tuple[float, float, float]:
+    """Key `col`'s (else this cell's) exponential, the row sum and their quotient, each from the
+    digits shown before it: the exponentials to `digits` significant digits, their sum to as many,
+    the quotient as a weight."""
+    col = c.col if col is None else col
     shown_e = np.array([float(c.exp(x, digits)) for x in e])  # (m,) 0 where masked
     total = float(c.exp(float(np.sum(shown_e)), digits))
-    return float(shown_e[c.col]), total, c.printed(shown_e[c.col] / total)
+    return float(shown_e[col]), total, c.printed(shown_e[col] / total)
 
 
 def _seen_row(c: Cell) -> np.ndarray:
-    """The row of scores softmax saw, where the walk has no S + M stage (no mask): S (or S + B)
-    × amplify."""
-    return c.walk.scores(c.head)[c.row] * c.walk.amplify
+    """The row of scores softmax saw: what A reads (S, or S + B) × --amplify, −∞ where masked."""
+    S = c.walk.input(c.stage, 0, c.head)[1][c.row]  # (m,)
+    return np.where(c.scn.allowed[c.row], S * c.walk.amplify, -np.inf)
 
 
 def output(c: Cell) -> list:
-    a = c.walk.matrix("A", c.head)[c.row]  # (m,)
-    V = c.walk.heads[c.head].mats["V"]  # (m, d_v)
+    a = c.walk.input(c.stage, 0, c.head)[1][c.row]  # (m,) the weights
+    V = c.walk.input(c.stage, 1, c.head)[1]  # (m, d_v) the values it reads
     tok, t = c.rows[c.row], c.mk.times
     lines = c.dot(f"A[{tok}] {c.mk.dot} V[:, {c.cols[c.col]}]", a, V[:, c.col], c.value)
     m = len(a)
@@ -423,8 +337,9 @@ def concat(c: Cell) -> list:
 
 
 def projected(c: Cell) -> list:
-    concat = (c.walk.mats["concat"] if "concat" in c.walk.mats else c.walk.heads[0].mats["Z"])[c.row]
-    w = c.scn.W_O[:, c.col]
+    concat = c.walk.input(c.stage, 0)[1][c.row]  # (h·d_v,) every head's z side by side
+    w = c.scn.param(c.stage.params[0])[:, c.col]
     tok, col = c.rows[c.row], c.cols[c.col]
+    bias = c.scn.param(c.stage.params[1]) if len(c.stage.params) > 1 else None
     return [f"concat[{tok}] = {c.vec(concat)}", f"W_O[:, {col}] = {c.vec(w)}",
-            *_biased(c, f"concat[{tok}] {c.mk.dot} W_O[:, {col}]", concat, w, c.scn.bias_after("W_O"))]
+            *_biased(c, f"concat[{tok}] {c.mk.dot} W_O[:, {col}]", concat, w, bias)]

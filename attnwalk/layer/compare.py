@@ -20,7 +20,7 @@ from attnwalk.layer.ops import entropy_bits, row_maxima
 from attnwalk.layer.walk import compute
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 DEFAULT_SCENARIO = "river_bank"
 
@@ -73,14 +73,6 @@ def check_amplify(k: float) -> float:
     if not (math.isfinite(k) and k > 0):
         raise UsageError(f"--amplify {k:g}: give a finite number above 0, e.g. --amplify 8 (1 means unchanged)")
     return float(k)
-
-
-def check_head(scn: Scenario, head: int) -> int:
-    """A 1-based --head as a 0-based index into the scenario's heads."""
-    if not 1 <= head <= scn.heads:
-        count = "1 head" if scn.heads == 1 else f"{scn.heads} heads, numbered 1 to {scn.heads}"
-        raise UsageError(f"--head {head}: {scn.name} has {count}")
-    return head - 1
 
 
 def mode_result(scn: Scenario, mode: Mode | str, amplify: float = 1.0, head: int = 0) -> ModeResult:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from attnwalk.errors import UsageError
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 NAMES = ("n", "m", "d_model", "heads", "d_k", "d_v")  # what --at may set
 MAX_AT = 10**9  # a size beyond any model: refused as a typo rather than printed as 19 digits
@@ -28,6 +28,7 @@ class Dims(NamedTuple):
     d_v: int  # per head
     cross: bool = False  # keys from another sequence: m is not n
     w_o: bool = False  # the layer has W_O
+    scaled: bool = True  # S divides QKᵀ by √d_k (additive scores never do: S = QKᵀ)
 
 
 class Matrix(NamedTuple):
@@ -51,7 +52,7 @@ class Work(NamedTuple):
 
 def dims_of(scn: Scenario) -> Dims:
     return Dims(scn.n, scn.m, scn.d_model, scn.heads, scn.d_k, scn.d_v, scn.source is not None,
-                scn.W_O is not None)
+                scn.W_O is not None, scn.scorer.divides)
 
 
 def matrices(d: Dims) -> list[Matrix]:
@@ -71,14 +72,14 @@ def matrices(d: Dims) -> list[Matrix]:
 
 
 def work(d: Dims) -> list[Work]:
-    """The multiply-adds of each stage (S: one multiply by 1/√d_k per score; A: one exponential,
-    add and divide per score, counted once)."""
+    """The multiply-adds of each stage (S: one multiply by 1/√d_k per score, none where S = QKᵀ;
+    A: one exponential, add and divide per score, counted once)."""
     h = d.heads
     out = [Work("Q", "n·d_model·h·d_k", d.n * d.d_model * h * d.d_k, "n"),
            Work("K", "m·d_model·h·d_k", d.m * d.d_model * h * d.d_k, "n"),
            Work("V", "m·d_model·h·d_v", d.m * d.d_model * h * d.d_v, "n"),
            Work("QK^T", "h·n·m·d_k", h * d.n * d.m * d.d_k, "n²"),
-           Work("S", "h·n·m", h * d.n * d.m, "n²"),
+           Work("S", "h·n·m", h * d.n * d.m, "n²") if d.scaled else Work("S", "0 (S = QKᵀ)", 0, ""),
            Work("A", "h·n·m", h * d.n * d.m, "n²"),
            Work("Z", "h·n·m·d_v", h * d.n * d.m * d.d_v, "n²")]
     if d.w_o:
@@ -128,4 +129,61 @@ def projected_dims(scn: Scenario, text: str) -> Dims:
             sizes[name] = d_model // heads
         else:
             sizes[name] = getattr(d, name)
-    return Dims(n, m, d_model, heads, sizes["d_k"], sizes["d_v"], d.cross, d.w_o)
+    return Dims(n, m, d_model, heads, sizes["d_k"], sizes["d_v"], d.cross, d.w_o, d.scaled)
+
+
+# -- what one walk of a scenario holds, from its shapes: the commands' bounds (scenario/limits.py) --
+
+
+def stage_numbers(scn: Scenario) -> list[tuple[str, int, bool]]:
+    """(stage key, numbers, exported) for every stage a walk of `scn` computes, from the shapes
+    alone (nothing is computed): a per-head stage counted for every head, a split one (Q, K, V,
+    concat) at its full width, as the walk holds it. A walk computes what applies to its
+    scenario; only the tiled stage's running state (tiled_numbers) is left out."""
+    fixed = {"d_model": scn.d_model, "m": scn.m, "stats": 2, "rms": 1, "h": scn.heads, "-": 0,
+             "h·d_v": scn.heads * scn.d_v}
+    out = []
+    for s in scn.graph:  # the hidden stages too (a source's X): a walk holds them
+        if s.compute is None:
+            continue
+        rows = scn.m if s.rows == "m" else scn.n
+        if s.cols in ("d_k", "d_v"):
+            d = scn.d_k if s.cols == "d_k" else scn.d_v
+            cols = d if s.per_head else d * (scn.groups if s.shared else scn.heads)
+        else:
+            cols = fixed[s.cols]
+        out.append((s.key, (scn.heads if s.per_head else 1) * rows * cols, s.exported and s.shown))
+    return out
+
+
+def weight_numbers(scn: Scenario) -> int:
+    return sum(W.size for W in (scn.W_Q, scn.W_K, scn.W_V, scn.W_O) if W is not None)
+
+
+def tiled_numbers(scn: Scenario) -> int:
+    """--tiles B: per query row, per block of keys, for every head, the running m, α, l and Õ and
+    the block's start, stop and whether it was skipped (as the JSON writes them), and B."""
+    if not getattr(scn, "tiles", None):
+        return 0
+    return scn.heads * (scn.n * -(-scn.m // scn.tiles) * (scn.d_v + 6) + 1)
+
+
+def walk_numbers(scn: Scenario) -> int:
+    """The numbers one walk of `scn` holds: every stage, the weights, the tiled state."""
+    return sum(count for _, count, _ in stage_numbers(scn)) + weight_numbers(scn) + tiled_numbers(scn)
+
+
+def export_numbers(scn: Scenario) -> int:
+    """The numbers `export --format json` (or csv) of `scn` writes, from the shapes: every
+    exported stage (with several heads, each head's block of Q, K and V again under
+    stages.heads), the source's E, P and X, the weights, the tiled state and the mask."""
+    total = 0
+    for key, count, exported in stage_numbers(scn):
+        if exported:
+            total += count
+        if exported and key in ("Q", "K", "V") and scn.heads > 1:  # each head's block, again
+            d = scn.d_v if key == "V" else scn.d_k
+            total += scn.heads * (scn.n if key == "Q" else scn.m) * d
+    if scn.source is not None:
+        total += 3 * scn.m * scn.d_model
+    return total + weight_numbers(scn) + tiled_numbers(scn) + scn.n * scn.m

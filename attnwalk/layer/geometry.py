@@ -18,13 +18,14 @@ if TYPE_CHECKING:
 COS_DIGITS = range(4, 16)  # significant digits tried for cos θ, fewest first
 
 
-def geometry(c: Cell, q: np.ndarray, k: np.ndarray, qn: str, kn: str, dot: float) -> list:
+def geometry(c: Cell, q: np.ndarray, k: np.ndarray, qn: str, kn: str, dot: float,
+             normalized: bool = False) -> list:
     """The dot score as geometry: |q|, |k|, cos θ and q · k = |q| × |k| × cos θ, for the vectors
-    actually multiplied (q̂ and k̂ under QK-norm), every step from the digits shown."""
+    actually multiplied (q̂ and k̂ under QK-norm: `normalized`), every step from the digits shown."""
     qt, kt = c.rows[c.row], c.cols[c.col]
     t = c.mk.times
     lines: list = [c.prose(c.say("geometry.intro", q=qn, k=kn))]
-    if c.scn.qk_norm:
+    if normalized:
         lines.append(c.prose(c.say("geometry.qk_norm", q=qn, k=kn)))
     lq, length_q = _length(c, q, f"|{qn}_{qt}|")
     lk, length_k = _length(c, k, f"|{kn}_{kt}|")
@@ -32,7 +33,7 @@ def geometry(c: Cell, q: np.ndarray, k: np.ndarray, qn: str, kn: str, dot: float
     for name, length in ((f"{qn}_{qt}", lq), (f"{kn}_{kt}", lk)):
         if length == 0.0:  # no direction: cos θ would divide by zero
             return lines + [c.prose(c.say("geometry.zero", name=name))]
-    if c.scn.qk_norm:  # |q̂| = |k̂| = √d_k exactly; the lengths of the rounded components must say so
+    if normalized:  # |q̂| = |k̂| = √d_k exactly; the lengths of the rounded components must say so
         root = c.num(np.sqrt(len(q)))
         if c.num(lq) == c.num(lk) == root:
             lines.append(c.prose(c.say("geometry.same_length", root=root)))

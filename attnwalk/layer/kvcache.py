@@ -1,33 +1,25 @@
 """Decoding with a KV cache: the layer's output made one token at a time, as a decoder makes it.
 
-At step t (1-based) only token t's row of X is projected: q_t = x_t W_Q, k_t = x_t W_K,
-v_t = x_t W_V. Each head appends its k_t and v_t to its cache, which then holds the keys and
-values of tokens 1 … t; q_t scores the cached keys, softmax makes a_t, and z_t = a_t · V_cache.
-The earlier rows are read, never recomputed: k_j and v_j depend on token j alone, and the
-causal mask lets no token read a later one, so what step j computed is what every later step
-needs. That is why a cache needs the mask: without it token 1 would read token 3's key, which a
-decoder has not yet made. z_t then equals row t of the whole layer computed at once (the causal
-walk); `Decode.difference` is the largest gap, for the screens to print.
+Decoding is the layer's own graph (graph.py) evaluated one row at a time. At step t (1-based)
+every stage the output is made from is computed for token t's row alone: x_t, then q_t, k_t, v_t
+(turned at position t − 1 under RoPE, normalised first behind a norm), then one row of QKᵀ, S, A
+and Z. The stages read whole, along the key axis (what QKᵀ and Z read as keys: K and V, or the
+rotated K_rot), come from the cache: the rows of tokens 1 … t−1 kept from the steps before, with
+token t's row just appended. So the cache holds exactly what the graph says is read whole, and
+what a feature adds to the graph decodes without a line here: ALiBi's −m_h·(t − j) comes from
+the two positions, a sliding window's older keys stay cached at weight 0 (a decoder may drop
+them: Mistral's rolling buffer of w rows, `window_rows`), grouped-query heads share their K/V
+head's cache, a norm reads one token's row.
+
+The earlier rows are read, never recomputed. That is exact because of the causal mask: no token
+reads a later one, so what step j computed is what every later step needs (in the first layer
+k_j depends on token j alone; deeper in a stack x_j carries tokens 1 … j, which the mask also
+keeps fixed). Without the mask token 1 would read token 3's key, which a decoder has not yet
+made. z_t then equals row t of the whole layer computed at once (the causal walk);
+`Decode.difference` is the largest gap, for the screens to print.
 
 Work is counted as multiply-adds of the products (projections, q · k, a · V, W_O); the softmax's
-exponentials and QK-norm's normalising are left out of both columns alike.
-
-The variants decode as a decoder runs them:
-- RoPE: q_t and k_t are rotated at their own position t − 1 (positions count from 0) when they
-  are made, and the cache holds the ROTATED k: a key's angle depends on its own position only,
-  so it is never turned again.
-- ALiBi: head h adds −m_h·(t − j) to its score of cached key j; the bias is made from the two
-  positions, nothing of it is cached.
-- A sliding window (mask: {causal: true, window: w}): keys older than the window stay in this
-  cache but get weight 0 and cost no multiply-adds; a decoder may drop them (Mistral's rolling
-  buffer of w rows), which `window_rows` counts.
-- Grouped-query heads (kv_heads: g): the cache holds g K/V heads, not h; query head h reads the
-  cache of K/V head scn.kv_head(h), and each step projects g keys and values, not h.
-
-The hook for real models: `decode` reads a Scenario and `_project` makes one token's q, k, v
-(with a model layer's biases, where its Scenario carries b_Q, b_K, b_V). X is the walk's, so a
-layer whose X is a LayerNorm (or RMSNorm) of the stream decodes as it is: a norm reads one
-token's row.
+exponentials, a norm's statistics and QK-norm's normalising are left out of both columns alike.
 """
 
 from __future__ import annotations
@@ -38,13 +30,12 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from attnwalk.errors import ScenarioError
-from attnwalk.layer import alibi, ops
+from attnwalk.layer.graph import Context, Graph, get, head_block, needed, segments
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
-from attnwalk.layer.scores import raw_scores
-from attnwalk.layer.walk import Walk, compute
+from attnwalk.layer.walk import Walk, compute, run
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 
 class Work(NamedTuple):
@@ -121,29 +112,21 @@ class Decode:
 
 
 def refusal(scn: Scenario) -> str | None:
-    """Why `scn` cannot be decoded with a cache, or None when it can."""
-    if scn.source is not None:
-        return ("decode needs self-attention: with a source, the keys and values are the source's, "
-                "computed once before decoding starts, not a cache that grows with each token")
+    """Why `scn` cannot be decoded with a cache, or None when it can: a feature that makes keys a
+    decoder cannot cache (a source; a mask that shows later tokens) says why."""
+    for feature in scn.features:
+        refuse = getattr(feature, "refuse_decode", None)
+        if refuse is not None and refuse(scn):
+            return refuse(scn)
     if not scn.masked:
         reason = ("a KV cache keeps each token's key and value for the later steps, which is exact "
                   "only when no token reads a later one; without the mask token 1 also reads the "
                   "keys of tokens a decoder has not generated yet")
-        if scn.model is not None:  # `attnwalk model --decode` on an encoder: no file, no mask line
+        if scn.setting("model") is not None:  # `model --decode` on an encoder: no file, no mask line
             return (f"decode needs a causal mask, and this model attends both ways (an encoder such "
                     f"as BERT: every token reads the later ones too): {reason}; decode a causal "
                     f"model such as GPT-2")
         return f"decode needs a causal mask (mask: causal): {reason}"
-    future = np.argwhere(np.triu(scn.allowed, 1))
-    if len(future) and scn.window is not None:
-        return (f"decode needs a window that looks back only (mask: {{causal: true, window: "
-                f"{scn.window}}}): without causal: true the window |i − j| < {scn.window} lets token 1 "
-                f"read token 2, which a decoder has not generated yet")
-    if len(future):
-        query, key = (int(x) + 1 for x in future[0])
-        return (f"decode needs a mask that hides every later token (mask: causal, or one inside "
-                f"it): this mask lets token {query} read token {key}, which a decoder has not "
-                f"generated when token {query}'s output is made")
     return None
 
 
@@ -151,7 +134,7 @@ def check_decodable(scn: Scenario) -> None:
     """ScenarioError, naming the file and the mask's line, when `scn` cannot be decoded."""
     problem = refusal(scn)
     if problem is not None:
-        field = "source" if scn.source is not None else "mask" if scn.model is None else None
+        field = "source" if scn.source is not None else "mask" if scn.setting("model") is None else None
         raise ScenarioError(problem, file=scn.label, field=field, line=scn.lines.get(field) if field else None)
 
 
@@ -185,70 +168,81 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
     check_decodable(scn)
     mode = mode_named(mode)
     walk = compute(scn, mode)
-    h, g, d_k, d_v = scn.heads, scn.groups, scn.d_k, scn.d_v
-    X = walk.mats["X"]  # (n, d_model): the embedding and position of each token, looked up as it arrives
-    # One buffer per K/V head (g of them: fewer than h with grouped-query heads), filled a row per
-    # step; step t's cache is its first t rows (a view), so n steps hold n rows, not n²/2.
-    K_cache = np.zeros((g, scn.n, d_k))
-    V_cache = np.zeros((g, scn.n, d_v))
-    divisor = mode.divisor(scn.scorer, d_k)
-    slopes = alibi.slopes(h) if scn.bias == "alibi" else None
-    steps = []
+    graph = needed(walk.computed, [output_key(walk)])
+    cache = Cache(graph, scn)
     with np.errstate(over="ignore", invalid="ignore"):
-        for i in range(scn.n):
-            t = i + 1
-            x = X[i]
-            q_all, k_all, v_all = _project(scn, x)
-            for kv in range(g):  # appended; rows before i are not touched
-                K_cache[kv, i] = _turned(scn, k_all[kv * d_k:(kv + 1) * d_k], i)  # the rotated k is cached
-                V_cache[kv, i] = v_all[kv * d_v:(kv + 1) * d_v]
-            heads = []
-            for hd in range(h):
-                kv = scn.kv_head(hd)
-                q = _turned(scn, q_all[hd * d_k:(hd + 1) * d_k], i)  # this head's block, at position i
-                K, V = K_cache[kv, :t], V_cache[kv, :t]  # (t, d_k), (t, d_v)
-                raw = raw_scores(scn, q[None, :], K)[0]  # (1, d_k), (t, d_k) -> (t,)
-                s = raw / divisor
-                # ALiBi: −m_h·(t − j) from the two positions alone (0 − x, as the walk's B: +0 at j = t)
-                b = None if slopes is None else 0.0 - slopes[hd] * (i - np.arange(t, dtype=np.float64))
-                allowed = scn.allowed[i:i + 1, :t]  # (1, t)
-                seen = s if b is None else s + b
-                a = mode.weights(ops.masked(seen[None, :], allowed), allowed)[0]  # (t,)
-                z = a @ V  # (t,) @ (t, d_v) -> (d_v,)
-                heads.append(HeadStep(q, K[i], V[i], K, V, raw, s, a, z, b, kv))
-            concat = np.concatenate([head.z for head in heads])  # (h·d_v,)
-            o = _output(scn, concat)
-            steps.append(Step(t, x, heads, concat, o, cached_work(scn, t), rerun_work(scn, t),
-                              _difference(walk, i, heads, o)))
+        steps = [_step(walk, graph, cache, i) for i in range(scn.n)]
     return Decode(scn, mode, walk, steps)
 
 
-def _turned(scn: Scenario, row: np.ndarray, position: int) -> np.ndarray:
-    """A query's or key's head block rotated at its position under RoPE, by the walk's own rotation
-    (rope.turn: a real model's rescaled θ_i included), else as it is."""
-    if scn.rope is None:
-        return row
-    return scn.rope.turn(row[None, :], np.array([position]))[0]  # (1, d) -> (d,)
+def output_key(walk: Walk) -> str:
+    """The layer's output: O where the scenario has W_O, else concat (one head's Z itself)."""
+    return "O" if walk.has("O") else "concat"
 
 
-def _project(scn: Scenario, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One token's q, k, v, every head's side by side: (d_model,) @ (d_model, h·d) -> (h·d,), plus
-    a real model's biases b_Q, b_K, b_V where its layer has them."""
-    out = []
-    for weight in ("W_Q", "W_K", "W_V"):
-        row = x @ getattr(scn, weight)
-        bias = getattr(scn, "b_" + weight[2:], None)  # a model layer's; a scenario file has none
-        out.append(row if bias is None else row + bias)
-    return out[0], out[1], out[2]
+class Cache:
+    """The rows of every stage the graph reads whole (along the key axis), one buffer per stage
+    (per head for a per-head one), filled a row per step: step t's cache is its first t rows (a
+    view), so n steps hold n rows, not n²/2."""
+
+    def __init__(self, graph: Graph, scn: Scenario) -> None:
+        self.names = {name for stage in graph for name in stage.keys}  # K (or K_rot), V
+        self.rows: dict[tuple[str, int], np.ndarray] = {}
+        self.n = scn.n
+
+    def append(self, name: str, head: int, i: int, M: np.ndarray) -> None:
+        if name in self.names:
+            if (name, head) not in self.rows:
+                self.rows[(name, head)] = np.zeros((self.n, M.shape[1]))
+            self.rows[(name, head)][i] = M[0]  # appended; rows before it are not touched
+
+    def read(self, name: str, head: int, t: int) -> np.ndarray:
+        return self.rows[(name, head)][:t]
 
 
-def _output(scn: Scenario, concat: np.ndarray) -> np.ndarray | None:
-    """o_t = concat_t · W_O (+ b_O in a real model's layer): (h·d_v,) @ (h·d_v, d_model)."""
-    if scn.W_O is None:
-        return None
-    o = concat @ scn.W_O
-    bias = getattr(scn, "b_O", None)
-    return o if bias is None else o + bias
+SHARED = -1  # the cache key of a stage computed once for every head (K, V)
+
+
+def _step(walk: Walk, graph: Graph, cache: Cache, i: int) -> Step:
+    """Step t = i + 1: token t's row of every stage, its keys read from the cache."""
+    scn, t = walk.scenario, i + 1
+    before, per_head, after = segments(graph)
+    ctx = Context(scn, walk.mode, 1.0, rows=np.array([i]), key_rows=np.array([i]), keys=np.arange(t))
+    mats: dict[str, np.ndarray] = {}
+
+    def shared(name: str) -> object:
+        return mats[name] if name in mats else scn.param(name)
+
+    for stage in before:
+        mats[stage.key] = run(stage, ctx, shared)
+        cache.append(stage.key, SHARED, i, mats[stage.key])
+    heads: list[dict[str, np.ndarray]] = []
+    for h in range(scn.heads):
+        ctx.head = h
+        own = {s.key: head_block(s, mats[s.key], h, scn) for s in before if s.split}
+        kept = {s.key: head_block(s, cache.read(s.key, SHARED, t), h, scn)  # this head's block of K, V
+                for s in before if s.split and s.key in cache.names}
+        for stage in per_head:
+            own[stage.key] = run(stage, ctx, lambda name: own[name] if name in own else shared(name),
+                                 lambda name: kept[name] if name in kept else cache.read(name, h, t))
+            cache.append(stage.key, h, i, own[stage.key])
+        own.update({f"{name}:cache": kept[name] if name in kept else cache.read(name, h, t)
+                    for name in cache.names})
+        heads.append(own)
+    per_head_keys = {s.key for s in per_head}
+    for stage in after:
+        mats[stage.key] = run(stage, ctx, lambda name: [own[name] for own in heads]
+                              if name in per_head_keys else shared(name))
+    score, out = get(graph, "QK^T"), get(graph, "Z")
+    steps = [HeadStep(q=own[score.reads[0]][0], k=own[f"{score.keys[0]}:cache"][i],
+                      v=own[f"{out.keys[0]}:cache"][i], K_cache=own[f"{score.keys[0]}:cache"],
+                      V_cache=own[f"{out.keys[0]}:cache"], raw=own["QK^T"][0], s=own["S"][0],
+                      a=own["A"][0], z=own["Z"][0], b=own["B"][0] if "B" in own else None,
+                      kv=scn.kv_head(h)) for h, own in enumerate(heads)]
+    o = mats["O"][0] if "O" in mats else None
+    x = mats[get(graph, "Q").reads[0]][0]  # what the projections read: x_t (behind a norm, its output)
+    return Step(t, x, steps, mats["concat"][0], o, cached_work(scn, t), rerun_work(scn, t),
+                _difference(walk, i, steps, o))
 
 
 def _difference(walk: Walk, i: int, heads: list[HeadStep], o: np.ndarray | None) -> float:

@@ -8,7 +8,17 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+
+
+class Mask(NamedTuple):
+    """A scenario's mask (features/masks.py): its kind, and a sliding window's width and direction."""
+
+    kind: str  # "causal" | "window" | "explicit"
+    window: int | None = None  # the keys a query sees, itself included
+    causal: bool = True  # the window looks back only (0 ≤ i − j < w), else |i − j| < w
 
 
 def causal(n: int) -> np.ndarray:

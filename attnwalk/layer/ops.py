@@ -7,12 +7,31 @@ import numpy as np
 from attnwalk.errors import ComputeError
 
 
-def sinusoidal(n: int, d_model: int) -> np.ndarray:
-    """The Transformer's positions: P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(same)."""
-    pos = np.arange(n, dtype=np.float64)[:, None]  # (n, 1)
+def sinusoidal(n: int | np.ndarray, d_model: int) -> np.ndarray:
+    """The Transformer's positions: P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(same),
+    for pos = 0 … n − 1, or for the positions given (decoding makes one row at a time)."""
+    pos = np.asarray(np.arange(n) if np.ndim(n) == 0 else n, dtype=np.float64)[:, None]  # (n, 1)
     pair = np.arange(d_model) // 2  # column j belongs to frequency pair i = j // 2
     angle = pos / np.power(10000.0, 2.0 * pair / d_model)  # (n, d_model)
     return np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A @ B, where a sum that cancels exactly (2 × 1 + 5 × (-0.4)) is 0 rather than the float
+    noise a fused multiply-add leaves (-1.1e-16, which a table would print as a number): an entry
+    no larger than the rounding bound of its dot product, d·ε·Σ|a_k b_k|, is indistinguishable
+    from 0 in float64. Only entries tiny against the largest are checked, so this costs little."""
+    M = A @ B  # (n, d) @ (d, k) -> (n, k)
+    top = float(np.max(np.abs(M), initial=0.0))
+    if not 0 < top < np.inf:  # nothing to clean, or an overflow the stage reports as it is
+        return M
+    rows, cols = np.nonzero(np.abs(M) <= 1e-12 * top)
+    if len(rows) == 0:
+        return M
+    scale = np.einsum("ik,ki->i", np.abs(A[rows]), np.abs(B[:, cols]))  # Σ|a_k b_k| per entry
+    noise = np.abs(M[rows, cols]) <= A.shape[1] * np.finfo(np.float64).eps * scale
+    M[rows[noise], cols[noise]] = 0.0
+    return M
 
 
 def softmax(S: np.ndarray) -> np.ndarray:

@@ -5,12 +5,15 @@ stage list, layer/stages.py), says whether the two matrices are identical, equal
 rounding, or different, and where: the rows and cells that differ and the largest difference.
 The learned matrices behind a stage (Stage.weight: W_Q, W_K, W_V, W_O) and the mask are compared
 the same way, since "same weights, other inputs" is what such a comparison usually teaches.
+When one scenario's tokens are the other's in another order (each token once), a stage that
+differs in place may still hold the same rows once the tokens are matched (`reordered`): without
+positions or a mask, attention is permutation-equivariant, and its rows only move with the tokens.
 No printing, no Rich.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +24,7 @@ from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk, compute
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
 IDENTICAL = "identical"  # every float64 equal
 ROUNDING = "rounding"  # not bit for bit, but no difference beyond float64 rounding (ROUNDING_TOL)
@@ -50,6 +53,7 @@ class Difference:
     cells: tuple[tuple[int, int], ...] = ()  # 0-based (row, col) of each real difference
     max_diff: float = 0.0  # the largest |left − right| (inf when −∞ meets a number)
     max_at: tuple[int, int] | None = None  # where it is (the first such cell)
+    reordered: bool = False  # different in place, the same once rows (and keys) follow the tokens
 
     @property
     def same(self) -> bool:
@@ -102,11 +106,34 @@ def compare_pair(left: Scenario, right: Scenario, mode: Mode | str = BASELINE,
     check_shapes(left, right)
     mode = mode_named(mode)
     a, b = compute(left, mode, amplify), compute(right, mode, amplify)
+    rows, keys = token_order(left.tokens, right.tokens), token_order(left.key_tokens, right.key_tokens)
     pairs = []
     for stage in merged_stages(a.stages, b.stages):
-        pairs.append(StagePair(stage, stage_difference(stage, a, b, head), weight_difference(stage, a, b)))
+        diff = stage_difference(stage, a, b, head)
+        if diff.status == DIFFERENT and rows is not None and keys is not None and stage.kind != TOKENS:
+            diff = replace(diff, reordered=same_when_matched(stage, diff, rows, keys))
+        pairs.append(StagePair(stage, diff, weight_difference(stage, a, b)))
     mask = difference("mask", left.allowed.astype(np.float64), right.allowed.astype(np.float64))
     return Pair(a, b, head, tuple(pairs), mask)
+
+
+def token_order(left: tuple[str, ...], right: tuple[str, ...]) -> list[int] | None:
+    """For each of the right's tokens, the left's position of the same token, when the right's
+    tokens are the left's in some order, each once; else None."""
+    if len(set(left)) != len(left) or sorted(left) != sorted(right):
+        return None
+    return [left.index(token) for token in right]
+
+
+def same_when_matched(stage: Stage, diff: Difference, rows: list[int], keys: list[int]) -> bool:
+    """Whether the left's matrix, its token rows (and key columns) put in the right's token
+    order, equals the right's up to rounding."""
+    M = np.asarray(diff.left)
+    if stage.rows in ("n", "m"):
+        M = M[rows if stage.rows == "n" else keys]
+    if stage.square:
+        M = M[:, keys]
+    return M.shape == np.asarray(diff.right).shape and difference(diff.key, M, diff.right).same
 
 
 def merged_stages(left: tuple[Stage, ...], right: tuple[Stage, ...]) -> list[Stage]:
@@ -195,6 +222,7 @@ def _entry(d: Difference) -> dict[str, Any]:
     if isinstance(d.left, tuple) or isinstance(d.right, tuple):  # the tokens: no cells, no sizes
         return entry | {"left": list(d.left), "right": list(d.right)}
     entry["cells"] = [list(c) for c in d.cells]
+    entry["reordered"] = d.reordered
     entry["max_difference"] = d.max_diff if np.isfinite(d.max_diff) else None
     entry["max_at"] = list(d.max_at) if d.max_at is not None else None
     entry["left"] = None if d.left is None else np.asarray(d.left).tolist()

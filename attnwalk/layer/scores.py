@@ -23,6 +23,14 @@ class Score(NamedTuple):
         return q @ k.T  # (n, d_k) @ (d_k, m) -> (n, m)
 
 
+class Scoring(NamedTuple):
+    """A scenario's way of scoring (features/scores.py): the kind, and QK-norm with its scale."""
+
+    score: Score
+    qk_norm: bool = False
+    qk_scale: float = 1.0
+
+
 DOT = Score("dot", divides=True)
 ADDITIVE = Score("additive", divides=False)
 SCORES: dict[str, Score] = {s.name: s for s in (DOT, ADDITIVE)}

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnwalk.layer import tiled
 from attnwalk.layer.cells import Hidden
-from attnwalk.layer.walk import Layer
+from attnwalk.layer.walk import whole
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -27,7 +27,7 @@ def head_scores(walk: Walk, head: int) -> np.ndarray:
     """The scores head `head`'s tiled form runs on (n, m): what its softmax reads, −∞ where masked
     (uniform mode: M alone)."""
     scn = walk.scenario
-    seen = Layer(scn, walk.mode, walk.amplify, walk.source).seen_scores(walk.heads[head].mats)
+    seen = whole(scn, walk.mode, walk.amplify).seen(walk.scores(head))
     scores = tiled.tiled_scores(walk.mode, seen, scn.allowed)
     assert scores is not None  # the stage is not in hard mode's walk
     return scores
@@ -35,14 +35,14 @@ def head_scores(walk: Walk, head: int) -> np.ndarray:
 
 def head_steps(walk: Walk, head: int, row: int | None = None) -> list[tiled.Step]:
     """The recurrence of head `head`, for every row or for `row` alone."""
-    SM, V = head_scores(walk, head), walk.heads[head].mats["V"]
+    SM, V = head_scores(walk, head), walk.input(walk.stage("tiled"), 1, head)[1]  # what it reads: V
     B = walk.scenario.tiles
     return list(tiled.steps(SM, V, B)) if row is None else tiled.row_steps(SM, V, B, row)
 
 
 def tiled_cell(c: Cell) -> list:
     steps = head_steps(c.walk, c.head, c.row)
-    V = c.walk.heads[c.head].mats["V"][:, c.col]  # (m,)
+    V = c.walk.input(c.stage, 1, c.head)[1][:, c.col]  # (m,) the values it reads
     tok, j = c.rows[c.row], c.col
     col = c.cols[j]  # the column as the table labels it (from 1, or its name)
     keys = c.walk.scenario.key_tokens
@@ -87,6 +87,10 @@ def tiled_cell(c: Cell) -> list:
         products = " + ".join(f"{c.num(p[k])} {t} {c.operand(V[s.start + k])}" for k in shown_p)
         lines += c.chain(f"Õ[{col}] = α{c.mk.dot}Õ[{col}] + Σ e^(S_blk {minus} m){c.mk.dot}V_blk[:, {col}]",
                          f"{c.num(alpha)} {t} {c.operand(O)} + ({products})", c.num(O_new))
+        # the running l and Õ as the tiled table prints them (1.1839, not 1.1840 from the rounded
+        # 0.3679 × 0.5000 + 1): else the cell is worked again with more decimals
+        c.lands(p_sum, float(s.l[0]))
+        c.lands(O_new, float(s.O[0, j]))
         m, l, O = m_new, p_sum, O_new
     end = c.printed(O / l)
     c.lands(end)

@@ -3,7 +3,6 @@ attnwalk computes: BERT, GPT-2 and the Llama layout (llama, qwen2, mistral)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +41,9 @@ class Config:
 
 def read_config(path: Path) -> Config:
     """config.json as a Config, or a one-line ModelError naming the file and the field."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise ModelError(f"{path}: not a JSON config ({err})") from None
+    from attnwalk.models.find import read_json
+
+    raw = read_json(path, "JSON config")
     if not isinstance(raw, dict):
         raise ModelError(f"{path}: expected a JSON object")
     model_type = raw.get("model_type")

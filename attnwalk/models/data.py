@@ -25,6 +25,7 @@ class Tokenization:
     ids: tuple[int, ...]
     special: tuple[bool, ...]         # added by the tokenizer ([CLS], [SEP], <|endoftext|>)
     word_of: tuple[int | None, ...]   # index into words per piece; None for special tokens
+    unknown: tuple[bool, ...] = ()    # the tokenizer's unknown token ([UNK]): not in its vocabulary
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class ModelInfo:
     vocab_size: int
     n_params: int
     file_bytes: int
+    file_format: str = "safetensors"  # "safetensors" | "gguf"
+    quantized: str | None = None      # --quantize: the type its weight matrices were quantized to
 
 
 @dataclass(frozen=True)
@@ -108,3 +111,5 @@ class ModelLayer:
     norm_after: tuple[np.ndarray, np.ndarray, float] | None  # BERT's post-attention LN (γ, β, eps)
     rope: Rope | None = None          # the Llama family's rotary positions (Q_rot, K_rot)
     window: int | None = None         # Mistral's sliding_window: key j seen when 0 ≤ i − j < window
+    stored: dict | None = None        # a GGUF's W_Q, W_K, W_V, W_O as stored (quantblock.StoredWeight):
+                                      # the type, and each weight's block for its worked cell

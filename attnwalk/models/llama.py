@@ -43,8 +43,11 @@ class Llama:
         freqs = frequencies(cfg.d_head, cfg.rope["theta"])
         if scaling is not None:
             freqs = llama3_frequencies(freqs, **scaling)
+        factors = cfg.rope.get("factors")  # a GGUF's rope_freqs.weight: Llama 3.1's, precomputed
+        if factors is not None:
+            freqs = freqs / np.asarray(factors)
         return Rope(theta=cfg.rope["theta"], freqs=freqs, positions=np.arange(n, dtype=np.float64),
-                    scaling=None if scaling is None else "llama3")
+                    scaling=None if scaling is None and factors is None else "llama3")
 
     def start(self, E_sum: np.ndarray) -> np.ndarray:
         return E_sum

@@ -8,8 +8,10 @@ from attnwalk.models.data import ModelLayer
 from attnwalk.models.model import layer_index, open_model
 
 
-def model_layer(sentence: str, model: str | None, layer: int) -> ModelLayer:
-    """Layer `layer` (0-based) of `model` on `sentence`, the layers before it run in full."""
-    opened = open_model(model)
+def model_layer(sentence: str, model: str | None, layer: int, quantize: str | None = None) -> ModelLayer:
+    """Layer `layer` (0-based) of `model` on `sentence`, the layers before it run in full; with
+    `quantize`, every weight matrix quantized to that type first (quantize.py)."""
+    opened = open_model(model, quantize)
     index = layer_index(opened.info, layer + 1)  # checked before the sentence is computed
+    opened.prepare(index)  # a GGUF's weights are dequantized while the tokenizer is built
     return opened.layer(opened.tokenize(sentence), index)

@@ -35,19 +35,43 @@ class LayerTrace:
 class Model:
     """A model ready to tokenize sentences and compute its layers."""
 
-    def __init__(self, files: ModelFiles) -> None:
+    def __init__(self, files: ModelFiles, quantize: str | None = None) -> None:
         self.files = files
-        self.config: Config = read_config(files.config)
-        anchor, family = FAMILIES[self.config.family]
-        self.weights = Weights(files.weights, anchor)
-        self.family = family(self.weights, self.config)
-        self.tokenizer = load_tokenizer(files.tokenizer)
+        if files.gguf is not None:  # one file: its metadata is the config and the tokenizer
+            from attnwalk.models.ggufmodel import open_gguf
+
+            self.config, self.weights, self._tokenizer = open_gguf(files.gguf)
+            self._built = None
+        else:
+            self.config = read_config(files.config)
+            self.weights = Weights(files.weights, FAMILIES[self.config.family][0])
+            self._built = load_tokenizer(files.tokenizer)  # a broken tokenizer.json fails here
+        if quantize is not None:  # --quantize: the weight matrices through gguf's quantizer
+            from attnwalk.models.quantize import QuantizedWeights, check_kind
+
+            self.weights = QuantizedWeights(self.weights, check_kind(quantize), self.config.family)
+        self.family = FAMILIES[self.config.family][1](self.weights, self.config)
         cfg = self.config
         self.info = ModelInfo(name=files.name, source=files.source, family=cfg.family,
                               model_type=cfg.model_type, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
                               n_kv_heads=cfg.n_kv_heads, d_model=cfg.d_model, d_head=cfg.d_head,
                               vocab_size=cfg.vocab_size, n_params=self.weights.n_params(),
-                              file_bytes=self.weights.file_bytes)
+                              file_bytes=self.weights.file_bytes,
+                              file_format="gguf" if files.gguf is not None else "safetensors",
+                              quantized=None if quantize is None else quantize.upper())
+
+    @property
+    def tokenizer(self):
+        """The model's tokenizer, built on first use (a GGUF's from its metadata, ~0.2 s for
+        49,152 tokens, while the weights' threads already dequantize: see prepare)."""
+        if self._built is None:
+            self._built = self._tokenizer()
+        return self._built
+
+    def prepare(self, layer: int) -> None:
+        """Layer `layer` (0-based) will be computed: a GGUF starts dequantizing its weights now."""
+        if hasattr(self.weights, "plan"):
+            self.weights.plan(layer)
 
     def tokenize(self, text: str) -> Tokenization:
         # RoBERTa's positions start at padding_idx + 1, so its table holds that many fewer tokens
@@ -58,6 +82,7 @@ class Model:
         """Layer `layer` (0-based) on these tokens: what its walk needs. The layers before it run
         in full; its own feed-forward is neither read nor run."""
         self._check(layer)
+        self.prepare(layer)  # a GGUF: dequantize the next layer while one is computed
         embedded, state = self._start(tokens)
         for l in range(layer):
             state = self.family.finish(l, attend(self._layer(tokens, embedded, l, state)))
@@ -93,13 +118,15 @@ class Model:
         return embedded, self.family.start(E_sum)
 
     def _layer(self, tokens: Tokenization, embedded: dict, l: int, state) -> ModelLayer:
-        return ModelLayer(info=self.info, layer=l, tokens=tokens, **embedded,
-                          **self.family.layer(l, state))
+        fields = self.family.layer(l, state)  # reads (and --quantize quantizes) the layer's weights
+        stored = self.weights.stored(l, self.config.d_model) if hasattr(self.weights, "stored") else None
+        return ModelLayer(info=self.info, layer=l, tokens=tokens, **embedded, stored=stored, **fields)
 
 
-def open_model(spec: str | None = None) -> Model:
-    """The model `spec` names (a directory or a cached hub name), or the default MiniLM package."""
-    return Model(find_model(spec))
+def open_model(spec: str | None = None, quantize: str | None = None) -> Model:
+    """The model `spec` names (a directory, a GGUF file, ollama:NAME or a cached hub name), or the
+    default MiniLM package; `quantize` ("q4_1", …) puts its weight matrices through gguf's quantizer."""
+    return Model(find_model(spec), quantize)
 
 
 def layer_index(info: ModelInfo, layer: int) -> int:
@@ -107,11 +134,3 @@ def layer_index(info: ModelInfo, layer: int) -> int:
     if not 1 <= layer <= info.n_layers:
         raise ModelError(f"--layer {layer}: {info.name} has {info.n_layers} layers (1 to {info.n_layers})")
     return layer - 1
-
-
-def head_index(info: ModelInfo, head: int) -> int:
-    """The CLI's 1-based --head as a 0-based index, or a ModelError saying the range."""
-    if not 1 <= head <= info.n_heads:
-        raise ModelError(f"--head {head}: {info.name} has {info.n_heads} heads per layer "
-                         f"(1 to {info.n_heads})")
-    return head - 1

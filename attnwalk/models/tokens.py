@@ -46,9 +46,12 @@ def tokenize(tokenizer, text: str, vocab_size: int, max_positions: int, model: s
             start, end = spans[word_id]
             words.append(text[start:end].strip() or text[start:end])
         word_of.append(index[word_id])
+    unk = getattr(tokenizer.model, "unk_token", None)  # WordPiece's [UNK]; byte-level BPE has none
     return Tokenization(text=text, words=tuple(words), pieces=tuple(encoding.tokens), ids=ids,
                         special=tuple(bool(s) for s in encoding.special_tokens_mask),
-                        word_of=tuple(word_of))
+                        word_of=tuple(word_of),
+                        unknown=tuple(bool(unk) and piece == unk and not special
+                                      for piece, special in zip(encoding.tokens, encoding.special_tokens_mask)))
 
 
 def _word_spans(encoding) -> dict[int, tuple[int, int]]:

@@ -17,6 +17,7 @@ from rich.text import Text
 from attnwalk.layer.compare import Comparison, ModeResult
 from attnwalk.text import pick
 from attnwalk.layer.axes import dim_labels, token_labels
+from attnwalk.layer.safe import escaped
 from attnwalk.layer.modes import Mode
 from attnwalk.layer.stages import SIGNED, WEIGHTS, stage_named
 from attnwalk.render import style
@@ -91,7 +92,9 @@ def mode_panel(cmp: Comparison, r: ModeResult, opts: ViewOptions) -> Panel:
     # A row whose weights all tie (uniform) has no peak worth marking
     A = heat_table(r.A, rows, keys, WEIGHTS, inner, allowed=scn.allowed, mark_row_max=bool((r.ties == 1).any()),
                    title=style.plain(stage_named("A").symbol, opts))
-    dims = dim_labels(r.Z.shape[1])  # 1 … d_v, as the walk labels them
+    names = scn.dimension_names("d_v", opts.lang)  # as the walk labels Z's columns: named, else 1 … d_v
+    dims = (tuple(escaped(name) for name in names) if names is not None and len(names) == r.Z.shape[1]
+            else dim_labels(r.Z.shape[1]))
     Z = heat_table(r.Z, rows, dims, SIGNED, inner, title=style.plain(stage_named("Z").formula, opts))
     return Panel(Group(A, Z, row_stats(r, rows, keys, inner)),
                  title=Text(mode_name(r.mode, opts), style=style.SCREEN_TITLE), title_align="left",

@@ -10,20 +10,20 @@ from rich.panel import Panel
 from rich.text import Text
 
 from attnwalk.layer.cost import Dims, dims_of, matrices, quadratic_share, work
-from attnwalk.layer.stages import stage_named
+from attnwalk.features import stage_named
 from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
+    from attnwalk.scenario.scenario import Scenario
 
-_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")  # powers of 1024, named as such
 
 
 def size_text(size: int) -> str:
-    """Bytes as a person reads them: 1 KB = 1024 B, one decimal from KB up (1.5 MB, 64.0 GB)."""
+    """Bytes as a person reads them: 1 KiB = 1024 B, one decimal from KiB up (1.5 MiB, 64.0 GiB)."""
     value, unit = float(size), 0
     while value >= 1024 and unit < len(_UNITS) - 1:
         value, unit = value / 1024, unit + 1
@@ -50,7 +50,8 @@ def cost_panel(scn: Scenario, opts: ViewOptions) -> RenderableType:
                                share=f"{100 * quadratic_share(at):.1f}", at=at_text(at)))
     else:
         notes.append(style.say(opts, "cost.try_at"))
-    notes.append(style.say(opts, "cost.legend_cross" if here.cross else "cost.legend"))
+    s = style.say(opts, "cost.legend_s" if here.scaled else "cost.legend_s_undivided")
+    notes.append(style.say(opts, "cost.legend_cross" if here.cross else "cost.legend", s=s))
     parts += [Prose(style.plain(n, opts), style=style.NOTE) for n in notes]
     return Panel(Group(*parts), box=style.panel_box(opts), border_style=style.PANEL_BORDER,
                  title=Text(style.plain(style.say(opts, "cost.title"), opts)), title_align="left")

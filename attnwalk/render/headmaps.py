@@ -8,7 +8,7 @@ import numpy as np
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from attnwalk.layer import realmodel
+from attnwalk.layer import headfocus
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.walk import Walk
 from attnwalk.render import style
@@ -21,7 +21,7 @@ SHADES = " ░▒▓█"  # weight 0 … 1, each cell one character
 ASCII_SHADES = " .:*#"
 
 
-def looks_label(focus: realmodel.Focus, labels: tuple[str, ...], opts: ViewOptions) -> str:
+def looks_label(focus: headfocus.Focus, labels: tuple[str, ...], opts: ViewOptions) -> str:
     """"the previous token (6 of 9 queries)", "[SEP] (7 of 9 queries)"."""
     token = labels[focus.key] if focus.key is not None else ""
     where = style.say(opts, f"model.looks.{focus.kind}", token=token)
@@ -39,7 +39,7 @@ def heads_glance(walk: Walk, opts: ViewOptions) -> RenderableType:
         table.add_column(Text(style.say(opts, f"model.glance.{key}")), justify=justify, no_wrap=True)
     for h in range(scn.heads):
         A = walk.heads[h].mats["A"]  # (n, n)
-        focus = realmodel.looks_most_at(A, special)
+        focus = headfocus.looks_most_at(A, special)
         table.add_row(Text(str(h + 1)), Text(f"{float(entropy[:, h].mean()):.2f}"),
                       Text(looks_label(focus, labels, opts)))
     parts: list[RenderableType] = [table]

@@ -31,9 +31,16 @@ def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
     if not (title or description or names):
         return None
     body: list[RenderableType] = []
-    for paragraph in description.split("\n"):  # the file's blank lines keep the paragraphs apart
-        if paragraph.strip():
-            body += [Prose(paragraph.strip()), Text()]
+    paragraphs = [p.strip() for p in description.split("\n") if p.strip()]  # the file's blank lines
+    if opts.predicting and len(paragraphs) > 1:  # "what to notice" names numbers asked later
+        paragraphs = [paragraphs[0]]
+        held = style.say(opts, "lesson.held_back", name=scn.name)
+    else:
+        held = ""
+    for paragraph in paragraphs:
+        body += [Prose(paragraph), Text()]
+    if held:
+        body += [Prose(held, style=style.NOTE), Text()]
     if names:
         dot = f" {style.markers(opts).dot} "
         listed = dot.join(style.say(opts, "lesson.dimension", index=i + 1, name=name)

@@ -6,7 +6,7 @@ from rich.table import Table
 
 from attnwalk.scenario.builtins import builtin_names
 from attnwalk.text import pick, text
-from attnwalk.scenario.model import load_scenario
+from attnwalk.scenario.load import load_scenario
 
 
 def lesson_table(lang: str = "en", width: int = 80) -> Table:
@@ -22,19 +22,26 @@ def lesson_table(lang: str = "en", width: int = 80) -> Table:
     table.add_column(tx.t("list.mask"), overflow="fold", max_width=narrow)
     for name in builtin_names():
         scn = load_scenario(name)
-        shape = f"{scn.n} × {scn.d_model}"
-        if scn.heads > 1:
-            shape += tx.t("list.heads", heads=scn.heads)
-        if scn.groups < scn.heads:
-            shape += tx.t("gqa.list", kv_heads=scn.groups)
-        if scn.source is not None:
-            shape += tx.t("list.source", m=scn.m)
-        if scn.mask_kind == "window":
-            mask = tx.t("window.list_causal" if scn.window_causal else "window.list_symmetric",
-                        window=scn.window)
-        else:
-            mask = tx.t(f"list.mask_{scn.mask_kind}")
-        if scn.bias == "alibi":
-            mask += tx.t("alibi.list")
-        table.add_row(name, pick(scn.title, lang) or "", shape, mask)
+        table.add_row(name, pick(scn.title, lang) or "", *lesson_facts(scn, lang))
     return table
+
+
+def lesson_facts(scn, lang: str) -> tuple[str, str]:
+    """A lesson's size (n × d_model, heads, K/V heads, source) and mask, as the list shows them
+    (and `attnwalk serve`'s lesson picker)."""
+    tx = text(lang)
+    shape = f"{scn.n} × {scn.d_model}"
+    if scn.heads > 1:
+        shape += tx.t("list.heads", heads=scn.heads)
+    if scn.groups < scn.heads:
+        shape += tx.t("gqa.list", kv_heads=scn.groups)
+    if scn.source is not None:
+        shape += tx.t("list.source", m=scn.m)
+    if scn.mask_kind == "window":
+        mask = tx.t("window.list_causal" if scn.window_causal else "window.list_symmetric",
+                    window=scn.window)
+    else:
+        mask = tx.t(f"list.mask_{scn.mask_kind}")
+    if scn.bias == "alibi":
+        mask += tx.t("alibi.list")
+    return shape, mask

@@ -24,10 +24,10 @@ def count_text(count: int) -> str:
 
 
 def bytes_text(size: int) -> str:
-    """A file's size: MB to one decimal (1 MB = 1024 × 1024 bytes, as ls -h counts), else KB."""
+    """A file's size: MiB to one decimal (1 MiB = 1024 × 1024 bytes, as ls -h counts), else KiB."""
     if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MB"
-    return f"{max(size, 0) / 1024:.1f} KB"
+        return f"{size / (1024 * 1024):.1f} MiB"
+    return f"{max(size, 0) / 1024:.1f} KiB"
 
 
 def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
@@ -42,6 +42,7 @@ def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
         Prose(say("size", params=count_text(info.n_params), size=bytes_text(info.file_bytes),
                   d_model=info.d_model, heads=info.n_heads, d_head=info.d_head,
                   vocab=f"{info.vocab_size:,}"), style=style.NOTE),
+        *[Prose(line, style=style.NOTE) for line in stored_lines(layer, opts)],
         Prose(say("source", source=escaped(info.source)), style=style.NOTE),
         Text(""),
     ]
@@ -55,10 +56,38 @@ def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
     grid.add_row(Text(say("added")), Text(", ".join(added) if added else say("none_added")))
     cuts = _cuts(tok)
     grid.add_row(Text(say("cut")), Prose(style.plain("; ".join(cuts), opts) if cuts else say("no_split")))
+    unknown = [i for i, u in enumerate(tok.unknown) if u]
+    if unknown:  # the vocabulary has no piece for them: one embedding for all, whatever they were
+        words = [tok.words[tok.word_of[i]] for i in unknown if tok.word_of[i] is not None]
+        grid.add_row(Text(say("unknown_label")), Prose(say(
+            "unknown", count=len(unknown), total=sum(1 for s in tok.special if not s), piece=escaped(tok.pieces[unknown[0]]),
+            words=style.say(opts, "ui.list_sep").join(dict.fromkeys(escaped(w) for w in words)))))
     title = say("title", name=escaped(info.name), layer=layer.layer + 1, layers=info.n_layers,
                 heads=info.n_heads)
     return Panel(Group(*facts, grid), title=Text(style.plain(title, opts), style=style.SCREEN_TITLE),
                  title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
+
+
+def stored_lines(layer, opts: ViewOptions) -> list[str]:
+    """A GGUF's storage: the file against float32, and each attention weight's type ("W_Q, W_K,
+    W_V: Q4_1, 32 weights a block, 5 bits a weight on disk"), weights of one type on one line."""
+    if not layer.stored:
+        return []
+    info = layer.info
+    if info.quantized:  # --quantize: put through gguf's quantizer here, not stored so
+        lines = [style.say(opts, "quant.opening.quantized", kind=info.quantized)]
+    else:
+        lines = [style.say(opts, "quant.opening.stored", size=bytes_text(info.file_bytes),
+                           float32=bytes_text(4 * info.n_params), params=count_text(info.n_params))]
+    kinds: dict[str, list[str]] = {}
+    for name, weight in layer.stored.items():
+        kinds.setdefault(weight.kind, []).append(name)
+    for kind, names in kinds.items():
+        weight = layer.stored[names[0]].info
+        key = "float_weights" if weight.block_size == 1 else "weights"
+        lines.append(style.say(opts, f"quant.opening.{key}", names=", ".join(names), kind=kind,
+                               block=weight.block_size, bits=f"{weight.bits:g}"))
+    return lines
 
 
 def _family(layer, say, opts: ViewOptions) -> list[str]:

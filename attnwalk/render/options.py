@@ -17,6 +17,7 @@ class ViewOptions(NamedTuple):
     max_cols: int = 12  # beyond this, show head and tail columns the same way
     bar_rows: int = 8  # A's bar lines: all queries up to this many, else the first and last few
     at: object = None  # the cost panel's projection (layer.cost.Dims from --at), or None
+    predicting: bool = False  # --predict: the opening holds back what would give predictions away
 
     def with_(self, **changes) -> "ViewOptions":
         return self._replace(**changes)

@@ -15,7 +15,8 @@ from rich.text import Text
 from attnwalk.layer.axes import axes, token_labels
 from attnwalk.layer.pair import (DIFFERENT, IDENTICAL, LEFT_ONLY, RIGHT_ONLY, ROUNDING, Difference,
                                  Pair, StagePair)
-from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_named
+from attnwalk.features import stage_named
+from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage
 from attnwalk.layer.walk import Walk
 from attnwalk.render import style
 from attnwalk.render.compareview import PANEL_GAP, SideBySide, small
@@ -25,6 +26,7 @@ from attnwalk.render.wrap import Prose
 from attnwalk.text import pick, stage_text
 
 MAX_ROWS_NAMED = 6  # beyond this many differing rows, count them instead of naming each
+REORDERED = "reordered"  # different in place, the same rows once matched to the tokens
 
 
 def pair_view(pair: Pair, opts: ViewOptions) -> RenderableType:
@@ -63,9 +65,10 @@ def summary(pair: Pair, opts: ViewOptions) -> list[RenderableType]:
     groups: dict[str, list[str]] = {}
     items = [(d, item_name(d, opts)) for d in differences(pair)]
     for d, name in items:
-        groups.setdefault(d.status, []).append(name)
+        groups.setdefault(REORDERED if d.reordered else d.status, []).append(name)
     sep = style.say(opts, "ui.list_sep")
     keys = {IDENTICAL: ("summary_identical", {}), ROUNDING: ("summary_rounding", {}),
+            REORDERED: ("summary_reordered", {}),
             DIFFERENT: ("summary_different", {}), LEFT_ONLY: ("summary_only", {"name": a.name}),
             RIGHT_ONLY: ("summary_only", {"name": b.name})}
     lines: list[RenderableType] = []
@@ -137,6 +140,8 @@ def verdict(pair: Pair, stage: Stage, d: Difference, opts: ViewOptions) -> Rende
         return Prose(style.say(opts, "pair.only", name=(a if d.status == LEFT_ONLY else b).name))
     if d.status != DIFFERENT:
         return Prose(f"= {weight_verdict(pair, d, opts)}")
+    if d.reordered:
+        return Prose(f"{_unequal(opts)} {style.say(opts, 'pair.reordered')}")
     rows_l, rows_r, cols = labels(pair, stage, opts.lang)
     if stage.kind == TOKENS:
         body = style.say(opts, "pair.tokens_differ", count=len(d.rows), total=len(d.left),

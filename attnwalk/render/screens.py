@@ -10,8 +10,9 @@ from rich.panel import Panel
 from rich.text import Text
 
 from attnwalk.errors import UsageError
-from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_index, token_labels
+from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_head, pick_index, token_labels
 from attnwalk.layer.ops import row_maxima
+from attnwalk.features import catalog
 from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
 from attnwalk.layer.walk import Walk, segments
 from attnwalk.text import stage_notes, stage_text, text
@@ -253,16 +254,15 @@ def explanation(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
 # -- one cell on its own: `attnwalk explain` ------------------------------------------------------
 
 
-def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
+def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: str | int,
                  opts: ViewOptions) -> RenderableType:
     """The worked arithmetic of one cell named as a user types it: stage key or symbol, row and
     column as 1-based indices or token text (dimension columns by their label 1 … d), head
     1-based. Raises UsageError naming the valid choices."""
     stage = pick_stage(walk, stage_name)
     scn = walk.scenario
-    if not 1 <= head <= scn.heads:
-        raise UsageError(f"--head {head}: this scenario has {scn.heads} head(s); choose 1–{scn.heads}")
-    h = head - 1 if stage.per_head else 0
+    chosen = pick_head(scn, head)  # checked on every stage: a wrong --head is never ignored
+    h = chosen if stage.per_head else 0
     rows, cols = axes(walk, stage, h, opts.lang)
     tokens = scn.key_tokens if stage.rows == "m" else scn.tokens
     r = pick_index(row, tokens, rows, "row")
@@ -284,7 +284,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: int,
 def pick_stage(walk: Walk, name: str) -> Stage:
     """The stage `name` means, if this walk shows it and it has cells."""
     choices = ", ".join(s.key for s in walk.stages if s.worked is not None)
-    stage = stage_by_name(name, walk.stages) or stage_by_name(name)
+    stage = stage_by_name(name, walk.stages) or stage_by_name(name, catalog())
     if stage is None:
         raise UsageError(f"unknown stage '{name}'; choose one of: {choices}")
     if stage.worked is None:

@@ -23,6 +23,8 @@ import re
 from rich.cells import cell_len, split_graphemes
 from rich.console import Console
 
+from attnwalk.layer.safe import escaped
+
 # Rich draws every cell CHAR_HEIGHT px high (fixed in export_svg) and font_aspect_ratio × that
 # wide; 0.61 is Rich's default (Fira Code's proportions), passed explicitly so the width used
 # here is the one Rich used.
@@ -54,8 +56,9 @@ _UNIT = re.compile(r"&[#\w]+;|.", re.S)  # one escaped character: an entity or a
 
 
 def walk_svg(console: Console, title: str) -> str:
-    """The recording on `console` as SVG, Chinese at double width and with CJK fonts named."""
-    svg = console.export_svg(title=title, font_aspect_ratio=FONT_ASPECT_RATIO)
+    """The recording on `console` as SVG, Chinese at double width and with CJK fonts named; the
+    title (which names the scenario) escaped as every label is."""
+    svg = console.export_svg(title=escaped(title), font_aspect_ratio=FONT_ASPECT_RATIO)
     return wide_runs_fixed(svg)
 
 

@@ -24,6 +24,7 @@ from rich.text import Text
 
 import numpy as np
 
+from attnwalk.features import stage_named
 from attnwalk.layer.axes import axes
 from attnwalk.layer.cells import Hidden
 from attnwalk.layer.stages import TOKENS, Stage
@@ -77,15 +78,17 @@ class _Cell:
         self._exact = {} if exact is None else exact
 
     def sym(self, stage_key: str | None = None) -> str:
-        """The stage's symbol, bracketed when it is a sum: "(S + M)[撩, 刘海]"."""
-        stage = self.stage if stage_key is None else self.walk.stage(stage_key)
-        symbol = style.plain(stage.symbol, self.opts)
-        return f"({symbol})" if " " in symbol else symbol
+        """The stage's symbol, bracketed when it is a sum: "(S + M)[撩, 刘海]" (a stage this layer
+        lacks, as S + M is with M = 0 where there is no mask, by its usual symbol)."""
+        if stage_key is None:
+            stage = self.stage
+        else:
+            stage = self.walk.stage(stage_key) if self.walk.has(stage_key) else stage_named(stage_key)
+        return style.bracketed(stage.symbol, self.opts)
 
     def ref(self, stage_key: str | None = None) -> str:
         """This cell in another (or this) stage: "QKᵀ[撩, 刘海]"."""
-        stage = self.stage if stage_key is None else self.walk.stage(stage_key)
-        return style.cell_ref(stage.symbol, self.rows[self.row], self.cols[self.col], self.opts)
+        return f"{self.sym(stage_key)}[{self.rows[self.row]}, {self.cols[self.col]}]"
 
     def num(self, x: float) -> str:
         return style.number(float(x), self.opts)
@@ -174,6 +177,13 @@ class _Cell:
         """A product, or a sum of them, as dot() prints it: with the cell's guard digits."""
         return style.number(float(x), self.wide)
 
+    def term(self, x: Decimal) -> str:
+        """One product of a sum as dot() prints it: with the guard digits, and a tiny one at fixed
+        decimals too (1.4e-07 × 3.68 is 0.00000), so the sum of the terms shown is the sum shown."""
+        if not style.scientific(float(x)) or abs(x) >= 1:
+            return self.product(float(x))
+        return f"{abs(x) if x.is_zero() else x:f}"
+
     def products(self, a: np.ndarray, b: np.ndarray) -> list[Decimal]:
         """Each a[i] × b[i] of the factors as printed, rounded as printed. In decimal arithmetic, so
         that a tie such as 3.5839 × (-0.5) = -1.79195 rounds one way every time (half to even)."""
@@ -182,7 +192,8 @@ class _Cell:
             factors = (*key, self.opts.precision)
             if factors not in self._exact:
                 self._exact[factors] = list(map(mul, self._as_printed(a), self._as_printed(b)))
-            self._products[key] = [self._rounded(p, self.wide) for p in self._exact[factors]]
+            fixed = len(self._exact[factors]) > 1  # terms of a sum: tiny ones at fixed decimals
+            self._products[key] = [self._rounded(p, self.wide, fixed) for p in self._exact[factors]]
         return self._products[key]
 
     def _as_printed(self, v: np.ndarray) -> list[Decimal]:
@@ -211,12 +222,13 @@ class _Cell:
             return self.num(x) == short
         return abs(Decimal(long) - Decimal(short)) <= Decimal(5).scaleb(-self.opts.precision - 1)
 
-    def _rounded(self, exact: Decimal, opts: ViewOptions) -> Decimal:
-        """An exact decimal as printed at opts.precision, a tie rounding half to even."""
+    def _rounded(self, exact: Decimal, opts: ViewOptions, fixed: bool = False) -> Decimal:
+        """An exact decimal as printed at opts.precision, a tie rounding half to even; `fixed`: a
+        tiny one too (a term of a sum), not in scientific notation."""
         # style.scientific, not "e" in style.number(...): formatting every one of a 384-term
         # sum's products only to look for an "e" took a third of a model walk's worked cells
         value = float(exact)
-        if math.isfinite(value) and style.scientific(value):  # scientific notation: its own digits
+        if math.isfinite(value) and style.scientific(value) and not (fixed and abs(value) < 1):
             return Decimal(style.number(value, opts))
         return exact.quantize(_quantum(opts.precision), ROUND_HALF_EVEN)
 
@@ -233,7 +245,7 @@ class _Cell:
         factors = self.terms({i: f"{lead[i](a[i])} {t} {self.operand(b[i])}" for i in _shown(d)}, d)
         if d == 1:
             return [f"{lhs} = {factors} = {self.product(end)}"]
-        products = self.terms({i: self.product(p[i]) if i == 0 else _bracketed(self.product(p[i]))
+        products = self.terms({i: self.term(p[i]) if i == 0 else _bracketed(self.term(p[i]))
                                for i in _shown(d)}, d)
         return self.chain(f"{lhs} = {factors}", f"{products} = {self.product(end)}")
 
@@ -273,10 +285,8 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     if stage.worked is None:
         return Text(style.say(opts, "ui.no_cells"))
     target = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
-    # As few decimals as let every chain land on the value: first a guard digit on the products
-    # (0.0551 × 2.2000 = 0.12122), then one more decimal everywhere, and so on
     exact: dict[tuple, list[Decimal]] = {}  # the printed factors and their products, by vector
-    for more, guard in ((more, guard) for more in range(MORE_DECIMALS + 1) for guard in (0, 1)):
+    for more, guard in _LEVELS:
         c = _Cell(walk, stage, row, col, head, target.with_(precision=target.precision + more), target,
                   guard, exact)
         lines = stage.worked(c)
@@ -300,6 +310,11 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     title = c.say("ui.worked_cell") + c.colon() + c.ref()
     return Panel(Group(*body), title=Text(title), title_align="left", box=style.panel_box(opts),
                  border_style=style.WORKED_BORDER, expand=False)
+
+
+# As few decimals as let every chain land on the value: first a guard digit on the products
+# (0.0551 × 2.2000 = 0.12122), then one more decimal everywhere, and so on
+_LEVELS = tuple((more, guard) for more in range(MORE_DECIMALS + 1) for guard in (0, 1))
 
 
 def _exponentials(heads: list[str], rows: list[tuple[Text, list[Text]]], room: int) -> FastTable:

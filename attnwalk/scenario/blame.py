@@ -12,10 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from attnwalk.scenario.model import Scenario
-
-_SOURCE_X = ("source.embeddings", "source.positional")  # "source X": computed before the stages
-
+    from attnwalk.scenario.scenario import Scenario
 
 def _values(scn: Scenario, field: str) -> np.ndarray | None:
     source = field.startswith("source.")
@@ -27,20 +24,28 @@ def _values(scn: Scenario, field: str) -> np.ndarray | None:
         return seq.E
     if name == "positional":
         return seq.P_given
-    return getattr(scn, name, None)
+    try:
+        return scn.param(name)
+    except KeyError:
+        return None
 
 
 def overflow_cause(scn: Scenario, stage: str) -> tuple[str, int | None] | None:
     """(field, line) of the input with the largest magnitude among those stage `stage` is made
-    from (Stage.inputs; the first of equals), or None for a stage made from none (S overflows only
-    through --amplify, which is no field's doing)."""
-    from attnwalk.layer.stages import STAGES  # each stage lists the fields it is made from
+    from, by the graph (the fields of the stages it is made from, in order, then the parameters;
+    the first of equals), or None for a stage that checks no overflow of its own (S overflows
+    only through --amplify, which is no field's doing)."""
+    from attnwalk.layer.graph import WEIGHTS, ancestors
 
-    inputs = next((s.inputs for s in STAGES if s.key == stage), _SOURCE_X if stage == "source X" else ())
-    if not inputs:
+    graph = {s.key: s for s in scn.graph}
+    if stage not in graph or not graph[stage].overflow:
         return None
-    keys = "source." if scn.source is not None else ""
-    fields = [keys + f.removeprefix("keys:") if f.startswith("keys:") else f for f in inputs]
+    if graph[stage].field and graph[stage].inputs:  # a stage that names the field it answers to
+        return graph[stage].field, scn.lines.get(graph[stage].field)
+    # weights lie in [0, 1]: what they were made from cannot make a later stage overflow
+    names = ancestors(scn.graph, stage, through=lambda s: s.kind != WEIGHTS)
+    fields = [s.field for s in scn.graph if s.key in names and s.field]
+    fields += [name for name in names if name not in graph]  # W_Q, b_Q, γ …
     best, biggest = None, -1.0
     for field in dict.fromkeys(fields):  # in order, once each
         values = _values(scn, field)

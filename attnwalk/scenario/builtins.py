@@ -35,7 +35,7 @@ def builtin_path(name: str) -> Path | None:
 
 # The lessons in the order they teach (README's table): each builds on the one before it. The end
 # of a walk names the lesson after it.
-COURSE = ("girl_bangs", "causal_mask", "river_bank", "savings_bank", "yellow_dog", "yellow_dog_length",
+COURSE = ("girl_bangs", "word_order", "causal_mask", "river_bank", "savings_bank", "yellow_dog", "yellow_dog_length",
           "qk_norm", "additive_score", "cross_attention", "rope", "shapes", "alibi", "sliding_window",
           "grouped_query", "online_softmax", "kv_cache")
 

@@ -214,14 +214,17 @@ class Fields:
         for i, row in enumerate(rows):
             where = indexed(field, i)  # "W_Q row 2"
             cells = self.items(row, where, "a row: a list of numbers")
+            if not cells and width is None:
+                raise self.error(where, row, "a row needs at least one number")
+            # each number read before the row's length is compared: `[0.2， 0.9]` in any row is
+            # one item to YAML, and the full-width comma is the mistake to name, not the length
+            numbers = [self.number(c, indexed(field, i, j)) for j, c in enumerate(cells)]
             if width is None:
                 width = len(cells)
-                if width == 0:
-                    raise self.error(where, row, "a row needs at least one number")
             elif len(cells) != width:
                 raise self.error(where, row, f"{where} has {count(len(cells), 'number')}, but "
                                  f"row 1 has {width}; every row needs the same length")
-            out.append([self.number(c, indexed(field, i, j)) for j, c in enumerate(cells)])
+            out.append(numbers)
         return np.array(out, dtype=np.float64)
 
     def _matrix_mapping(self, node: Node, field: str, forms: str = MATRIX_FORMS) -> None:
@@ -248,10 +251,11 @@ class Fields:
         for i, row in enumerate(rows):
             where = indexed(field, i)
             cells = self.items(row, where, "a row of true/false")
+            entries = [self.boolean(c, indexed(field, i, j)) for j, c in enumerate(cells)]  # as matrix()
             if out and len(cells) != len(out[0]):
                 raise self.error(where, row, f"{where} has {count(len(cells), 'entry')}, but row 1 "
                                  f"has {len(out[0])}; every row needs the same length")
-            out.append([self.boolean(c, indexed(field, i, j)) for j, c in enumerate(cells)])
+            out.append(entries)
         return np.array(out, dtype=bool).reshape(len(out), len(out[0]))
 
 
@@ -303,3 +307,8 @@ def suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
         close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
         close = [lowered[c] for c in close]
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def shape_text(a: np.ndarray) -> str:
+    """"3 × 2": an array's shape as the messages write it."""
+    return " × ".join(str(s) for s in a.shape)

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from attnwalk.atomic import note_input
 from attnwalk.errors import ScenarioError
 
 MAX_BYTES = 16 * 1024 * 1024  # a hand-written scenario is kilobytes; big weights go in .npy files
@@ -43,6 +44,7 @@ def open_regular(path: Path, limit: int, *, stdin_ok: bool = False) -> tuple[Bin
     try:
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):
+            note_input(info)  # an output of this command must not replace it
             if info.st_size > limit:
                 raise NotAFileError(f"is {megabytes(info.st_size)}, more than the "
                                     f"{megabytes(limit)} allowed")
@@ -69,8 +71,9 @@ def _is_stdin(info: os.stat_result) -> bool:
 def read_capped(handle: BinaryIO, size: int, limit: int) -> bytes:
     """At most limit + 1 bytes of `handle` (whose fstat size is `size`, or -1 for a pipe): the
     caller sees the extra byte when there is too much."""
-    if size >= 0:
+    if size > 0:
         return handle.read(min(size, limit) + 1)  # read(n) allocates n bytes up front
+    # a pipe, or a file whose size the system does not know (/proc's say 0): read in pieces
     pieces, total = [], 0
     while total <= limit:
         piece = handle.read(min(1 << 16, limit + 1 - total))

@@ -122,10 +122,30 @@ def _read_csv(fields: Fields, file_node: Node, where: str, name: str, raw: bytes
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an empty file is reported below, not warned about
-            return np.loadtxt(io.StringIO(text), delimiter=",", ndmin=2, dtype=np.float64,
-                              skiprows=skip, comments=None)
+            array = np.loadtxt(io.StringIO(text), delimiter=",", ndmin=2, dtype=np.float64,
+                               skiprows=skip, comments=None)
     except ValueError:
         raise fields.error(where, file_node, _csv_problem(name, lines, skip)) from None
+    if not np.isfinite(array).all():
+        too_large = _too_large(name, lines, skip, array)
+        if too_large:
+            raise fields.error(where, file_node, too_large)
+    return array
+
+
+def _too_large(name: str, lines: list[str], skip: int, array: np.ndarray) -> str | None:
+    """Where a number written out in full is beyond float64 (a 5,000,000-digit one reads as
+    infinity), as the line and column it is typed at; None when the file itself says inf or nan
+    (_checked names those)."""
+    i, j = np.argwhere(~np.isfinite(array))[0]
+    rows = [(number, line) for number, line in enumerate(lines[skip:], start=skip + 1) if line.strip()]
+    number, line = rows[i]
+    cell = line.split(",")[j].strip()
+    if cell.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+        return None
+    shown = f"'{cell}'" if len(cell) <= 16 else f"'{cell[:12]}…' ({sum(ch.isdigit() for ch in cell):,} digits)"
+    return (f"'{name}' line {number}, column {j + 1}: the number {shown} is beyond what float64 holds "
+            "(±1.8e308); every entry must be a finite number")
 
 
 def _csv_problem(name: str, lines: list[str], skip: int) -> str:

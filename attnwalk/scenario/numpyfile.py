@@ -10,6 +10,7 @@ limits.MAX_MATRIX is then read, exactly its declared bytes. Nothing is ever unpi
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from typing import BinaryIO
 
@@ -67,13 +68,15 @@ def _header(handle: BinaryIO, field: str) -> tuple[tuple[int, int], bool, np.dty
     try:
         if version == (1, 0):
             shape, fortran, dtype = npy.read_array_header_1_0(handle)
-        elif version == (2, 0):
+        elif version in ((2, 0), (3, 0)):
+            # 3.0 is 2.0 with the header in UTF-8 rather than latin-1, for non-ASCII field names:
+            # a plain array's header is ASCII, the same bytes in both (a record array is refused)
             shape, fortran, dtype = npy.read_array_header_2_0(handle)
-        else:  # 3.0 differs from 2.0 only in allowing UTF-8 field names
-            shape, fortran, dtype = npy._read_array_header(handle, version=version)
-    except (ValueError, EOFError, SyntaxError, TypeError, AttributeError) as exc:
-        raise BadArray(f"has a damaged .npy header ({' '.join(str(exc).split())[:80]}); save it "
-                       "again with numpy.save") from None
+        else:
+            raise BadArray(f"is a .npy file of version {version[0]}.{version[1]}, which numpy "
+                           f"{np.__version__} does not read; save it again with numpy.save")
+    except (ValueError, EOFError, SyntaxError, TypeError) as exc:
+        raise BadArray(f"has a damaged .npy header ({_said(exc)}); save it again with numpy.save") from None
     if dtype.hasobject:
         raise BadArray(PICKLED)
     if dtype.kind not in NUMERIC or dtype.fields is not None or dtype.subdtype is not None:
@@ -92,6 +95,16 @@ def _header(handle: BinaryIO, field: str) -> tuple[tuple[int, int], bool, np.dty
         raise BadArray(f"holds {_shape(shape)} = {amount(shape[0] * shape[1])} numbers, more "
                        f"than the {amount(MAX_MATRIX)} one matrix may hold")
     return (int(shape[0]), int(shape[1])), fortran, dtype
+
+
+def _said(exc: Exception) -> str:
+    """numpy's reason, on one line and without the reprs of its parser's objects: a header
+    holding `range(2)` was "malformed node or string: <ast.Call object at 0x7f…>"."""
+    text = _OBJECT.sub(lambda m: f"{m.group(1).rsplit('.', 1)[-1]} (not a plain value)", str(exc))
+    return " ".join(text.split())[:80]
+
+
+_OBJECT = re.compile(r"<([\w.]+) object at 0x[0-9a-fA-F]+>")
 
 
 def read_npz(handle: BinaryIO, size: int, key: str | None, field: str) -> np.ndarray:

@@ -107,15 +107,28 @@ W_V:
 mask: none
 """
 
-_KEYS_HELP = """\
-# Keys: tokens; ids (optional); embeddings: n × d_model;
-#       positional: none | sinusoidal | rope | an n × d_model matrix;
-#       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;
-#       mask: none | causal | {causal: true, window: w} | an n × n matrix of true/false (true = may attend);
-#       more: heads, kv_heads, bias, W_O, source, score, w_a, qk_norm, qk_scale, rope, focus, tiles,
-#       dimensions, notes (README.md);
-#       any matrix: rows, {file: x.npy} or {random: {seed: 0, rows: R, cols: C, scale: S}}.
-"""
+_SAID = ("name", "title", "description", "tokens", "ids", "embeddings", "positional", "W_Q", "W_K",
+         "W_V", "mask")  # the keys keys_help explains one by one
+
+
+def keys_help() -> str:
+    """What a copied lesson's header says of the keys: the main ones, then every other key a
+    scenario may have (the features' keys too, read from the loader)."""
+    import textwrap
+
+    from attnwalk.scenario.load import keys
+
+    more = textwrap.wrap("more: " + ", ".join(k for k in keys() if k not in _SAID) + " (README.md);", 92,
+                         initial_indent="#       ", subsequent_indent="#       ")
+    return "\n".join([
+        "# Keys: tokens; ids (optional); embeddings: n × d_model;",
+        "#       positional: none | sinusoidal | rope | an n × d_model matrix;",
+        "#       W_Q, W_K: d_model × d_k; W_V: d_model × d_v;",
+        "#       mask: none | causal | {causal: true, window: w} | an n × n matrix of true/false "
+        "(true = may attend);",
+        *more,
+        "#       any matrix: rows, {file: x.npy} or {random: {seed: 0, rows: R, cols: C, scale: S}}.",
+        ""])
 
 
 def scenario_text(from_name: str | None) -> str:
@@ -127,7 +140,7 @@ def scenario_text(from_name: str | None) -> str:
         raise UsageError(f"--from: no built-in scenario '{from_name}' (see: attnwalk list)")
     header = (f"# Copied from the built-in scenario {from_name}; edit freely.\n"
               f"# 复制自内置场景 {from_name}，可随意修改。\n"
-              f"{_KEYS_HELP}"
+              f"{keys_help()}"
               f"# A blank template with every key explained: attnwalk init NEW_FILE.yaml\n\n")
     return header + path.read_text(encoding="utf-8")
 

@@ -16,6 +16,7 @@ Two guards sit where the text leaves, after every renderer, so no renderer can f
 from __future__ import annotations
 
 import os
+import re
 import sys
 import unicodedata
 from typing import Optional, TextIO
@@ -69,6 +70,18 @@ def fit_encoding(text: str, encoding: str) -> str:
                 escaped_for_encoding = True
         out.append(ch)
     return "".join(out)
+
+
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+
+
+def ascii_json(text: str) -> str:
+    """JSON text (export/data.py's to_json) with every character beyond ASCII as a \\u escape:
+    the same JSON, for an output whose encoding holds only ASCII (or latin-1). Outside strings
+    JSON is ASCII already, so the characters replaced are all inside strings."""
+    import json
+
+    return _NON_ASCII.sub(lambda match: json.dumps(match.group())[1:-1], text)  # a surrogate pair beyond U+FFFF
 
 
 def wants_ascii(console: Console) -> bool:

@@ -164,10 +164,10 @@ def stage_text(lang: str, stage, scn=None, mode=BASELINE, field: str = "title") 
 
 def stage_notes(lang: str, stage, scn, mode) -> list[str]:
     """What this scenario and mode add at this stage (stage.notes), as sentences in `lang`."""
-    from attnwalk.layer.stages import note_values  # text is read without numpy: only here
+    from attnwalk.features import note_values  # text is read without numpy: only here
 
     tx = text(lang)
-    return [tx.t(note, **note_values(scn, note)) for note in stage.notes(scn, mode) if tx.has(note)]
+    return [tx.t(note, **note_values(scn, note)) for note in stage.notes_in(scn, mode) if tx.has(note)]
 
 
 def pick(value: object, lang: str) -> str:

@@ -1,18 +1,30 @@
-"""What a learner's wrong number would be if they made one of the known mistakes, and which one.
+"""What a learner's wrong answer would be if they made one of the known mistakes, and which one.
 
-For a cell of QKᵀ, S, A or Z, `mistake_values` recomputes the cell as each misconception computes
-it, with the layer's own functions (another mode by `with_mode`, `ops.softmax` along the other
-axis, the mask left off), so a diagnosis can never disagree with the walk's arithmetic:
+For a cell of QKᵀ, S, A or Z, `candidates` recomputes the cell as each misconception computes it,
+with the layer's own functions (another mode by `with_mode`, `ops.softmax` along the other axis,
+the mask left off), so a diagnosis can never disagree with the walk's arithmetic:
 
-    column_softmax  softmax down the column (over the queries) instead of along the row
-    no_scale        S, A, Z with QKᵀ not divided by √d_k
-    transposed      the cell across the diagonal, M[j, i] for M[i, j]
-    k_for_v         Z = A · K, K mixed in place of V (only when d_k = d_v)
-    mask_forgotten  softmax over every key, the mask left off
-    neighbour_row   the same column of the row above or below
-    neighbour_col   the same row's column to the left or right
-    rounded         the stage computed from the previous one rounded to one decimal place
-    unrotated       RoPE's QKᵀ or S from Q and K as projected, the rotation left out
+    masked_small     a masked weight answered as small but not 0 (any answer but 0: `diagnosis`)
+    mask_forgotten   softmax over every key, the mask left off
+    column_softmax   softmax down the column (over the queries) instead of along the row
+    no_scale         S, A, Z with QKᵀ not divided by √d_k
+    divided_by_d_k   S = QKᵀ / d_k: the square root forgotten
+    times_sqrt_d_k   S = QKᵀ · √d_k: multiplied instead of divided
+    scaled_anyway    the unscaled mode's S (or A, Z) worked out with the usual √d_k
+    scaled_additive  additive scores divided by √d_k, which they never are
+    kept_scale       the what-if (A without √d_k) answered with √d_k still in
+    unrotated        RoPE's QKᵀ or S from Q and K as projected, the rotation left out
+    transposed       the cell across the diagonal, M[j, i] for M[i, j]
+    k_for_v          Z = A · K, K mixed in place of V (only when d_k = d_v)
+    uniform          A or Z with every allowed key weighted alike, the scores ignored
+    a_column         Z from A's column instead of its row, (Aᵀ · V)[i, c]
+    top_value        Z as the top key's row of V taken whole (a hard lookup)
+    itself           a token question answered with the query's own token
+    column_argmax    "which key most?" answered where softmax down the column peaks
+    not_rescaled     the online softmax's l after a block, the old sum not rescaled by α
+    neighbour_row    the same column of the row above or below          } slips, not
+    neighbour_col    the same row's column to the left or right         } misconceptions
+    rounded          the stage computed from the previous one rounded to one decimal place
 
 `diagnose` says which of them an answer matches (within the question's tolerance), nearest first.
 Pure: no text, no printing.
@@ -20,16 +32,26 @@ Pure: no text, no printing.
 
 from __future__ import annotations
 
+import functools
+import weakref
+
 import numpy as np
 
 from attnwalk.layer import ops
 from attnwalk.layer.scores import raw_scores
 from attnwalk.layer.walk import Walk, with_mode
 
-NAMES = ("column_softmax", "no_scale", "transposed", "k_for_v", "mask_forgotten", "neighbour_row",
-         "neighbour_col", "rounded", "kept_scale",  # kept_scale: the what-if answered with √d_k still in
-         "unrotated",  # RoPE: q · k of the vectors before rotation
-         "scaled_anyway")  # the unscaled mode's S (or A, Z) worked out with the usual √d_k
+# In the order one name is chosen where two mistakes give the same number (the misconception
+# before the slip: "4.0000 (forgot √d_k)", not also "4.0000 (read the neighbouring column)").
+NAMES = ("masked_small", "mask_forgotten", "column_softmax", "no_scale", "divided_by_d_k",
+         "times_sqrt_d_k", "kept_scale", "scaled_anyway", "scaled_additive", "unrotated",
+         "transposed", "k_for_v", "uniform", "a_column", "top_value", "itself", "column_argmax",
+         "not_rescaled",
+         "neighbour_row", "neighbour_col", "rounded")
+# Reading the wrong cell or rounding early: a number they give inside the tolerance is simply not
+# wrong at the precision asked, and is dropped; a misconception inside it makes the question ask
+# for more precision (tutor/quiz.py `fair`).
+SLIPS = frozenset({"neighbour_row", "neighbour_col", "rounded"})
 ROUND = 1  # decimal places of a learner's early rounding: 2 would mostly stay within tolerance
 
 
@@ -39,34 +61,77 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
 
     Only values that differ from the right one and are finite: a mistake that gives the right
     number here cannot be told apart from knowing."""
-    scn = walk.scenario
     M = walk.matrix(key, head)
     right = float(M[row, col])
-    mats = walk.heads[head].mats
-    out: list[tuple[str, float | None]] = []
-    if key in ("A", "Z") and walk.mode.smooth:  # softmax rows: the axis and the mask matter
-        S = walk.scores(head) * walk.amplify  # S, or S + B under ALiBi
-        with np.errstate(invalid="ignore"):  # a column with every query masked has no softmax
-            column = ops.softmax(ops.masked(S, scn.allowed).T).T  # each column sums to 1 instead
-        out.append(("column_softmax", _at(column, mats, key, row, col)))
-        if not scn.allowed.all():
-            out.append(("mask_forgotten", _at(ops.softmax(S), mats, key, row, col)))
-    if key in ("S", "A", "Z") and walk.scale != 1.0 and walk.mode.reads_scores:
-        out.append(("no_scale", float(with_mode(walk, "unscaled").matrix(key, head)[row, col])))
-    if key in ("S", "A", "Z") and not walk.mode.divides and walk.mode.reads_scores:  # unscaled
-        out.append(("scaled_anyway", float(with_mode(walk, "scaled").matrix(key, head)[row, col])))
+    out = [(name, float(W[row, col])) for name, W in _maps(walk, key, head)]
     if walk.stage(key).square and row != col and col < M.shape[0] and row < M.shape[1]:
         out.append(("transposed", float(M[col, row])))
-    if key == "Z" and mats["K"].shape == mats["V"].shape:
-        out.append(("k_for_v", float((mats["A"] @ mats["K"])[row, col])))
-    if key in ("QK^T", "S") and "Q_rot" in mats:  # RoPE: dotted before turning
-        raw = float(raw_scores(scn, mats["Q"][row:row + 1], mats["K"][col:col + 1])[0, 0])
-        out.append(("unrotated", raw if key == "QK^T" else raw / walk.scale))
     out += [("neighbour_row", float(M[r, col])) for r in (row - 1, row + 1) if 0 <= r < M.shape[0]]
     out += [("neighbour_col", float(M[row, c])) for c in (col - 1, col + 1) if 0 <= c < M.shape[1]]
-    out.append(("rounded", _rounded(walk, key, head, row, col)))
-    return [(name, value) for name, value in out
-            if value is not None and np.isfinite(value) and abs(value - right) > 1e-9]
+    return [(name, value) for name, value in out if np.isfinite(value) and abs(value - right) > 1e-9]
+
+
+@functools.lru_cache(maxsize=32)  # a quiz tries many cells of one stage: each map is made once
+def _maps(walk: Walk, key: str, head: int) -> tuple[tuple[str, np.ndarray], ...]:
+    """Each whole-matrix mistake that applies to stage `key` of `head`, as (name, matrix)."""
+    scn = walk.scenario
+    mats = walk.heads[head].mats
+    mode = walk.mode
+    out: list[tuple[str, np.ndarray]] = []
+    mix = (lambda W: W) if key == "A" else (lambda W: W @ mats["V"])  # noqa: E731  A, or Z = A · V
+    if key in ("A", "Z") and mode.smooth:  # softmax rows: the axis and the mask matter
+        S = walk.scores(head) * walk.amplify  # S, or S + B under ALiBi
+        with np.errstate(invalid="ignore"):  # a column with every query masked has no softmax
+            out.append(("column_softmax", mix(ops.softmax(ops.masked(S, scn.allowed).T).T)))
+        if not scn.allowed.all():
+            out.append(("mask_forgotten", mix(ops.softmax(S))))
+    if key in ("A", "Z") and mode.reads_scores:
+        out.append(("uniform", mix(ops.uniform_weights(scn.allowed))))
+    if key in ("S", "A", "Z") and walk.scale != 1.0 and mode.reads_scores:
+        out.append(("no_scale", in_mode(walk, "unscaled").matrix(key, head)))
+    if key in ("S", "A", "Z") and not mode.divides and mode.reads_scores and scn.scorer.divides:
+        out.append(("scaled_anyway", in_mode(walk, "scaled").matrix(key, head)))
+    if key == "S":
+        QK = mats["QK^T"]
+        if walk.scale != 1.0:
+            out += [("divided_by_d_k", QK / scn.d_k), ("times_sqrt_d_k", QK * np.sqrt(scn.d_k))]
+        if not scn.scorer.divides:
+            out.append(("scaled_additive", QK / np.sqrt(scn.d_k)))
+    if key in ("QK^T", "S") and "Q_rot" in mats:  # RoPE: dotted before turning
+        raw = raw_scores(scn, mats["Q"], mats["K"])  # (n, m)
+        out.append(("unrotated", raw if key == "QK^T" else raw / walk.scale))
+    if key == "Z":
+        A, V = mats["A"], mats["V"]
+        if mats["K"].shape == V.shape:
+            out.append(("k_for_v", A @ mats["K"]))
+        if A.shape[0] == A.shape[1]:  # self-attention: A's column is as long as its row
+            out.append(("a_column", A.T @ V))
+        if mode.reads_scores:
+            out.append(("top_value", ops.hard_weights(ops.masked(walk.scores(head), scn.allowed)) @ V))
+    rounded = _rounded(walk, key, head)
+    if rounded is not None:
+        out.append(("rounded", rounded))
+    return tuple(out)
+
+
+_MODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # walk -> {mode name: walk}
+
+
+def in_mode(walk: Walk, mode: str) -> Walk:
+    """`walk` under another mode, computed once per walk (a quiz asks S, A, Z and the what-if of
+    the same unscaled walk; on the shapes lesson each costs a whole layer). The way back is known
+    too (the unscaled walk's "scaled anyway" is the walk itself), held weakly: a strong reference
+    each way would keep both alive."""
+    if walk.mode.name == mode:
+        return walk
+    known = _MODES.setdefault(walk, {})
+    found = known.get(mode)
+    if isinstance(found, weakref.ref):
+        found = found()
+    if found is None:
+        found = known[mode] = with_mode(walk, mode)
+        _MODES.setdefault(found, {})[walk.mode.name] = weakref.ref(walk)
+    return found
 
 
 def mistake_values(walk: Walk, key: str, head: int, row: int, col: int) -> dict[str, float]:
@@ -77,26 +142,21 @@ def mistake_values(walk: Walk, key: str, head: int, row: int, col: int) -> dict[
     return values
 
 
-def _at(weights: np.ndarray, mats, key: str, row: int, col: int) -> float:
-    """The cell of A made from `weights`, or of Z = weights · V."""
-    return float(weights[row, col] if key == "A" else (weights @ mats["V"])[row, col])
-
-
-def _rounded(walk: Walk, key: str, head: int, row: int, col: int) -> float | None:
-    """The cell computed from the stage before it rounded to ROUND decimal places, as a learner
+def _rounded(walk: Walk, key: str, head: int) -> np.ndarray | None:
+    """The stage computed from the stage before it rounded to ROUND decimal places, as a learner
     who copies 3.2 for 3.1919 off the screen gets it."""
     mats = walk.heads[head].mats
     r = lambda M: np.round(M, ROUND)  # noqa: E731
     if key == "QK^T" and walk.scenario.score == "dot" and not walk.scenario.qk_norm:
         rot = "_rot" if walk.scenario.rope else ""  # RoPE: the rotated vectors are dotted
-        return float(r(mats["Q" + rot])[row] @ r(mats["K" + rot])[col])
+        return r(mats["Q" + rot]) @ r(mats["K" + rot]).T
     if key == "S":
-        return float(r(mats["QK^T"])[row, col] / walk.scale)
+        return r(mats["QK^T"]) / walk.scale
     if key == "A" and walk.mode.smooth:
         S = r(walk.scores(head)) * walk.amplify
-        return float(ops.softmax(ops.masked(S, walk.scenario.allowed))[row, col])
+        return ops.softmax(ops.masked(S, walk.scenario.allowed))
     if key == "Z":
-        return float((r(mats["A"]) @ mats["V"])[row, col])
+        return r(mats["A"]) @ mats["V"]
     return None
 
 

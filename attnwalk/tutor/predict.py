@@ -1,21 +1,27 @@
-"""Predict, then see: `run`/`step --predict` ask before S, A and Z (and S + M where there is a mask)
-are shown, then set the learner's answer beside the truth under the stage.
+"""Predict, then see: `run`/`step --predict` ask before a stage is shown what it will show, then set
+the learner's answer beside the truth under the stage. Each is asked before its evidence:
 
-    S      the value of the cell the S screen works out (its QKᵀ and d_k are on screen already)
-    S + M  how many of the focus row's keys the mask sets to −∞
-    A      which key the focus row's weight goes to most (its value when two keys tie)
-    Z      the value of the cell the Z screen works out (the row of A and the column of V given)
+    P      if two tokens traded places, what would happen to X and Z (tutor/wordorder.py): asked
+           before the first screen that shows positions, so before X
+    QKᵀ    which key the focus row's query will score highest, from Q and K (tokenquiz.look)
+    S      the cell the S screen works out, from its QKᵀ (and d_k where S divides by √d_k)
+    S + M  a masked weight of A: exactly 0, not small
+    A      the cell the A screen works out, from the whole of S on the screen before
+    Z      the cell the Z screen works out, from A and the whole of V
 
 A prediction is a quiz Question (tutor/quiz.py), so answers are read and judged as the quiz reads
-them, and a wrong number is diagnosed by the mistake it matches (tutor/mistakes.py). `Predictor`
-asks through an AnswerSource (commands/quiz.py: a terminal, or lines piped on stdin, one a
-stage; an empty line skips) and prints on a console; `before` and `after` are called around each
-stage by the printed walk. The interactive walk (app/walk.py) asks and judges through `StepPredictions`.
+them: a wrong one gets the mistake it shows named (tutor/mistakes.py), or where none fits, the
+cell's worked arithmetic on the stage's screen (a token: the row of scores; an option: why it is
+wrong). `Predictor` asks through an AnswerSource (commands/quiz.py: a terminal, or lines piped on
+stdin, one a prediction; an empty line skips) and prints on a console; `before` and `after` are
+called around each stage by the printed walk. The interactive walk (app/walk.py) asks and judges
+through `StepPredictions`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import random
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from rich.console import Console
@@ -24,10 +30,12 @@ from rich.text import Text
 from attnwalk.layer.axes import axes, default_cell
 from attnwalk.layer.walk import Walk
 from attnwalk.text import text
-from attnwalk.tutor import mistakes
-from attnwalk.tutor.quiz import NUMBER, TOKEN, Question, check, number_text, parse_number, tolerance
+from attnwalk.tutor.cellquiz import GIVEN_MAX, cell_question, matrix, scores_name
+from attnwalk.tutor.quiz import CHOICE, NUMBER, TOKEN, Question, check, diagnosis, number_text, parse_choice, tolerance_text
+from attnwalk.tutor.tokenquiz import look_question
+from attnwalk.tutor.wordorder import word_order_question
 
-STAGES = ("S", "S+M", "A", "Z")
+STAGES = ("P", "QK^T", "S", "S+M", "A", "Z")
 
 
 def prediction(walk: Walk, key: str, head: int = 0, lang: str = "en") -> Question | None:
@@ -36,37 +44,59 @@ def prediction(walk: Walk, key: str, head: int = 0, lang: str = "en") -> Questio
         return None
     tx = text(lang)
     scn = walk.scenario
+    row = default_cell(walk, "A", head)[0]
+    if key == "P":
+        q = word_order_question(walk, tx, random.Random(scn.name))
+    elif key == "QK^T":
+        q = look_question(walk, tx, head, row)
+    elif key == "S+M":
+        q = _masked(walk, head, row, lang)
+    else:
+        q = _cell(walk, key, head, lang)
+    return None if q is None else replace(q, qid=f"predict:{key}:{q.qid}")
+
+
+def _masked(walk: Walk, head: int, row: int, lang: str) -> Question | None:
+    """"What will A[T2, T3] be?" for a key the mask hides: the focus row's highest-scoring one."""
+    scn = walk.scenario
+    rows = [row] + [r for r in range(scn.n) if r != row]
+    r = next((r for r in rows if not scn.allowed[r].all()), None)
+    if r is None:
+        return None
+    S = walk.scores(head)[r]
+    c = int(np.argmax(np.where(scn.allowed[r], -np.inf, S)))
+    q = cell_question(walk, "A", r, c, head, lang, given=False)
+    tx = text(lang)
+    rows_, cols = axes(walk, walk.stage("A"), head, lang)
+    return replace(q, text=tx.t("quiz.predict.masked", row_token=rows_[r], col_token=cols[c],
+                                tol=tolerance_text(tx, q.tolerance)))
+
+
+def _cell(walk: Walk, key: str, head: int, lang: str) -> Question | None:
+    """The cell stage `key`'s screen works out, asked from what the screens before it show."""
+    tx = text(lang)
+    scn = walk.scenario
     row, col = default_cell(walk, key, head)
+    q = cell_question(walk, key, row, col, head, lang, given=False)
+    if q is None:  # a misconception would give its number: not asked
+        return None
     rows, cols = axes(walk, walk.stage(key), head, lang)
     mats = walk.heads[head].mats
-    if key == "S+M":
-        count = int((~scn.allowed[row]).sum())
-        return Question("predict", NUMBER, tx.t("quiz.predict.masked", row_token=rows[row]), "", count,
-                        str(count), tolerance=0.0, cell=None, qid=f"predict:S+M:{head}:{row}")
-    if key == "A":
-        A = mats["A"]
-        ranked = np.sort(A[row][scn.allowed[row]])[::-1]
-        if len(ranked) == 1 or ranked[0] - ranked[1] > 1e-6:
-            top = int(np.argmax(np.where(scn.allowed[row], A[row], -np.inf)))
-            return Question("predict", TOKEN, tx.t("quiz.predict.top", row_token=rows[row]), "", top,
-                            cols[top], tokens=tuple(cols), token_text=scn.key_tokens,
-                            qid=f"predict:A:{head}:{row}")
-    value = float(walk.matrix(key, head)[row, col])
-    tol = tolerance(value)
-    if key == "S":  # in the unscaled mode the mode is part of the question: S = QKᵀ there
-        asked = tx.t("quiz.predict.s" if walk.mode.divides else "quiz.predict.s_mode",
-                     row_token=rows[row], col_token=cols[col], tol=f"{tol:g}",
-                     value=number_text(float(mats["QK^T"][row, col])), d_k=scn.d_k,
-                     mode=tx.t(f"mode.{walk.mode.name}.name"))
+    values = {"row_token": rows[row], "col_token": cols[col], "col": cols[col],
+              "tol": tolerance_text(tx, q.tolerance), "d_k": scn.d_k,
+              "value": number_text(float(mats["QK^T"][row, col])) if key == "S" else "",
+              "mode": tx.t(f"mode.{walk.mode.name}.name"), "name": scores_name(walk)}
+    if key == "S":  # one rule for whether S divides: Mode.scales (additive scores never do)
+        name = ("quiz.predict.s" if walk.mode.scales(scn.scorer) else
+                "quiz.predict.s_additive" if not scn.scorer.divides else "quiz.predict.s_mode")
     elif key == "A":
-        asked = tx.t("quiz.predict.a", row_token=rows[row], col_token=cols[col], tol=f"{tol:g}")
+        name = "quiz.predict.a"
     else:
-        asked = tx.t("quiz.predict.z", row_token=rows[row], col=cols[col], tol=f"{tol:g}",
-                     a="[" + ", ".join(number_text(float(x)) for x in mats["A"][row]) + "]",
-                     v="[" + ", ".join(number_text(float(x)) for x in mats["V"][:, col]) + "]")
-    return Question("predict", NUMBER, asked, "", value, number_text(value), tolerance=tol,
-                    cell=(key, head, row, col), mistakes=tuple(mistakes.candidates(walk, key, head, row, col)),
-                    qid=f"predict:{key}:{head}:{row}:{col}")
+        small = scn.m <= GIVEN_MAX and mats["V"].shape[1] <= GIVEN_MAX
+        name = "quiz.predict.z" if small else "quiz.predict.z_large"
+        keys = axes(walk, walk.stage("A"), head, lang)[1]
+        values.update(v=matrix(mats["V"]), rows=tx.t("ui.list_sep").join(keys))
+    return replace(q, text=tx.t(name, **values))
 
 
 @dataclass
@@ -91,7 +121,11 @@ class Predictor:
         tx = text(self.lang)
         self.console.print(Text(tx.t("quiz.predict.before", stage=self.walk.stage(key).symbol), style="bold cyan"))
         self.console.print(Text(q.text))
-        raw = self.answers.ask(tx.t("quiz.prompt"))
+        if q.given:
+            self.console.print(Text(q.given, style="dim"))
+        for letter, option in zip("abc", q.choices):
+            self.console.print(Text(f"  {letter}) {option}"))
+        raw = self.answers.ask(tx.t("quiz.choose", choices="a/b/c") if q.kind == CHOICE else tx.t("quiz.prompt"))
         if raw is None:
             self.stopped = True
             return
@@ -110,25 +144,37 @@ class Predictor:
 
 
 def judge(walk: Walk, q: Question, raw: str, lang: str = "en") -> tuple[str, bool | None]:
-    """"Your prediction: 5.1 · the walk: 5.1526 · right", with the mistake a wrong number shows,
-    and whether it was right (None: skipped, or no answer to the question)."""
+    """"Your prediction: 5.1 · the walk: 5.1526 · right", and under a wrong one the mistake it
+    shows, else how to get it right; whether it was right (None: skipped, or no answer to it)."""
     tx = text(lang)
-    right = check(q, raw) if raw.strip() else None
     if not raw.strip():
         return tx.t("quiz.predict.skipped", truth=q.shown), None
+    right = check(q, raw)
     if right is None:
         return tx.t("quiz.predict.unread", answer=raw.strip(), truth=q.shown), None
     line = tx.t("quiz.predict.judged", answer=raw.strip(), truth=q.shown,
                 verdict=tx.t("quiz.predict.right" if right else "quiz.predict.off"))
-    if not right and q.kind == NUMBER and q.mistakes:
-        found = mistakes.diagnose(list(q.mistakes), parse_number(raw), q.tolerance, float(q.answer))
-        if found:
-            name, value = found[0]
-            key, head, row, col = q.cell
-            rows, cols = axes(walk, walk.stage(key), head, lang)
-            line += "\n" + tx.t(f"quiz.diagnosis.{name}", value=number_text(value), row=rows[row],
-                                col=cols[col])
-    return line, right
+    if right:
+        return line, True
+    return line + "\n" + "\n".join(_why(walk, q, raw, tx)), False
+
+
+def _why(walk: Walk, q: Question, raw: str, tx) -> list[str]:
+    """What a wrong prediction shows, or where none fits, how the right one is reached."""
+    if q.kind == CHOICE:
+        return [tx.t("quiz.diagnosis.wrong_option", why=q.why[parse_choice(raw, len(q.choices))])]
+    found = diagnosis(q, raw)
+    if q.kind == TOKEN:
+        shown = [tx.t(f"quiz.diagnosis.{name}", value=q.tokens[int(v)]) for name, v in found]
+        return shown or [q.worked]
+    if found:
+        key, head, row, col = q.cell
+        rows, cols = axes(walk, walk.stage(key), head, tx.lang)
+        return [tx.t(f"quiz.diagnosis.{name}", value=number_text(v), row=rows[row], col=cols[col])
+                for name, v in found]
+    key, head, row, col = q.cell
+    rows, cols = axes(walk, walk.stage(key), head, tx.lang)
+    return [tx.t("quiz.predict.see_worked", stage=walk.stage(key).symbol, row_token=rows[row], col=cols[col])]
 
 
 class StepPredictions:
@@ -139,7 +185,11 @@ class StepPredictions:
         self.lang = lang
 
     def ask(self, walk: Walk, key: str, head: int) -> Question | None:
-        return prediction(walk, key, head, self.lang)
+        q = prediction(walk, key, head, self.lang)
+        if q is not None and q.kind == CHOICE:  # the app's prompt is one line: the options go in it
+            options = " ".join(f"{letter}) {option}" for letter, option in zip("abc", q.choices))
+            q = replace(q, text=f"{q.text} {options}")
+        return q
 
     def judge(self, walk: Walk, q: Question, raw: str) -> str:
         return judge(walk, q, raw, self.lang)[0]

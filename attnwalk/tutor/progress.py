@@ -1,9 +1,10 @@
 """What a learner has done, per scenario: the furthest stage of the walk reached, the stage it was
 left at (where --resume starts) and quiz results.
 
-One small JSON file in the user's state directory (see `state_dir`), written atomically. It never
-stops a walk or a quiz: a corrupt or unwritable file gives one warning on stderr, then attnwalk
-goes on without it (and a corrupt file is replaced by a good one at the next save).
+One small JSON file in the user's state directory (see `state_dir`), kept safe by progressfile.py:
+read bounded, changed under a lock, a damaged one kept aside, never overwritten. It never stops a
+walk or a quiz: a file that cannot be used gives one warning on stderr, then attnwalk goes on
+without it.
 
     {"version": 1,
      "scenarios": {
@@ -35,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from attnwalk.atomic import PRIVATE, write_whole
+from attnwalk.scenario.files import megabytes
+from attnwalk.tutor import progressfile
+from attnwalk.tutor.progressfile import LOCK_WAIT, MAX_BYTES, VERSION, Snapshot
 
-VERSION = 1
 FILE_NAME = "progress.json"
 
 
@@ -69,15 +72,29 @@ def now() -> str:
 
 
 def local_time(when: object) -> str:
-    """An ISO time from the file as the learner's local "2026-11-29 10:20", or "" if unreadable."""
+    """A time from the file as the learner's local "2026-11-29 10:20": ISO text, as attnwalk
+    writes it, or a number of seconds since 1970, as another tool or a hand may; "" if neither."""
     try:
-        return datetime.fromisoformat(str(when)).astimezone().strftime("%Y-%m-%d %H:%M")
-    except ValueError:
+        if isinstance(when, str):
+            moment = datetime.fromisoformat(when)
+        elif isinstance(when, (int, float)) and not isinstance(when, bool):
+            moment = datetime.fromtimestamp(when, timezone.utc)
+        else:
+            return ""
+        return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+    except (ValueError, OverflowError, OSError):
         return ""
 
 
 def _stderr_warning(message: str) -> None:
-    print(f"attnwalk: warning: {message}", file=sys.stderr)
+    """One line on stderr, its paths and names escaped (shown, never obeyed); nothing when stderr
+    cannot be written (closed, a full disk): a warning never ends a walk or a quiz."""
+    from attnwalk.layer.safe import escaped
+
+    try:
+        print(f"attnwalk: warning: {escaped(message)}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 class Progress:
@@ -86,53 +103,95 @@ class Progress:
     def __init__(self, path: Path | None = None, warn: Callable[[str], None] = _stderr_warning) -> None:
         self.path = path if path is not None else state_dir() / FILE_NAME
         self._warn = warn
-        self._warned = False
+        self._said: set[str] = set()
 
     def warn(self, message: str) -> None:
-        """Say `message` once: one broken file is one warning, however often it is touched."""
-        if not self._warned:
-            self._warned = True
+        """Say `message` once: one broken file is one warning, however often it is touched (and
+        a second only to say where a damaged file was kept)."""
+        if message not in self._said:
+            self._said.add(message)
             self._warn(message)
 
     # -- reading and writing ---------------------------------------------------------------
 
-    def load(self) -> dict[str, dict]:
-        """Every scenario's record; empty when there is no file or it cannot be used."""
-        try:
-            raw = self.path.read_text(encoding="utf-8")
-        except (FileNotFoundError, NotADirectoryError):  # nothing saved yet (saving will say why)
-            return {}
-        except (OSError, UnicodeDecodeError) as exc:
-            self.warn(f"cannot read progress from {self.path} ({_reason(exc)}); going on without it")
-            return {}
-        try:
-            data = json.loads(raw)
-            scenarios = data["scenarios"]
-            if not isinstance(scenarios, dict):
-                raise TypeError("'scenarios' is not an object")
-        except (ValueError, KeyError, TypeError) as exc:
-            self.warn(f"the progress file {self.path} is damaged ({_reason(exc)}); starting afresh")
-            return {}
-        return {key: record for key, record in scenarios.items() if isinstance(record, dict)}
+    def read(self) -> Snapshot:
+        """The file's records, or why it cannot be used (progressfile.read); no warning."""
+        return progressfile.read(self.path)
 
-    def save(self, scenarios: dict[str, dict]) -> bool:
+    def problem(self, snapshot: Snapshot) -> str | None:
+        """What a command that only reads says about an unusable file, or None."""
+        if snapshot.problem is None:
+            return None
+        if snapshot.kept_as is not None:
+            return (f"the progress file {self.path} {snapshot.problem}; nothing is read from it, and "
+                    "it is kept: the next quiz or walk renames it beside itself and starts a new one")
+        return f"the progress file {self.path} {snapshot.problem}"
+
+    def load(self) -> dict[str, dict]:
+        """Every scenario's record; empty when there is no file or it cannot be used (one warning)."""
+        snapshot = self.read()
+        problem = self.problem(snapshot)
+        if problem:
+            self.warn(problem)
+        return snapshot.scenarios
+
+    def change(self, change: Callable[[dict[str, dict]], None]) -> bool:
+        """Read the file afresh under its lock, let `change` change the records, write them back
+        whole. A damaged file is renamed aside first (the warning says where); a file that cannot
+        be used otherwise (not a regular file, too large, unreadable) is left as it is, unsaved."""
+        path = progressfile.target(self.path)
+        with progressfile.locked(path) as held:
+            if not self._held(held):
+                return False
+            snapshot = progressfile.read(path)
+            if snapshot.problem is not None and snapshot.kept_as is None:
+                self.warn(f"the progress file {self.path} {snapshot.problem}")
+                return False
+            if snapshot.kept_as is not None and not self._keep(path, snapshot):
+                return False
+            change(snapshot.scenarios)
+            return self._save(path, snapshot.scenarios)
+
+    def _held(self, held: bool) -> bool:
+        if not held:
+            self.warn(f"the progress file {self.path} was held by another attnwalk for more than "
+                      f"{LOCK_WAIT:g} s; this progress is not saved")
+        return held
+
+    def _keep(self, path: Path, snapshot: Snapshot) -> bool:
+        """Rename the damaged file aside and say where; False (and the file left as it is) when
+        it cannot be renamed."""
+        try:
+            kept = progressfile.keep(path, snapshot)
+        except FileNotFoundError:  # gone meanwhile: nothing left to keep
+            return True
+        except OSError as exc:
+            self.warn(f"the progress file {self.path} {snapshot.problem}, and cannot be renamed to keep "
+                      f"it ({_reason(exc)}); it is left as it is and this progress is not saved")
+            return False
+        self.warn(f"the progress file {self.path} {snapshot.problem}; it is kept as {kept}, and a new "
+                  "one is started")
+        return True
+
+    def _save(self, path: Path, scenarios: dict[str, dict]) -> bool:
         """Write every record whole (atomic.write_whole): never half a file. The learner's own, so
         readable by the learner alone."""
-        text = json.dumps({"version": VERSION, "scenarios": scenarios}, ensure_ascii=False, indent=2)
+        text = json.dumps({"version": VERSION, "scenarios": scenarios}, ensure_ascii=False, indent=2) + "\n"
+        if len(text.encode("utf-8")) > MAX_BYTES:  # it could not be read back
+            self.warn(f"progress would be more than the {megabytes(MAX_BYTES)} a progress file may be; "
+                      f"not saved to {self.path} (attnwalk reset NAME forgets a scenario)")
+            return False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_whole(self.path, text + "\n", mode=PRIVATE)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_whole(path, text, mode=PRIVATE)
             return True
         except OSError as exc:
             self.warn(f"cannot save progress to {self.path} ({_reason(exc)}); going on without it")
             return False
 
     def update(self, key: str, change: Callable[[dict], None]) -> bool:
-        """Read the file afresh, change one scenario's record, write it back."""
-        scenarios = self.load()
-        record = scenarios.setdefault(key, {})
-        change(record)
-        return self.save(scenarios)
+        """Change one scenario's record (made empty if there is none), under the lock."""
+        return self.change(lambda scenarios: change(scenarios.setdefault(key, {})))
 
     # -- what is recorded ------------------------------------------------------------------
 
@@ -204,19 +263,30 @@ class Progress:
         return min(max(index, 0), len(steps) - 1) if isinstance(index, int) else None
 
     def reset(self, key: str | None = None) -> int:
-        """Forget scenario `key` (or everything); returns how many scenarios were forgotten."""
-        scenarios = self.load()
-        if key is None:
+        """Forget scenario `key` (or everything); returns how many scenarios were forgotten.
+        Everything is forgotten by removing the file a link points to (the link stays, and the
+        next save writes through it); a damaged file is kept aside instead."""
+        if key is not None:
+            forgotten = []
+            saved = self.change(lambda scenarios: forgotten.append(scenarios.pop(key, None)))
+            return 1 if saved and forgotten and forgotten[0] is not None else 0
+        path = progressfile.target(self.path)
+        with progressfile.locked(path) as held:
+            if not self._held(held):
+                return 0
+            snapshot = progressfile.read(path)
+            if snapshot.problem is not None:
+                if snapshot.kept_as is None:
+                    self.warn(f"the progress file {self.path} {snapshot.problem}")
+                else:
+                    self._keep(path, snapshot)
+                return 0
             try:
-                self.path.unlink(missing_ok=True)
+                path.unlink(missing_ok=True)
             except OSError as exc:
                 self.warn(f"cannot remove {self.path} ({_reason(exc)})")
                 return 0
-            return len(scenarios)
-        if key not in scenarios:
-            return 0
-        del scenarios[key]
-        return 1 if self.save(scenarios) else 0
+            return len(snapshot.scenarios)
 
 
 def _whole(result: dict) -> bool:

@@ -10,6 +10,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from attnwalk.errors import UsageError
 from attnwalk.text import MissingTextError, text
 from attnwalk.tutor.progress import Progress, local_time
 
@@ -18,10 +19,15 @@ FIRST_LESSON = "girl_bangs"
 
 def progress_view(lang: str, store: Progress | None = None) -> RenderableType:
     """One row per scenario: the furthest stage reached, where --resume starts, the last and the
-    best quiz, when, and the mistakes quizzes showed."""
+    best quiz, when, and the mistakes quizzes showed. A file that cannot be used is a UsageError
+    (exit 2): one line saying why, and that it is kept."""
     store = store or Progress()
     tx = text(lang)
-    scenarios = store.load()
+    snapshot = store.read()
+    problem = store.problem(snapshot)
+    if problem:  # showing the file is the command's whole job: it cannot be done
+        raise UsageError(problem)
+    scenarios = snapshot.scenarios
     where = Text(tx.t("progress.file", path=store.path), style="dim")
     if not scenarios:
         return Group(Text(tx.t("progress.none", name=FIRST_LESSON)), where)
@@ -38,9 +44,11 @@ def _record(name: str, record: dict, tx) -> tuple[str, list[str], list[str]]:
     """(scenario, its cells in _FIELDS order, the mistakes its quizzes showed)."""
     walk = _dict(record.get("walk"))
     quiz = _dict(record.get("quiz"))
-    times = [t for t in (walk.get("when"), _dict(quiz.get("last")).get("when")) if t]
+    # the later of the two times, each as the learner's local time; a time the file holds as
+    # something else than ISO text (edited by hand, another tool) is left out, not compared
+    times = sorted(t for t in (local_time(walk.get("when")), local_time(_dict(quiz.get("last")).get("when"))) if t)
     cells = [_furthest(walk), _stage(walk), _score(_dict(quiz.get("last")), tx),
-             _score(_dict(quiz.get("best")), tx), local_time(max(times)) if times else ""]
+             _score(_dict(quiz.get("best")), tx), times[-1] if times else ""]
     return name, cells, _mistakes(_dict(quiz.get("mistakes")), tx)
 
 
@@ -67,9 +75,9 @@ class _Records:
             grid.add_column(overflow="fold")
             for key, cell in zip(_FIELDS, cells):
                 if cell:
-                    grid.add_row(self.tx.t(f"progress.{key}"), cell)
+                    grid.add_row(self.tx.t(f"progress.{key}"), Text(cell))
             for i, mistake in enumerate(mistakes):  # one a line: a list of them wraps anywhere
-                grid.add_row(self.tx.t("quiz.review.column") if i == 0 else "", mistake)
+                grid.add_row(self.tx.t("quiz.review.column") if i == 0 else "", Text(mistake))
             yield Padding(grid, (0, 0, 0, 2), expand=False)
         yield Text("")
 
@@ -80,8 +88,8 @@ class _Records:
         for key in _FIELDS:
             table.add_column(self.tx.t(f"progress.{key}"), overflow="fold")
         table.add_column(self.tx.t("quiz.review.column"), overflow="fold")
-        for name, cells, mistakes in self.records:
-            table.add_row(name, *cells, "\n".join(mistakes))  # one a line, as in the blocks
+        for name, cells, mistakes in self.records:  # Text: a path's "[" is not Rich markup
+            table.add_row(*(Text(cell) for cell in (name, *cells, "\n".join(mistakes))))  # mistakes one a line
         return table
 
 

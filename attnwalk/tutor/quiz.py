@@ -6,8 +6,10 @@ are built in tutor/questions.py, a wrong number's mistake is diagnosed in tutor/
 How typed answers are read (see `check`):
 
 - numbers: "7.29", "-0.5", "1e-3", full-width digits, a decimal comma ("0,81"); a percentage is a
-  fraction ("81%" = 0.81) and so is "1/4". Right when within the tolerance the question states:
-  ±max(0.005, 1% of the answer), rounded up to two significant digits, so the stated one applies.
+  fraction ("81%" = 0.81) and so is "1/4". Right when within the tolerance the question states,
+  which comes from the precision it asks (`fair`): half a unit of the second decimal (±0.005),
+  of the third significant digit for large numbers (±0.05 from 10 on), one place finer where a
+  misconception's number would lie inside it; a masked weight is exactly 0, nothing else.
 - tokens: the token's text (exactly, else ignoring case and width) or its 1-based position.
 - shapes: rows and columns as "3x3", "3 × 3", "3*3", "3,3", "(3, 3)" or "3 by 3".
 - choices: a, b, c (any case, "(b)" and "b)" too) or 1, 2, 3.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import number
@@ -26,7 +28,6 @@ from attnwalk.text import Text
 from attnwalk.layer.axes import PickError, pick_index
 
 NUMBER, TOKEN, SHAPE, CHOICE = "number", "token", "shape", "choice"
-ABS_TOL, REL_TOL = 0.005, 0.01
 LETTERS = "abcdefgh"
 
 # The common mistakes the lessons list (003 §13, 004 常见错误); every quiz covers each of them that
@@ -41,6 +42,8 @@ MISTAKES: dict[str, str] = {
     "softmax_axis": "004: softmax runs along each query's key axis",
     "scale_detail": "004: √d_k is neither a rounding detail nor a guarantee against saturation",
     "read_transposed": "004: rows are the querying tokens, columns the keys",
+    "word_order": "002 §2.1, 004: without positions attention is permutation-equivariant: reordering "
+                  "the tokens only reorders the rows; positions (or a mask) are what make order matter",
 }
 
 @dataclass(frozen=True)
@@ -62,15 +65,66 @@ class Question:
     why: tuple[str, ...] = ()  # CHOICE: why each option is wrong ("" for the right one)
     given: str = ""  # NUMBER: the inputs to compute it from ("S[撩, :] = [3.1919, 3.8314, 5.1526]")
     mode: str = ""  # NUMBER: a what-if's mode ("unscaled"); the walk's own when ""
-    mistakes: tuple[tuple[str, float], ...] = ()  # NUMBER: what each known mistake gives (mistakes.py)
+    mistakes: tuple[tuple[str, float], ...] = ()  # NUMBER: what each known mistake gives (mistakes.py);
+    # TOKEN: the 0-based token each one names
     qid: str = ""  # the same question in another run of the same quiz (for --review)
+    masked: bool = False  # NUMBER: a masked weight, exactly 0: any other answer is the misconception
 
 
-def tolerance(value: float) -> float:
-    """±max(0.005, 1% of |value|), rounded up to two significant digits (0.073 for 7.2868)."""
-    raw = max(ABS_TOL, REL_TOL * abs(value))
-    exp = math.floor(math.log10(raw)) - 1
-    return round(math.ceil(raw / 10.0 ** exp - 1e-9) * 10.0 ** exp, max(-exp, 0))
+def tolerance(value: float, finer: int = 0) -> float:
+    """Half a unit of the last place asked: of the second decimal (±0.005), or of the third
+    significant digit from 10 on (±0.05 for 72.87, ±5 for 1234), `finer` places finer."""
+    magnitude = math.floor(math.log10(abs(value))) if value else 0
+    places = max(magnitude, 0) - 2 - finer  # the last place asked: 10^places
+    return round(0.5 * 10.0 ** places, max(-places + 1, 0))
+
+
+PRINTED = 5e-5 + 1e-12  # half a unit of the fourth decimal: how far printing moves a number
+FINER = 1  # how many places finer a question may ask: 3 decimals, which the 4 given still support
+
+
+def fair(answer: float, found: list[tuple[str, float]], masked: bool = False,
+         shown=None) -> tuple[float, tuple[tuple[str, float], ...]] | None:
+    """The tolerance to ask `answer` with, and the mistakes to list (`found`, mistakes.py), or None
+    when a misconception gives a number no precision asked can tell from the answer (the question
+    is then not asked). A slip inside the tolerance is dropped (not wrong at that precision); a
+    misconception inside it asks one decimal more; a value is listed under one name, the first in
+    mistakes.NAMES. A masked weight is asked exactly (tolerance 0)."""
+    from attnwalk.tutor.mistakes import NAMES, SLIPS
+
+    shown = shown or number_text
+    # inside: answered as printed (4 decimals), the mistake's number would be accepted
+    inside = lambda tol: [n for n, v in found if abs(v - answer) <= tol + PRINTED]  # noqa: E731
+    for finer in range(FINER + 1):
+        tol = 0.0 if masked else tolerance(answer, finer)
+        if all(name in SLIPS for name in inside(tol)):
+            break
+    else:
+        return None
+    named: dict[str, tuple[str, float]] = {}  # the value as shown -> its one name
+    for name, value in found:
+        if abs(value - answer) <= tol + PRINTED or shown(value) == shown(answer):
+            continue
+        key = shown(value)
+        if key not in named or NAMES.index(name) < NAMES.index(named[key][0]):
+            named[key] = (name, value)
+    return tol, tuple(named.values())
+
+
+def placed(q: Question, rng, slot: int | None = None) -> Question:
+    """A choice question given with its right option first, the options reordered: the right one
+    at `slot` (else a random one), the wrong ones in a random order; its answer follows."""
+    slot = rng.randrange(len(q.choices)) if slot is None else slot
+    wrong = list(range(1, len(q.choices)))
+    rng.shuffle(wrong)
+    order = wrong[:slot] + [0] + wrong[slot:]
+    return replace(q, answer=slot, shown=f"{LETTERS[slot]}) {q.choices[0]}",
+                   choices=tuple(q.choices[j] for j in order), why=tuple(q.why[j] for j in order))
+
+
+def tolerance_text(tx: Text, tol: float) -> str:
+    """"±0.005" as a question states its tolerance, or "exactly" for a masked weight."""
+    return f"±{tol:g}" if tol else tx.t("quiz.exactly")
 
 
 def number_text(x: float, precision: int = 4) -> str:
@@ -147,6 +201,25 @@ def check(q: Question, raw: str) -> bool | None:
         return None if choice is None else choice == q.answer
     found = parse_token(raw, q.token_text, q.tokens)
     return None if found is None else found == q.answer
+
+
+def diagnosis(q: Question, raw: str) -> list[tuple[str, float]]:
+    """The known mistakes a wrong answer `raw` shows, as (name, value), nearest first: for a number
+    the mistakes whose value it matches (mistakes.diagnose), and for a masked weight any number
+    but 0 (masked_small, with the value typed); for a token the mistake that names it."""
+    from attnwalk.tutor.mistakes import diagnose
+
+    if check(q, raw) is not False:
+        return []
+    if q.kind == TOKEN:
+        chosen = parse_token(raw, q.token_text, q.tokens)
+        return [(name, value) for name, value in q.mistakes if int(value) == chosen][:1]
+    if q.kind != NUMBER:
+        return []
+    x = parse_number(raw)
+    near = q.tolerance or tolerance(x)  # a masked weight's mistakes are matched as any number is
+    found = diagnose(list(q.mistakes), x, near, None if q.masked else float(q.answer))
+    return [*found, ("masked_small", x)] if q.masked else found
 
 
 def unreadable(q: Question, tx: Text, raw: str = "") -> str:

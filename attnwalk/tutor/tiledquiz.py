@@ -19,7 +19,7 @@ from attnwalk.layer.axes import default_cell, token_labels
 from attnwalk.layer.tiledcells import head_steps
 from attnwalk.layer.walk import Walk
 from attnwalk.text import Text
-from attnwalk.tutor.quiz import NUMBER, Question, number_text, tolerance
+from attnwalk.tutor.quiz import NUMBER, Question, fair, number_text, tolerance_text
 
 
 def tiled_questions(walk: Walk, tx: Text, head: int, pick: random.Random | None) -> list[Question]:
@@ -33,7 +33,8 @@ def tiled_questions(walk: Walk, tx: Text, head: int, pick: random.Random | None)
     for r in rows:
         b = _block(steps, r)
         if b is not None:
-            return [_question(walk, tx, head, steps, r, b, "m"), _question(walk, tx, head, steps, r, b, "l")]
+            asked = [_question(walk, tx, head, steps, r, b, what) for what in ("m", "l")]
+            return [q for q in asked if q is not None]
     return []
 
 
@@ -43,7 +44,7 @@ def _block(steps: list, r: int) -> int | None:
     return (rescaled or asked or [None])[0]
 
 
-def _question(walk: Walk, tx: Text, head: int, steps: list, r: int, b: int, what: str) -> Question:
+def _question(walk: Walk, tx: Text, head: int, steps: list, r: int, b: int, what: str) -> Question | None:
     scn = walk.scenario
     token = token_labels(scn.tokens)[r]
     s = steps[b]
@@ -52,8 +53,14 @@ def _question(walk: Walk, tx: Text, head: int, steps: list, r: int, b: int, what
     given = tx.t("quiz.tiled.given", token=token, B=scn.tiles, blocks=blocks, before=b,
                  m=number_text(float(s.m_old[r])), l=number_text(float(s.l_old[r])))
     value = float(s.m[r] if what == "m" else s.l[r])
-    tol = tolerance(value)
-    question = tx.t(f"quiz.tiled.question_{what}", token=token, block=b + 1, tol=f"{tol:g}")
+    # l: the block's terms added to l as it was, the old sum never rescaled by α (the block asked
+    # raises the maximum where a row has one that does: the point of the rescaling)
+    found = [("not_rescaled", float(s.l_old[r] + s.p[r].sum()))] if what == "l" else []
+    judged = fair(value, found)
+    if judged is None:
+        return None
+    tol, found = judged
+    question = tx.t(f"quiz.tiled.question_{what}", token=token, block=b + 1, tol=tolerance_text(tx, tol))
     if scn.heads > 1:
         question = f"{tx.t('ui.head', head=head + 1, heads=scn.heads)} · {question}"
     visible = [float(x) for x in s.scores[r] if math.isfinite(x)]
@@ -63,4 +70,5 @@ def _question(walk: Walk, tx: Text, head: int, steps: list, r: int, b: int, what
                   terms=" + ".join(f"e^({number_text(x)} − {number_text(float(s.m[r]))})" for x in visible),
                   l=number_text(float(s.l[r])))
     return Question("tiled", NUMBER, question, tx.t(f"quiz.tiled.hint_{what}"), value, number_text(value),
-                    (), tolerance=tol, cell=("tiled", head, r, 0), worked=worked, given=given, qid=f"tiled:{what}:{head}:{r}:{b}")
+                    (), tolerance=tol, cell=("tiled", head, r, 0), worked=worked, given=given, mistakes=found,
+                    qid=f"tiled:{what}:{head}:{r}:{b}")

@@ -51,7 +51,6 @@ def minilm_dir() -> Path | None:
 
 def reference(model_dir: Path, sentence: str, layers: tuple[int, ...] | None = None) -> dict:
     """{"ids", "L{l}/X", "L{l}/Q", ..., "L{l}/out"} for the sentence, float64 numpy arrays."""
-    import torch
     from transformers import AutoConfig, AutoModel, PreTrainedTokenizerFast
 
     config = AutoConfig.from_pretrained(model_dir)
@@ -59,6 +58,18 @@ def reference(model_dir: Path, sentence: str, layers: tuple[int, ...] | None = N
     tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(model_dir / "tokenizer.json"))
     ids = tokenizer(sentence, padding=False, truncation=False)["input_ids"]
     layers = tuple(range(config.num_hidden_layers)) if layers is None else layers
+    restores = []
+    if config.model_type in ("llama", "qwen2", "mistral"):
+        restores = [lambda found: record_rotations(config.model_type, found, layers),
+                    lambda found: float64_rms_norm(config.model_type)]
+    return recorded(model, config.model_type, ids, layers, restores)
+
+
+def recorded(model, model_type: str, ids: list[int], layers: tuple[int, ...], patches=()) -> dict:
+    """Run `model` (a transformers base model) on `ids` with hooks on the recorded layers, each of
+    `patches` (found -> the function that undoes it) applied for the run: {"ids", "L{l}/X", ...}."""
+    import torch
+
     found: dict[str, np.ndarray] = {"ids": np.array(ids)}
 
     def keep(key):
@@ -67,11 +78,9 @@ def reference(model_dir: Path, sentence: str, layers: tuple[int, ...] | None = N
             found[key] = (value[0] if isinstance(value, tuple) else value)[0].detach().numpy().copy()
         return hook
 
-    hooks, restores = [], []
-    if config.model_type in ("llama", "qwen2", "mistral"):
-        restores = [record_rotations(config.model_type, found, layers), float64_rms_norm(config.model_type)]
+    hooks, restores = [], [patch(found) for patch in patches]
     for l in layers:
-        if config.model_type in ("bert", "roberta"):
+        if model_type in ("bert", "roberta"):
             block = model.encoder.layer[l]
             att = block.attention
             for name in ("query", "key", "value"):
@@ -79,7 +88,7 @@ def reference(model_dir: Path, sentence: str, layers: tuple[int, ...] | None = N
             hooks.append(att.output.dense.register_forward_pre_hook(keep(f"L{l}/Z")))
             hooks.append(att.register_forward_hook(keep(f"L{l}/after")))
             hooks.append(block.register_forward_pre_hook(keep(f"L{l}/X")))
-        elif config.model_type == "gpt2":
+        elif model_type == "gpt2":
             block = model.h[l]
             hooks.append(block.ln_1.register_forward_hook(keep(f"L{l}/X")))
             hooks.append(block.attn.c_attn.register_forward_hook(keep(f"L{l}/QKV")))

@@ -1,0 +1,149 @@
+"""A graded class shown: Rich tables for the terminal, Markdown, CSV (a row a student, for the
+gradebook) and the JSON contract (README "For teachers").
+
+Student names and answers come from the teacher's file: they are shown, never obeyed (layer.safe),
+and in the JSON written with \\u escapes for what a terminal would act on.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from attnwalk.layer.safe import UNSAFE, escaped
+from attnwalk.text import MissingTextError, text
+from attnwalk.tutor.grade import ClassReport, StudentResult
+
+
+def label(name: str, lang: str) -> str:
+    """A misconception's name in words; a name this attnwalk does not know, as it is."""
+    try:
+        return text(lang).t(f"quiz.mistake_name.{name}")
+    except MissingTextError:
+        return name
+
+
+def as_data(report: ClassReport, lang: str = "en") -> dict:
+    return {
+        "scenario": report.scenario, "seed": report.seed,
+        "students": [{"student": s.student, "score": s.score, "of": s.of, "mistakes": s.mistakes,
+                      "unread": [{"question": n, "answer": a, "reason": r} for n, a, r in s.unread]}
+                     for s in report.students],
+        "questions": [{"number": q.number, "right": q.right, "answered": q.answered} for q in report.questions],
+        "mistakes": [{"name": m.name, "label": label(m.name, lang), "students": m.students,
+                      "questions": m.questions} for m in report.mistakes],
+    }
+
+
+def as_json(report: ClassReport, lang: str = "en") -> str:
+    out = json.dumps(as_data(report, lang), ensure_ascii=False, indent=2)
+    # what a terminal would obey is only ever inside strings (json escapes their line breaks)
+    return UNSAFE.sub(lambda m: m.group() if m.group() == "\n" else f"\\u{ord(m.group()):04x}", out)
+
+
+def _shown(student: StudentResult, lang: str) -> str:
+    """"forgot to divide by √d_k ×2, softmax down the column": most often first."""
+    tx = text(lang)
+    ranked = sorted(student.mistakes.items(), key=lambda item: (-item[1], item[0]))
+    return tx.t("ui.list_sep").join(label(name, lang) + (f" ×{n}" if n > 1 else "") for name, n in ranked)
+
+
+def _numbers(numbers: list[int], lang: str) -> str:
+    return text(lang).t("ui.list_sep").join(map(str, numbers))
+
+
+def _title(report: ClassReport, lang: str) -> str:
+    tx = text(lang)
+    seed = tx.t("grade.seed", seed=report.seed) if report.seed is not None else ""
+    return tx.t("grade.title", scenario=escaped(report.scenario) or "?", seed=seed,
+                students=len(report.students), questions=len(report.questions))
+
+
+def _rows(report: ClassReport, lang: str):
+    """The three tables' headers and rows, as strings: students, questions, misconceptions."""
+    tx = text(lang)
+    total = len(report.students)
+    students = ([tx.t("grade.student"), tx.t("grade.score"), tx.t("grade.mistakes")],
+                [[escaped(s.student), f"{s.score} / {s.of}", _shown(s, lang)] for s in report.students])
+    questions = ([tx.t("grade.question"), tx.t("grade.right"), tx.t("grade.answered"), tx.t("grade.answer")],
+                 [[str(q.number), tx.t("grade.of_class", count=q.right, total=total),
+                   tx.t("grade.of_class", count=q.answered, total=total), escaped(q.answer)]
+                  for q in report.questions])
+    mistakes = ([tx.t("grade.misconception"), tx.t("grade.how_many"), tx.t("grade.on")],
+                [[label(m.name, lang), tx.t("grade.of_class", count=m.students, total=total),
+                  _numbers(m.questions, lang)] for m in report.mistakes])
+    return students, questions, mistakes
+
+
+def _unread(report: ClassReport, lang: str) -> list[str]:
+    tx = text(lang)
+    return [tx.t("grade.unread", student=escaped(s.student), number=n, answer=escaped(a), reason=r)
+            for s in report.students for n, a, r in s.unread]
+
+
+def as_view(report: ClassReport, lang: str = "en") -> RenderableType:
+    """The report for a terminal: what to teach again first, then the questions, then each student."""
+    tx = text(lang)
+    students, questions, mistakes = _rows(report, lang)
+    parts: list[RenderableType] = [Text(_title(report, lang), style="bold"), Text("")]
+    if report.mistakes:
+        parts.append(_table(tx.t("grade.teach"), *mistakes, numeric=(1,)))
+    else:
+        parts.append(Text(tx.t("grade.no_mistakes")))
+    parts += [Text(""), _table(tx.t("grade.questions"), *questions, numeric=(1, 2)), Text(""),
+              _table(tx.t("grade.students"), *students, numeric=(1,))]
+    unread = _unread(report, lang)
+    if unread:
+        parts += [Text(""), Text(tx.t("grade.unread_title"), style="bold")]
+        parts += [Text(f"  {line}") for line in unread]
+    return Group(*parts)
+
+
+def _table(title: str, header: list[str], rows: list[list[str]], numeric: tuple[int, ...]) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for i, name in enumerate(header):
+        table.add_column(name, overflow="fold", justify="right" if i in numeric else "left")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def as_markdown(report: ClassReport, lang: str = "en") -> str:
+    tx = text(lang)
+    students, questions, mistakes = _rows(report, lang)
+    lines = [f"# {_title(report, lang)}", ""]
+    sections = [(tx.t("grade.teach"), mistakes), (tx.t("grade.questions"), questions),
+                (tx.t("grade.students"), students)]
+    for title, (header, rows) in sections:
+        lines += [f"## {title}", ""]
+        if not rows:
+            lines += [tx.t("grade.no_mistakes"), ""]
+            continue
+        lines += [_md_row(header), "| " + " | ".join("---" for _ in header) + " |"]
+        lines += [_md_row(row) for row in rows] + [""]
+    unread = _unread(report, lang)
+    if unread:
+        lines += [f"## {tx.t('grade.unread_title')}", ""] + [f"- {line}" for line in unread] + [""]
+    return "\n".join(lines)
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cell.replace("\\", "\\\\").replace("|", "\\|") for cell in cells) + " |"
+
+
+def as_csv(report: ClassReport, lang: str = "en") -> str:
+    """A row a student: name, score, of, then how many questions showed each misconception (the
+    class's order, most common first), for pasting beside the class list."""
+    tx = text(lang)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([tx.t("grade.student"), tx.t("grade.score"), tx.t("grade.of")]
+                    + [label(m.name, lang) for m in report.mistakes])
+    for s in report.students:
+        writer.writerow([escaped(s.student), s.score, s.of] + [s.mistakes.get(m.name, 0) for m in report.mistakes])
+    return out.getvalue()

@@ -1,0 +1,273 @@
+"""`attnwalk serve` (issue 31): the lesson picker, the fixed command each page runs, a page walking a
+lesson through the real server, and a stop that leaves no process behind. The page in a real
+browser: tests/test_serve_browser.py."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from attnwalk.app.picker import ACTIVITIES, LANGS, Choice, LessonRow, PickerApp
+from attnwalk.cli import app
+from attnwalk.scenario.builtins import builtin_names
+from attnwalk.serve import lessons as served_lessons
+from attnwalk.serve.lessons import Offered
+
+aiohttp = pytest.importorskip("aiohttp")
+pytest.importorskip("textual_serve")
+
+from appdriver import screen_text  # noqa: E402
+from served import KEYS, Served, alive, open_page  # noqa: E402
+
+runner = CliRunner()
+PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
+RIVER = builtin_names().index("river_bank")
+
+
+# -- the picker ---------------------------------------------------------------------------------
+
+
+ROWS = {
+    "en": [LessonRow("river_bank", "by the river bank", "4 × 4 · none", "The word bank is ambiguous."),
+           LessonRow("broken.yaml", "", "", "", problem="broken.yaml:3: W_Q: expected a matrix", own=True),
+           LessonRow("mine.yaml", "My lesson", "2 × 2 · causal", "Mine.", own=True)],
+    "zh": [LessonRow("river_bank", "河岸边的 bank", "4 × 4 · 无", "bank 有歧义。"),
+           LessonRow("broken.yaml", "", "", "", problem="broken.yaml:3: W_Q: expected a matrix", own=True),
+           LessonRow("mine.yaml", "我的课", "2 × 2 · 因果", "我的。", own=True)],
+}
+
+
+def picked(keys: list[str], lang: str = "en", selected: str | None = None):
+    """The picker's choice after `keys`, and its screen then (None when it had ended)."""
+    async def run():
+        picker = PickerApp(lambda chosen: ROWS[chosen], lang, selected)
+        async with picker.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause()
+            screen = screen_text(picker) if picker.is_running and picker._exit_renderables == [] \
+                and picker.return_value is None else None
+        return picker.return_value, screen
+    return asyncio.run(run())
+
+
+def test_the_picker_lists_the_lessons_and_ends_with_the_choice() -> None:
+    assert picked(["enter"])[0] == Choice("river_bank", "walk", "en")
+    assert picked(["down", "down", "t"])[0] == Choice("mine.yaml", "quiz", "en")
+    assert picked(["p"], selected="mine.yaml")[0] == Choice("mine.yaml", "predict", "en")
+    assert picked(["q"]) == (None, None)
+    choice, screen = picked(["down", "enter", "w"])  # a lesson that does not load is not opened
+    assert choice is None and "cannot be opened: broken.yaml:3: W_Q: expected a matrix" in screen
+    assert (ACTIVITIES, LANGS) == (served_lessons.ACTIVITIES, served_lessons.LANGS)
+
+
+def test_the_picker_speaks_chinese_after_l_and_keeps_its_lesson() -> None:
+    assert picked(["down", "down", "l", "enter"])[0] == Choice("mine.yaml", "walk", "zh")
+    _, screen = picked(["l"])
+    assert "选一课" in screen and "河岸边的 bank" in screen and "English" in screen and "退出" in screen
+    assert "bank 有歧义。" in screen and "4 × 4 · 无" in screen
+    _, screen = picked(["down", "down"])
+    assert "My lesson" in screen and "your teacher's lesson, mine.yaml" in screen and "Mine." in screen
+    assert max(len(line) for line in screen.splitlines()) <= 80
+
+
+# -- the lessons offered --------------------------------------------------------------------------
+
+
+def test_a_lesson_is_found_by_its_key_and_never_by_a_path(tmp_path) -> None:
+    (tmp_path / "mine.yaml").write_text("tokens: [a]\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
+    offered = Offered(tmp_path)
+    keys = [lesson.key for lesson in offered.lessons()]
+    assert keys == builtin_names() + ["mine.yaml"]
+    assert offered.find("river_bank").builtin and offered.find("mine.yaml").path == tmp_path / "mine.yaml"
+    for key in ("../mine.yaml", str(tmp_path / "mine.yaml"), "notes.txt", "..", "", "sub/mine.yaml",
+                "/etc/passwd", "river_bank.yaml", "mine.yaml\x00"):
+        assert offered.find(key) is None, key
+    assert Offered().find("mine.yaml") is None
+
+
+def test_an_activity_runs_only_an_offered_lesson(tmp_path) -> None:
+    result = subprocess.run([sys.executable, "-m", "attnwalk.serve.activity", "--run", "walk", "--lesson",
+                             "../../etc/passwd"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "no lesson '../../etc/passwd' is offered" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "attnwalk.serve.activity", "--run", "shell"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "invalid choice: 'shell'" in result.stderr
+
+
+def test_a_broken_lesson_stops_the_server_before_it_listens(tmp_path) -> None:
+    (tmp_path / "broken.yaml").write_text("tokens: [a, b]\nembeddings: [[1, 0]]\n", encoding="utf-8")
+    result = runner.invoke(app, ["serve", "--lessons", str(tmp_path), "--port", "1"])
+    assert result.exit_code == 2 and result.stderr.startswith(f"attnwalk: {tmp_path / 'broken.yaml'}:")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = runner.invoke(app, ["serve", "--lessons", str(empty)])
+    assert result.exit_code == 2 and "no scenario files" in result.stderr
+    result = runner.invoke(app, ["serve", "--lessons", str(tmp_path / "none")])
+    assert result.exit_code == 2 and "no such folder" in result.stderr
+
+
+def test_without_textual_serve_serve_says_how_to_add_it(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "textual_serve", None)  # import fails as if not installed
+    result = runner.invoke(app, ["serve"])
+    assert result.exit_code == 2
+    assert result.stderr == "attnwalk: attnwalk serve needs textual-serve: pip install 'attnwalk[serve]'\n"
+
+
+def test_only_serve_imports_the_web_server() -> None:
+    importing = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n.split(".")[0] in ("textual_serve", "aiohttp") for n in names):
+                importing.add(path.relative_to(PACKAGE).as_posix())
+    assert importing == {"serve/command.py", "serve/server.py", "serve/session.py"}
+    out = subprocess.run([sys.executable, "-c", "import sys, attnwalk.cli; "
+                          "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual_serve', 'aiohttp')))"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]"
+
+
+# -- the server --------------------------------------------------------------------------------
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def command_lines(pids) -> list[list[str]]:
+    out = []
+    for pid in pids:
+        try:
+            out.append(Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1])
+        except OSError:
+            pass
+    return out
+
+
+def test_every_page_runs_the_one_fixed_command_whatever_it_asks(tmp_path) -> None:
+    (tmp_path / "mine.yaml").write_text((PACKAGE.parent / "scenarios" / "causal_mask.yaml").read_text(
+        encoding="utf-8"), encoding="utf-8")
+
+    async def visit(url: str) -> list[list[str]]:
+        async with aiohttp.ClientSession() as http:
+            page = await open_page(http, url, query="&command=sh&lessons=/etc&lang=en&run=quiz")
+            await page.wait_for("选一课")
+            await page.wait_for("mine.yaml")
+            lines = command_lines(served.descendants())
+            await page.close()
+        return lines
+
+    with Served("--lessons", str(tmp_path), "--lang", "zh") as served:
+        listing = Path(os.environ["XDG_CACHE_HOME"]) / "attnwalk" / f"serve-lessons-{served.process.pid}.json"
+        lines = run(visit(served.url))
+        assert json.loads(listing.read_text(encoding="utf-8"))["zh"][-1]["key"] == "mine.yaml"
+    assert not listing.exists()  # the server's listing goes with it
+    folder = ["--lessons", str(tmp_path.resolve())]
+    fixed = [sys.executable, "-m", "attnwalk.serve", "--lang", "zh", *folder, "--listing", str(listing)]
+    # the session as the server was told to run it (no shell left between), and its picker
+    assert sorted(lines) == sorted([fixed, [sys.executable, "-m", "attnwalk.serve.activity", "--run", "picker",
+                                            "--lang", "zh", *folder, "--listing", str(listing)]])
+    from attnwalk.serve.server import session_command
+
+    assert session_command(tmp_path, "zh", listing) == "exec " + shlex.join(fixed)
+
+
+def test_the_listing_holds_what_the_picker_would_work_out(tmp_path) -> None:
+    from attnwalk.serve.activity import listed
+    from attnwalk.serve.lessons import write_listing
+
+    (tmp_path / "broken.yaml").write_text("tokens: [a]\n", encoding="utf-8")
+    offered, listing = Offered(tmp_path), tmp_path / "cache" / "listing.json"
+    write_listing(offered, listing)
+    for lang in LANGS:
+        assert listed(offered, listing, lang) == listed(offered, None, lang)
+        assert listed(offered, tmp_path / "missing.json", lang) == listed(offered, None, lang)
+    rows = {row.key: row for row in listed(offered, listing, "zh")}
+    assert rows["river_bank"].facts == "4 × 4 · 无" and rows["broken.yaml"].problem.startswith(str(tmp_path))
+
+
+def test_a_page_picks_a_lesson_walks_it_and_takes_its_quiz() -> None:
+    async def visit(url: str) -> None:
+        async with aiohttp.ClientSession() as http:
+            page = await open_page(http, url)
+            await page.wait_for("pick a lesson")
+            mark = await page.keys(*[KEYS["down"]] * RIVER, KEYS["enter"])
+            await page.wait_for(r"Stage 1 / 11", since=mark)
+            await page.wait_for(r"by the river bank", since=mark)
+            mark = await page.keys("n")
+            await page.wait_for(r"Stage 2 / 11", since=mark)
+            mark = await page.keys("q")  # the walk ends: back to the picker, on the same lesson
+            await page.wait_for(r"pick a lesson", since=mark)
+            mark = await page.keys("l")
+            await page.wait_for(r"选一课", since=mark)
+            mark = await page.keys("t")
+            await page.wait_for(r"测验：river_bank", since=mark)
+            await page.wait_for(r"第 1 / \d+ 题", since=mark)
+            await page.close()
+
+    with Served() as served:
+        run(visit(served.url))
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_stopping_the_server_ends_every_session_and_leaves_no_process(how: str) -> None:
+    async def classroom(url: str, served: Served) -> set[int]:
+        async with aiohttp.ClientSession() as http:
+            pages = [await open_page(http, url) for _ in range(3)]
+            for page in pages:
+                await page.wait_for("pick a lesson")
+            mark = await pages[0].keys(*[KEYS["down"]] * RIVER, KEYS["enter"])  # one is mid-walk
+            await pages[0].wait_for("Stage 1 / 11", since=mark)
+            processes = served.descendants()
+            took = await asyncio.get_running_loop().run_in_executor(None, served.stop, how)
+            assert took < 10, took
+            for page in pages:  # every page is told its session is over
+                assert await page.closes(timeout=5)
+            return processes
+
+    with Served() as served:
+        processes = run(classroom(served.url, served))
+    assert len(processes) == 6  # three sessions, each with its activity
+    assert served.process.returncode is not None
+    assert alive(processes) == set()
+
+
+def test_a_port_in_use_is_said_before_anything_is_announced() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = runner.invoke(app, ["serve", "--port", str(port)])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"attnwalk: cannot listen on 127.0.0.1:{port}: Address already in use; choose another --port\n"
+    result = runner.invoke(app, ["serve", "--public-url", "ftp://example"])
+    assert result.exit_code == 2 and "expected a URL starting with http:// or https://" in result.stderr
+
+
+def test_the_session_takes_only_a_choice_of_the_lessons_offered(tmp_path) -> None:
+    from attnwalk.serve.session import Session
+
+    (tmp_path / "mine.yaml").write_text("tokens: [a]\n", encoding="utf-8")
+    session = Session(None, tmp_path, "en")
+    good = {"activity": "quiz", "lesson": "mine.yaml", "lang": "zh"}
+    assert session.valid(good) and session.valid(dict(good, lesson="river_bank"))
+    for bad in (dict(good, activity="shell"), dict(good, lang="fr"), dict(good, lesson="../mine.yaml"),
+                dict(good, lesson=str(tmp_path / "mine.yaml")), dict(good, lesson="nothing")):
+        assert not session.valid(bad), bad
+    assert session.argv("picker", None)[-2:] == ["--lessons", str(tmp_path)]
+    assert session.argv("walk", "mine.yaml")[-2:] == ["--lesson", "mine.yaml"]
