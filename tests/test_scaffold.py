@@ -54,8 +54,19 @@ def test_template_comments_show_the_three_forms() -> None:
         assert len(example[key]) == 3
 
 
+def test_template_says_as_many_forms_as_it_lists() -> None:
+    """"One of three forms" once headed four (issue 28): each count is the forms listed under it,
+    a form's line indented three spaces, its continuation lines more."""
+    counts = {"two": 2, "three": 3, "four": 4, "five": 5}
+    blocks = re.findall(r"^# (\w+):.*One of (\w+) forms:\n((?:#   .*\n)+)", TEMPLATE, re.MULTILINE)
+    assert {key for key, _, _ in blocks} == {"positional", "mask"}
+    for key, said, listed in blocks:
+        forms = re.findall(r"^#   \S", listed, re.MULTILINE)
+        assert counts[said] == len(forms), (key, said, len(forms))
+
+
 def test_template_is_a_valid_scenario(tmp_path: Path) -> None:
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     path = tmp_path / "custom.yaml"
     path.write_text(TEMPLATE, encoding="utf-8")
@@ -65,7 +76,7 @@ def test_template_is_a_valid_scenario(tmp_path: Path) -> None:
 
 
 def test_template_without_a_name_is_named_after_its_file(tmp_path: Path) -> None:
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     path = tmp_path / "mine.yaml"
     path.write_text(TEMPLATE.replace("name: my_scenario\n", ""), encoding="utf-8")
@@ -74,7 +85,7 @@ def test_template_without_a_name_is_named_after_its_file(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("name", builtin_names())
 def test_from_builtin_copies_the_file_under_a_header(name: str, tmp_path: Path) -> None:
-    from attnwalk.scenario.model import load_scenario
+    from attnwalk.scenario.load import load_scenario
 
     text = scenario_text(name)
     original = builtin_path(name).read_text(encoding="utf-8")
