@@ -38,6 +38,31 @@ def score(q, k, kind="dot", w_a=None, qk_norm=False, qk_scale=1.0):
     return s * qk_scale if qk_norm else s
 
 
+def normalized(X, kind, gamma, beta=None, eps=1e-5):
+    """A norm before the projections, one row at a time, loop by loop: LayerNorm (Ba et al. 2016:
+    population variance, ε inside the root) or RMSNorm (Zhang & Sennrich 2019: no mean, no β)."""
+    out = []
+    for row in np.asarray(X, dtype=float):
+        d = len(row)
+        if kind == "rms":
+            rms = math.sqrt(sum(v * v for v in row) / d + eps)
+            out.append([row[j] / rms * gamma[j] for j in range(d)])
+        else:
+            mu = sum(row) / d
+            sigma = math.sqrt(sum((v - mu) ** 2 for v in row) / d + eps)
+            out.append([(row[j] - mu) / sigma * gamma[j] + beta[j] for j in range(d)])
+    return np.array(out)
+
+
+def projected_input(scn, X):
+    """What the projections read: X, or X normalised where the scenario has `norm:`."""
+    norm = scn.setting("norm")
+    if norm is None:
+        return X
+    beta = scn.param("norm_beta") if norm.kind == "layer" else None
+    return normalized(X, norm.kind, scn.param("norm_gamma"), beta, norm.eps)
+
+
 def rope_rotated(x, base=10000.0, pairing="half"):
     """RoPE (issue 19): row p's pair i turned by p · θ_i, θ_i = base^(−2i/d), one 2 × 2 rotation
     at a time; half pairs dimension i with i + d/2, interleaved 2i with 2i + 1."""

@@ -175,6 +175,7 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
     walk = compute(scn)
     X = walk.mats["X"]
     X_kv = walk.source["X"] if walk.source else X
+    X, X_kv = reference.projected_input(scn, X), reference.projected_input(scn, X_kv)  # behind a norm
 
     def ref(mode="scaled", allowed=scn.allowed):
         return reference.attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),

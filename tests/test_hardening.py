@@ -95,9 +95,9 @@ def large(tmp_path_factory) -> Path:
 
 
 def test_the_benchmark_layer_stays_allowed_and_quick_to_load(large):
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: its own work, whatever else the machine runs
     scn = load_scenario(large)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert (scn.n, scn.d_model, scn.heads) == (512, 768, 12)
     assert scn.n * scn.m * scn.heads == 3_145_728 <= limits.MAX_SCORES
     out, _ = attnwalk("run", "--scenario", str(large), "--no-pause")

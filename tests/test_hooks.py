@@ -35,7 +35,7 @@ from attnwalk.layer.walk import compute
 from attnwalk.scenario.load import scenario_from_text
 from attnwalk.features.tiles import with_tiles
 from modelwalk_layers import random_layer
-from reference import attention
+from reference import attention, normalized
 from variants_reference import paper_slopes, window_allowed
 
 runner = CliRunner()
@@ -49,7 +49,7 @@ SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[Healt
 def modern_doc(rng: np.random.Generator, n: int, heads: int, kv_heads: int, d_k: int, d_v: int, *,
                rope: str | None = None, base: float = 10000.0, alibi: bool = False,
                window: int | None = None, w_o: bool = False, tiles: int | None = None,
-               d_model: int = 4, scale: float = 1.0) -> dict:
+               d_model: int = 4, scale: float = 1.0, norm: str | None = None) -> dict:
     def matrix(rows: int, cols: int) -> list:
         return np.round(rng.normal(0, scale, (rows, cols)), 4).tolist()
 
@@ -67,7 +67,19 @@ def modern_doc(rng: np.random.Generator, n: int, heads: int, kv_heads: int, d_k:
         doc["W_O"] = matrix(heads * d_v, d_model)
     if tiles is not None:
         doc["tiles"] = tiles
+    if norm is not None:  # a norm before the projections, with its own γ (and β)
+        doc["norm"], doc["norm_gamma"] = norm, matrix(1, d_model)[0]
+        if norm == "layer":
+            doc["norm_beta"] = matrix(1, d_model)[0]
     return doc
+
+
+def projected(doc: dict) -> np.ndarray:
+    """What the projections read: the embeddings, each row normalised where the doc has a norm."""
+    X = np.array(doc["embeddings"], dtype=float)
+    if "norm" not in doc:
+        return X
+    return normalized(X, doc["norm"], doc["norm_gamma"], doc.get("norm_beta"))
 
 
 def load(doc: dict):
@@ -86,7 +98,7 @@ def modern(draw, tiles: bool = False) -> dict:
                       draw(st.integers(1, 3)), rope=rope, base=draw(st.sampled_from([10.0, 100.0, 10000.0])),
                       alibi=draw(st.booleans()), window=window, w_o=draw(st.booleans()),
                       tiles=draw(st.integers(1, n + 2)) if tiles else None,
-                      scale=draw(st.sampled_from([0.5, 1.0, 3.0])))
+                      scale=draw(st.sampled_from([0.5, 1.0, 3.0])), norm=draw(st.sampled_from([None, "layer", "rms"])))
 
 
 # -- the decoder, written from the formulas ----------------------------------------------------
@@ -106,7 +118,7 @@ def turn(x: np.ndarray, position: int, base: float, pairing: str) -> np.ndarray:
 def decoded(doc: dict, mode: str = "scaled") -> list[dict]:
     """Each step of a decoder with a KV cache: the caches (one per K/V head), and per query head
     q, the bias row, the weights and z."""
-    X = np.array(doc["embeddings"], dtype=float)
+    X = projected(doc)  # each row normalised on its own: row t the same in a step as in the whole
     W_Q, W_K, W_V = (np.array(doc[w], dtype=float) for w in ("W_Q", "W_K", "W_V"))
     heads, g = doc["heads"], doc.get("kv_heads", doc["heads"])
     d_k, d_v = W_Q.shape[1] // heads, W_V.shape[1] // g
@@ -337,7 +349,7 @@ def test_tiles_with_every_variant_equal_the_reference_layer(doc) -> None:
     n, B = len(doc["tokens"]), doc["tiles"]
     window = doc["mask"]["window"] if isinstance(doc["mask"], dict) else None
     allowed = window_allowed(n, window, True) if window else np.tril(np.ones((n, n), bool))
-    X = np.array(doc["embeddings"], dtype=float)
+    X = projected(doc)
     rope = (doc["rope"]["base"], doc["rope"]["pairing"]) if "rope" in doc else None
     ref = attention(X, X, *(np.array(doc[w], dtype=float) for w in ("W_Q", "W_K", "W_V")), allowed,
                     heads=doc["heads"], kv_heads=doc.get("kv_heads"), rope=rope, alibi=doc.get("bias") == "alibi")

@@ -182,3 +182,30 @@ def test_quiz_reads_a_token_by_its_number_from_1_and_says_so_for_0() -> None:
     assert check(q, "0") is None
     assert "counted from 1: 1–3" in unreadable(q, text("en"), "0")
     assert "从 1 数起" in unreadable(q, text("zh"), "0")
+
+
+# -- one numbering function --------------------------------------------------------------------------
+
+
+def test_every_number_a_person_reads_is_counted_from_1_in_one_place() -> None:
+    """A 0-based index is written for a person through attnwalk/numbering.py alone: a `+ 1` inside
+    an f-string or a str() elsewhere is a second numbering, the one that printed R[sat, 0] under a
+    header counting from 1."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "attnwalk"
+    pattern = re.compile(r"\{[^{}]*\+ ?1\}|str\([^()]*\+ ?1\)"  # f"{i + 1}", str(i + 1), and a text's
+                         r"|\b(?:head|row|col|index|kv_head|kv|layer|block|step|j|start|k_start|v_start|sub)"
+                         r"=[^,=]*? \+ 1\b")  # placeholder given i + 1
+    found = [f"{path.relative_to(root)}:{n}: {line.strip()}"
+             for path in sorted(root.rglob("*.py")) if path.name != "numbering.py"
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if pattern.search(line) and not str(path.relative_to(root)).startswith("app/")]  # app/: after issue 28
+    assert not found, "count from 1 with attnwalk.numbering: " + "; ".join(found)
+
+
+def test_numbering_writes_ranges_and_runs_from_1() -> None:
+    from attnwalk.numbering import runs, shown, span
+
+    assert shown(0) == 1 and span(0, 2) == "1–3" and span(4, 4) == "5"
+    assert runs([0, 1, 2, 4, 6, 7], "-") == "1-3, 5, 7-8"

@@ -89,7 +89,7 @@ def test_a_lesson_is_found_by_its_key_and_never_by_a_path(tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
     offered = Offered(tmp_path)
     keys = [lesson.key for lesson in offered.lessons()]
-    assert keys == builtin_names() + ["mine.yaml"]
+    assert keys == ["mine.yaml"] + builtin_names()  # the teacher's first
     assert offered.find("river_bank").builtin and offered.find("mine.yaml").path == tmp_path / "mine.yaml"
     for key in ("../mine.yaml", str(tmp_path / "mine.yaml"), "notes.txt", "..", "", "sub/mine.yaml",
                 "/etc/passwd", "river_bank.yaml", "mine.yaml\x00"):
@@ -173,7 +173,7 @@ def test_every_page_runs_the_one_fixed_command_whatever_it_asks(tmp_path) -> Non
     with Served("--lessons", str(tmp_path), "--lang", "zh") as served:
         listing = Path(os.environ["XDG_CACHE_HOME"]) / "attnwalk" / f"serve-lessons-{served.process.pid}.json"
         lines = run(visit(served.url))
-        assert json.loads(listing.read_text(encoding="utf-8"))["zh"][-1]["key"] == "mine.yaml"
+        assert json.loads(listing.read_text(encoding="utf-8"))["zh"][0]["key"] == "mine.yaml"  # the class's first
     assert not listing.exists()  # the server's listing goes with it
     folder = ["--lessons", str(tmp_path.resolve())]
     fixed = [sys.executable, "-m", "attnwalk.serve", "--lang", "zh", *folder, "--listing", str(listing)]

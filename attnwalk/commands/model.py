@@ -16,6 +16,7 @@ from attnwalk.errors import UsageError
 from attnwalk.layer.masks import Mask
 from attnwalk.layer.rope import Rope
 from attnwalk.scenario.scenario import Scenario, Sequence
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.models.data import ModelLayer
@@ -54,11 +55,11 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
     biases = {name: bias for name, bias in (("b_Q", layer.b_Q), ("b_K", layer.b_K), ("b_V", layer.b_V),
                                             ("b_O", layer.b_O)) if bias is not None}
     return Scenario(
-        name=f"{info.name} L{layer.layer + 1}" + (f" {info.quantized}" if info.quantized else ""), main=main,
+        name=f"{info.name} L{person(layer.layer)}" + (f" {info.quantized}" if info.quantized else ""), main=main,
         W_Q=layer.W_Q, W_K=layer.W_K, W_V=layer.W_V, W_O=layer.W_O, allowed=allowed, heads=heads,
         kv_heads=info.n_kv_heads if info.n_kv_heads < heads else 0,
         label=f"model {info.name}", focus=focus, settings=settings, params=biases,
-        dimensions={**stats, "h": {"": tuple(str(h + 1) for h in range(heads))}})
+        dimensions={**stats, "h": {"": tuple(str(person(h)) for h in range(heads))}})
 
 
 def load_layer(sentence: str, model: str | None, layer: int, quantize: str | None = None) -> ModelLayer:

@@ -14,6 +14,7 @@ from attnwalk.errors import UsageError
 from attnwalk.layer.walk import Walk
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.scenario import Scenario
+from attnwalk.numbering import shown as person
 
 def scenario_arg(name: str | None, scenario_file: Path | None) -> str:
     """The one scenario asked for: a NAME argument or --scenario FILE, not both, not neither."""
@@ -76,7 +77,7 @@ def print_walk(console: Console, walk: Walk, opts: ViewOptions, start: int = 0,
         if predictor is not None:
             predictor.before(stage.key, h)
         screen_head = h if stage.per_head or not one_head else head  # Q, K, V: its columns worked
-        show(stage_screen(walk, stage, screen_head, opts, index=i + 1, count=len(steps),
+        show(stage_screen(walk, stage, screen_head, opts, index=person(i), count=len(steps),
                           explained_at=first if first is not None and first > start else None))
         if predictor is not None:
             predictor.after(stage.key, h)

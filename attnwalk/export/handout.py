@@ -36,6 +36,7 @@ from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import shape_text, walk_steps
 from attnwalk.render.style import number
 from attnwalk.text import pick, stage_notes, stage_text, text
+from attnwalk.numbering import shown as person
 
 FORMATS = ("markdown", "latex", "csv")
 
@@ -79,7 +80,7 @@ class Section:
         self.symbol = "" if stage.kind == TOKENS else stage.symbol
         self.formula = stage.formula_in(scn, walk.mode)
         self.per_head = stage.per_head and scn.heads > 1
-        self.head_text = tx.t("ui.head", head=head + 1, heads=scn.heads) if self.per_head else ""
+        self.head_text = tx.t("ui.head", head=person(head), heads=scn.heads) if self.per_head else ""
         self.shape = "" if stage.kind == TOKENS else shape_text(walk, stage, head, opts)
         self.weight = _weight(walk, stage, opts)
         self.caption = tx.t("handout.activation", symbol=self.symbol) if self.weight else ""
@@ -93,7 +94,7 @@ class Section:
             self.cols = [tx.t(f"ui.{key}") for key in ("row_col", "position_col", "token", "id")]
             self.row_shown = shown_indices(scn.n, opts.max_rows)
             self.col_shown = list(range(len(self.cols)))
-            self.cells = [[str(i + 1), str(i), escaped(scn.tokens[i]), str(ids[i]) if ids else "-"]
+            self.cells = [[str(person(i)), str(i), escaped(scn.tokens[i]), str(ids[i]) if ids else "-"]
                           if i is not GAP else None for i in self.row_shown]
         else:
             self.matrix = walk.matrix(stage.key, head)
@@ -136,7 +137,7 @@ def _facts(walk: Walk, lang: str) -> tuple[str, str, str, str, str]:
     description = escaped(pick(scn.description, lang), keep_newlines=True)  # shown, never obeyed
     names = scn.dimension_names("d_model", lang)
     if names:
-        listed = " · ".join(tx.t("lesson.dimension", index=i + 1, name=escaped(name))
+        listed = " · ".join(tx.t("lesson.dimension", index=person(i), name=escaped(name))
                             for i, name in enumerate(names))
         description = "\n".join(filter(None, (description, tx.t("lesson.dimensions") + tx.t("ui.colon") + listed)))
     # A scenario's description is written for the default mode and quotes its numbers; in any

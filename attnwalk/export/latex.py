@@ -12,32 +12,20 @@ import re
 import unicodedata
 
 from attnwalk.layer.safe import escaped
+from attnwalk.render import symbols
 
-# Text mode: characters LaTeX treats specially, and the symbols of attnwalk's text.
+# Text mode: LaTeX's own special characters, then every math symbol as render/symbols.py writes it.
 _TEXT = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
     "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
-    "<": r"$<$", ">": r"$>$", "|": r"$|$",
-    "·": r"$\cdot$", "×": r"$\times$", "−": r"$-$", "∞": r"$\infty$", "…": r"\dots{}",
-    "→": r"$\to$", "←": r"$\leftarrow$", "√": r"$\surd$", "∂": r"$\partial$", "θ": r"$\theta$",
-    "≥": r"$\geq$", "≤": r"$\leq$", "±": r"$\pm$", "–": "--", "—": "---", "▲": r"$\triangle$",
-    "ᵀ": r"\textsuperscript{T}", "²": r"\textsuperscript{2}", "₂": r"\textsubscript{2}",
-    "“": "``", "”": "''", "‘": "`", "’": "'", "\u00a0": "~", "§": r"\S{}", "°": r"\textdegree{}",
-    "≈": r"$\approx$", "≠": r"$\neq$", "≡": r"$\equiv$", "∈": r"$\in$", "∑": r"$\sum$",
-    "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$", "μ": r"$\mu$",
-    "π": r"$\pi$", "σ": r"$\sigma$", "ᵢ": r"\textsubscript{i}", "ⱼ": r"\textsubscript{j}",
-    "ℝ": r"$\mathbb{R}$", "Õ": r"$\tilde{O}$", "Σ": r"$\Sigma$",
+    "<": r"$<$", ">": r"$>$", "|": r"$|$", "\u00a0": "~",
+    **symbols.TEXT,
 }
 
 # Math mode: the same symbols as commands.
 _MATH = {
-    "→": r"\to ", "←": r"\leftarrow ", "·": r"\cdot ", "×": r"\times ", "−": "-", "∞": r"\infty ",
-    "…": r"\dots ", "ᵀ": r"^{\top}", "≥": r"\geq ", "≤": r"\leq ", "∂": r"\partial ",
-    "θ": r"\theta ", "±": r"\pm ", "|": r"\mid ", "#": r"\#", "%": r"\%", "&": r"\&", "$": r"\$",
-    "~": r"\sim ", "²": "^{2}", "₂": "_{2}", "≈": r"\approx ", "≠": r"\neq ", "√": r"\surd ",
-    "∈": r"\in ", "ℝ": r"\mathbb{R}", "α": r"\alpha ",
-    "μ": r"\mu ", "σ": r"\sigma ", "ε": r"\varepsilon ", "γ": r"\gamma ", "β": r"\beta ",
-    "Σ": r"\sum ",  # the tiled softmax's sums, a real model's LayerNorm and the all-heads entropy
+    "|": r"\mid ", "#": r"\#", "%": r"\%", "&": r"\&", "$": r"\$", "~": r"\sim ",
+    **symbols.MATH,
     # A formula's own braces (a set, {0, −∞}) and |{…}| (its size), held apart by math_text from
     # the braces LaTeX needs for groups.
     "\x01": r"\{", "\x02": r"\}", "\x03": r"\lvert ", "\x04": r"\rvert ",

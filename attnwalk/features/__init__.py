@@ -19,7 +19,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, output, rope, scores, tiles
+from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, rope, scores, tiles
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # stage after Z before the others reroute what it reads and add their notes to it; a real model's
 # stages come before the grouped heads' text, which names them).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, model, biases,
-                                    gqa)
+                                    gqa, norm)
 
 
 def graph_of(scn: Scenario) -> Graph:

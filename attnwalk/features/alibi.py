@@ -11,6 +11,7 @@ import numpy as np
 
 from attnwalk.layer import alibi
 from attnwalk.layer.graph import Stage, amend, get, has, insert_after, replace, reroute
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft
@@ -71,10 +72,10 @@ def bias_cell(c: Cell) -> list:
     distance = abs(c.row - c.col)
     product = c.printed(c.printed(slope) * distance)
     c.lands(-product if distance else 0.0)
-    m_h = f"m_{c.head + 1}"
+    m_h = f"m_{person(c.head)}"
     return [f"{m_h} = 2^({c.mk.minus}{a}/{b}) = {c.num(slope)}",
             f"{c.sym()}[{c.rows[c.row]}, {c.cols[c.col]}] = {c.mk.minus}{m_h} {c.mk.times} "
-            f"|{c.row + 1} {c.mk.minus} {c.col + 1}| = {c.mk.minus}{c.num(slope)} {c.mk.times} "
+            f"|{person(c.row)} {c.mk.minus} {person(c.col)}| = {c.mk.minus}{c.num(slope)} {c.mk.times} "
             f"{distance} = {c.num(c.value)}"]
 
 
@@ -88,10 +89,11 @@ def biased_cell(c: Cell) -> list:
 STAGES = (
     Stage("B", "B", "B[i, j] = −m_h · |i − j|", "n", "m", _bias, per_head=True, formula_for=_formula,
           notes=_notes, variants=_uniform, worked=bias_cell, aliases=("bias", "alibi"),
-          step=lambda scn, mode: "b_t[j] = −m_h · (t − j)"),
+          step=lambda scn, mode: "−m_h · (t − j)"),
     Stage("S+B", "S + B", "S + B", "n", "m", lambda ctx, S, B: S + B, reads=("S", "B"), per_head=True,
           notes=lambda scn, mode: [] if mode.reads_scores else ["alibi.uniform"], variants=_uniform,
-          worked=biased_cell, aliases=("sb", "biased")),
+          worked=biased_cell, aliases=("sb", "biased"),
+          step=lambda scn, mode, s, b: f"{s} − {b.removeprefix('−')}"),  # S − m_h · (t − j)
 )
 
 
@@ -124,3 +126,11 @@ def note_values(scn: Scenario) -> dict[str, Any]:
     """{slopes}: every head's slope, the middle elided for many heads."""
     shown = [f"{slope:.6g}" for slope in alibi.slopes(scn.heads)]
     return {"slopes": ", ".join(shown if len(shown) <= 8 else shown[:4] + ["…"] + shown[-2:])}
+
+
+def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
+    return [("decode.variant.note_alibi", {})]
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    return ("alibi",)  # a distance penalty, not a mask and not a position added to X

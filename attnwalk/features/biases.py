@@ -29,6 +29,9 @@ def _biased(scn: Scenario, mode: Mode, names: tuple[str, ...]) -> tuple[str, ...
 def extend(stages: list[Stage], scn: Scenario) -> None:
     for key, bias in BIASES.items():
         if bias in scn.params and has(stages, key):
-            replace(stages, key, params=(*get(stages, key).params, bias))
+            stage = get(stages, key)
+            step = stage.step
+            replace(stages, key, params=(*stage.params, bias),
+                    step=None if step is None else lambda scn, mode, x, step=step, bias=bias: f"{step(scn, mode, x)} + {bias}")
             amend(stages, key, variants=_biased if key != "O" else
                   lambda scn, mode, names: ("biased", *names))

@@ -86,3 +86,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
 def refuse_decode(scn: Scenario) -> str | None:
     return ("decode needs self-attention: with a source, the keys and values are the source's, "
             "computed once before decoding starts, not a cache that grows with each token")
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    return ("cross",)

@@ -62,3 +62,15 @@ def export(walk: Walk, data: dict[str, Any]) -> None:
     scn = walk.scenario
     data["shape"]["kv_heads"] = scn.groups
     data["kv_heads"] = kv_head_of(scn.heads, scn.groups)
+
+
+def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
+    """One cache per K/V head: how many numbers it keeps, against one per query head."""
+    from attnwalk.layer.kvcache import cache_numbers, ungrouped_numbers
+
+    return [("decode.variant.note_gqa", {"heads": scn.heads, "kv_heads": scn.groups, "n": n,
+                                         "numbers": cache_numbers(scn, n), "full": ungrouped_numbers(scn, n)})]
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    return ("gqa",)  # shared K/V heads: a group still attends differently

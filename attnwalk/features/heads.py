@@ -38,3 +38,14 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     # Q is n × h·d_k, not "d_k columns"; where its blocks are
     amend(stages, "Q", variants=lambda scn, mode, names: (*names, "heads"),
           notes=lambda scn, mode, notes: ["heads.split", *notes])
+
+
+def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
+    """What a decode step's explanation says of this feature: (text key, placeholders)."""
+    return [] if scn.groups < scn.heads else [("decode.note_heads", {"heads": scn.heads})]  # GQA's own note
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    """The quiz's concept questions this feature asks (tutor/questions.py): each head attends
+    differently. With shared K/V heads "each head has its own W_K, W_V" would be false: gqa asks."""
+    return () if scn.groups < scn.heads else ("heads",)

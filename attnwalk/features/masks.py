@@ -19,6 +19,7 @@ from attnwalk.layer.graph import MASKED, Stage, amend, get, has, insert_before, 
 from attnwalk.layer.masks import Mask
 from attnwalk.scenario.fields import quoted, shape_text
 from attnwalk.scenario.yamltree import indexed
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft
@@ -115,9 +116,9 @@ def masked_cell(c: Cell) -> list:
     mask = _mask(c.scn)
     why = c.say("ui.masked_cell")
     if mask.kind == "causal" or (mask.kind == "window" and mask.causal and c.col > c.row):
-        why += " " + c.say("ui.causal_cell", col=c.col + 1, row=c.row + 1)
+        why += " " + c.say("ui.causal_cell", col=person(c.col), row=person(c.row))
     elif mask.kind == "window":  # too far back (or, symmetric, too far either way)
-        why += " " + c.say("window.cell", col=c.col + 1, row=c.row + 1, distance=abs(c.row - c.col),
+        why += " " + c.say("window.cell", col=person(c.col), row=person(c.row), distance=abs(c.row - c.col),
                            window=mask.window)
     return lines + [f"{name} + M = {c.num(S)} + ({c.mk.neg_inf}) = {c.mk.neg_inf}", c.prose(why)]
 
@@ -128,7 +129,8 @@ def _seen(ctx: Context, S: Any) -> Any:
 
 STAGES = (
     Stage("S+M", "S + M", "S + M,  M[i, j] ∈ {0, −∞}", "n", "m", _seen, reads=("S",), kind=MASKED,
-          per_head=True, notes=_notes, worked=masked_cell, exported=False, aliases=("masked", "sm")),
+          per_head=True, notes=_notes, worked=masked_cell, exported=False, aliases=("masked", "sm"),
+          step=lambda scn, mode, s: s),  # decoding reads only the keys the mask allows (decodemath.keys_read)
 )
 
 
@@ -192,3 +194,21 @@ def refuse_decode(scn: Scenario) -> str | None:
 
 def note_values(scn: Scenario) -> dict[str, Any]:
     return {"window": _mask(scn).window or 0}
+
+
+def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
+    """A window keeps only its last w rows in the cache; a mask given by hand is read as written."""
+    from attnwalk.layer.kvcache import cache_numbers, window_rows
+
+    mask = _mask(scn)
+    if mask.kind == "window":
+        return [("decode.variant.note_window", {"w": mask.window, "n": n,
+                                                "kept": cache_numbers(scn, window_rows(scn, n)),
+                                                "numbers": cache_numbers(scn, n)})]
+    return [("decode.note_mask", {})] if mask.kind == "explicit" else []
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    """A causal window narrower than the sentence: what a query further back can still reach."""
+    mask = _mask(scn)
+    return ("window",) if mask.kind == "window" and mask.causal and mask.window < scn.n else ()

@@ -165,10 +165,10 @@ _ROT = "{x}_rot[pos, (i, i + d_k/2)] = R(pos · θ_i) · {x}[pos, (i, i + d_k/2)
 STAGES = (
     Stage("Q_rot", "Q_rot", _ROT.format(x="Q"), "n", "d_k", _turned, reads=("Q",), per_head=True,
           formula_for=_formula, variants=_variants, notes=_notes, worked=rotation,
-          overflow="use smaller queries", aliases=("qrot", "rotated_q"), step=lambda scn, mode: "q_t ← R(t − 1) · q_t"),
+          overflow="use smaller queries", aliases=("qrot", "rotated_q"), step=lambda scn, mode, q: f"R(t−1) · {q}"),
     Stage("K_rot", "K_rot", _ROT.format(x="K"), "m", "d_k", _turned, reads=("K",), per_head=True,
           formula_for=_formula, notes=_notes, worked=rotation, overflow="use smaller keys",
-          aliases=("krot", "rotated_k"), step=lambda scn, mode: "k_t ← R(t − 1) · k_t"),
+          aliases=("krot", "rotated_k"), step=lambda scn, mode, k: f"R(t−1) · {k}"),
 )
 
 
@@ -195,3 +195,12 @@ def note_values(scn: Scenario) -> dict[str, Any]:
     rope = _rope(scn)
     return dict(d_k=scn.d_k, pairs=scn.d_k // 2, last=scn.d_k // 2 - 1, base=f"{rope.base:g}",
                 shift=SHIFT, scaling=rope.scaling or "")
+
+
+def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
+    """The mistake RoPE invites in a cache (turning cached keys again), and why it does not happen."""
+    return [("decode.variant.mistake_rope", {}), ("decode.variant.note_rope", {})]
+
+
+def concepts(scn: Scenario) -> tuple[str, ...]:
+    return ("rope",)  # the scores depend on the offset, not on where the pair stands

@@ -94,6 +94,17 @@ def formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     return f"QKᵀ[i, j] = {score}"
 
 
+def step(scn: Scenario, mode: Mode, q: str) -> str:
+    """Row t of QKᵀ as decoding scores the new query against cached key j."""
+    scoring = _scoring(scn)
+    hat = "\u0302" if scoring.qk_norm else ""
+    q, k = f"{q[0]}{hat}{q[1:]}", f"k{hat}_j"
+    score = f"tanh({q} + {k}) · w_a" if scoring.score.name == "additive" else f"{q} · {k}"
+    if scoring.qk_norm and scoring.qk_scale != 1.0:
+        score = f"{scoring.qk_scale:g} × ({score})"
+    return score
+
+
 def cell(c: Cell) -> list:
     """This score worked out: q̂ and k̂ under QK-norm, tanh(q + k) · w_a for additive scores (no
     angle to show), q · k and its geometry for dot scores, then × qk_scale."""
@@ -141,7 +152,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     scoring = _scoring(scn)
     additive = scoring.score.name == "additive"
     replace(stages, "QK^T", compute=_compute, params=("w_a",) if additive else (), formula_for=formula,
-            worked=cell)
+            worked=cell, step=step)
     if additive:  # no dot product to speak of
         amend(stages, "QK^T", variants=lambda scn, mode, names: ("additive", *names))
     if scoring.qk_norm:

@@ -14,6 +14,7 @@ import numpy as np
 from attnwalk.errors import UsageError
 from attnwalk.layer.safe import escaped
 from attnwalk.layer.stages import TOKENS, Stage
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.layer.walk import Walk
@@ -31,14 +32,14 @@ def _labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
     seen: dict[str, int] = {}
     for tok in tokens:
         seen[tok] = seen.get(tok, 0) + 1
-    return tuple(escaped(f"{tok}#{i + 1}" if seen[tok] > 1 else tok) for i, tok in enumerate(tokens))
+    return tuple(escaped(f"{tok}#{person(i)}" if seen[tok] > 1 else tok) for i, tok in enumerate(tokens))
 
 
 @lru_cache(maxsize=16)
 def dim_labels(count: int) -> tuple[str, ...]:
     """Column labels of a matrix whose columns are dimensions: 1 … count, counted from 1 as rows
     are, so that what a learner reads is what `explain` and the walk's c take."""
-    return tuple(str(j + 1) for j in range(count))
+    return tuple(str(person(j)) for j in range(count))
 
 
 def axes(walk: Walk, stage: Stage, head: int = 0,
@@ -102,10 +103,10 @@ def pick_index(value: str, tokens: Sequence[str], labels: Sequence[str], what: s
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
-            where = ", ".join(str(i + 1) for i in found)
+            where = ", ".join(str(person(i)) for i in found)
             raise PickError(f"{what} '{value}' appears more than once ({what}s {where}, counted "
-                            f"from 1); give its {what} number instead, e.g. {found[-1] + 1}", value=value,
-                            repeated=tuple(i + 1 for i in found))
+                            f"from 1); give its {what} number instead, e.g. {person(found[-1])}", value=value,
+                            repeated=tuple(person(i) for i in found))
         folded = [i for i, label in enumerate(labels) if same(label)]  # "The#4"
         if len(folded) == 1:
             return folded[0]

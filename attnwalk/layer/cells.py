@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from attnwalk.layer.geometry import geometry
+from attnwalk import numbering
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.layer.stages import Stage
@@ -106,8 +108,8 @@ def position(c: Cell) -> list:
     if denominator != 1.0:
         steps += f" = {fn}({pos} / {c.short(denominator)})"
     steps += f" = {fn}({c.short(angle)}) = {c.num(c.value)}"
-    where = c.say("ui.position_even" if j % 2 == 0 else "ui.position_odd", row=pos + 1, pos=pos,
-                  col=j + 1, dim=j, i=i)
+    where = c.say("ui.position_even" if j % 2 == 0 else "ui.position_odd", row=person(pos), pos=pos,
+                  col=person(j), dim=j, i=i)
     return [c.prose(where), steps]
 
 
@@ -136,15 +138,15 @@ def projection(c: Cell) -> list:
     if c.scn.heads > 1 and stage.shared and c.scn.groups < c.scn.heads:  # W_K, W_V: g blocks
         width = W.shape[1] // c.scn.groups
         g = c.col // width
-        lines.append(c.say("gqa.head_column", kv_head=g + 1, kv_heads=c.scn.groups,
-                           col=c.col % width + 1, width=width, matrix=stage.weight,
+        lines.append(c.say("gqa.head_column", kv_head=person(g), kv_heads=c.scn.groups,
+                           col=person(c.col % width), width=width, matrix=stage.weight,
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}",
                            sharers=c.say("gqa.sep").join(
-                               str(h + 1) for h in range(c.scn.heads) if c.scn.kv_head(h) == g)))
+                               str(numbering.shown(h)) for h in range(c.scn.heads) if c.scn.kv_head(h) == g)))
     elif c.scn.heads > 1:
         width = W.shape[1] // c.scn.heads
-        lines.append(c.say("ui.head_column", head=c.col // width + 1, heads=c.scn.heads,
-                           col=c.col % width + 1, width=width, matrix=stage.weight,
+        lines.append(c.say("ui.head_column", head=person(c.col // width), heads=c.scn.heads,
+                           col=person(c.col % width), width=width, matrix=stage.weight,
                            shape=f"{W.shape[0]} {c.mk.times} {W.shape[1]}"))
     bias = c.scn.param(stage.params[1]) if len(stage.params) > 1 else None
     return lines + _biased(c, f"{x_name}[{tok}] {c.mk.dot} {stage.weight}[:, {col}]", x, w, bias)
@@ -167,16 +169,8 @@ def dims_shown(c: Cell, count: int) -> list:
     shown = [i for i in c.elided(count) if isinstance(i, int)]
     if len(shown) == count:
         return []
-    runs: list[list[int]] = []
-    for i in shown:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
     dash = "-" if c.mk.minus == "-" else "–"
-    # as the tables label dimensions, from 1
-    parts = ", ".join(f"{run[0] + 1}{dash}{run[-1] + 1}" if len(run) > 1 else str(run[0] + 1) for run in runs)
-    return [c.prose(c.say("model.dims_shown", count=count, shown=parts))]
+    return [c.prose(c.say("model.dims_shown", count=count, shown=numbering.runs(shown, dash)))]
 
 
 def vector_name(name: str) -> str:
@@ -332,8 +326,8 @@ def output(c: Cell) -> list:
 
 def concat(c: Cell) -> list:
     h, j = divmod(c.col, c.scn.d_v)  # columns and heads counted from 1 where they are shown
-    return [c.say("ui.concat_cell", col=c.cols[c.col], j=j + 1, head=h + 1)
-            + f"{c.colon()}Z_{h + 1}[{c.rows[c.row]}, {j + 1}] = {c.num(c.value)}"]
+    return [c.say("ui.concat_cell", col=c.cols[c.col], j=person(j), head=person(h))
+            + f"{c.colon()}Z_{numbering.shown(h)}[{c.rows[c.row]}, {numbering.shown(j)}] = {c.num(c.value)}"]
 
 
 def projected(c: Cell) -> list:

@@ -79,7 +79,7 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     exported: bool = True  # in `export --format json` (S+M is S with −∞: the JSON keeps S and mask)
     aliases: tuple[str, ...] = ()  # other spellings a learner may type, lower case
     in_mode: Callable[[Mode], bool] = _always  # is it defined in this mode? (tiled: not in hard)
-    step: Callable[[Scenario, Mode], str] | None = None  # its row t as decoding computes it
+    step: Callable[..., str] | None = None  # step(scn, mode, *reads' rows): its row t as decoding writes it
 
     @property
     def square(self) -> bool:

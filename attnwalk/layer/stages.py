@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.layer import cells, ops
+from attnwalk.layer.decodemath import group
 from attnwalk.layer.graph import MASKED, SIGNED, TOKENS, WEIGHTS, Graph, Stage, get, symbol_of  # noqa: F401
 from attnwalk.layer.modes import BASELINE
 
@@ -152,8 +153,25 @@ def projection_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> st
     return text + (f" = {blocks(stage.symbol, count)}" if count > 1 else "")
 
 
-def _step(text: str):
-    return lambda scn, mode: text
+# -- a stage's row t as decoding computes it (layer/decodemath.py): from its reads' rows ---------
+
+
+def _x_step(scn: Scenario, mode: Mode, e: str, p: str) -> str:
+    return "e_t" if scn.main.positional in ("none", "rope") else "e_t + p_t"
+
+
+def projection_step(weight: str):
+    return lambda scn, mode, x: f"{x} · {weight}"
+
+
+def _s_step(scn: Scenario, mode: Mode, scores: str) -> str:
+    return f"{group(scores)} / √d_k" if mode.scales(scn.scorer) else scores
+
+
+def _a_step(scn: Scenario, mode: Mode, s: str) -> str:
+    if not mode.reads_scores:
+        return "1 / |{j : M[t, j] = 0}|"
+    return f"onehot(argmax_j {s})" if not mode.smooth else f"softmax_j({s})"
 
 
 _SINUSOIDAL = "P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(…)"
@@ -162,30 +180,31 @@ _BIG = "use smaller embeddings or weights"
 BASE: Graph = (
     Stage("tokens", "tokens", "token_i → id_i", "n", "-", None, kind=TOKENS, variants=_id_variants),
     Stage("E", "E", "E = EmbeddingTable[ids]", "n", "d_model", embeddings, field="embeddings",
-          variants=_id_variants, notes=_embedding_notes, worked=cells.embedding, step=_step("e_t = E[t]")),
+          variants=_id_variants, notes=_embedding_notes, worked=cells.embedding),
     Stage("P", "P", _SINUSOIDAL, "n", "d_model", positions, field="positional", formula_for=_p_formula,
-          variants=order_variants, worked=cells.position, step=_step("p_t = P[t]")),
+          variants=order_variants, worked=cells.position),
     Stage("X", "X", "X = $0 + $1", "n", "d_model", lambda ctx, E, P: E + P, reads=("E", "P"),
           variants=order_variants, worked=cells.input_sum, overflow="use smaller embeddings or positions",
-          step=_step("x_t = e_t + p_t")),
+          step=_x_step),
     Stage("Q", "Q", "Q = $0 · W_Q", "n", "d_k", projection, reads=("X",), params=("W_Q",), split=True,
-          weight="W_Q", formula_for=projection_formula,
+          weight="W_Q", formula_for=projection_formula, step=projection_step("W_Q"),
           worked=cells.projection, overflow=_BIG),
     Stage("K", "K", "K = $0 · W_K", "m", "d_k", projection, reads=("X",), params=("W_K",), split=True, shared=True,
-          weight="W_K", formula_for=projection_formula, worked=cells.projection, overflow=_BIG),
+          weight="W_K", formula_for=projection_formula, step=projection_step("W_K"), worked=cells.projection, overflow=_BIG),
     Stage("V", "V", "V = $0 · W_V", "m", "d_v", projection, reads=("X",), params=("W_V",), split=True, shared=True,
-          weight="W_V", formula_for=projection_formula, worked=cells.projection, overflow=_BIG),
+          weight="W_V", formula_for=projection_formula, step=projection_step("W_V"), worked=cells.projection, overflow=_BIG),
     Stage("QK^T", "QKᵀ", "QKᵀ[i, j] = q_i · k_j", "n", "m", dot_scores, reads=("Q",), keys=("K",),
           per_head=True, formula_for=score_formula, notes=lambda scn, mode: ["truth.cost"],
-          worked=cells.scores,
+          worked=cells.scores, step=lambda scn, mode, q: f"{q} · k_j",
           overflow="use smaller queries and keys", aliases=("qkt", "qk^t", "qk", "raw")),
     Stage("S", "S", "S = QKᵀ / √d_k", "n", "m", scaled, reads=("QK^T",), per_head=True,
-          formula_for=_s_formula, variants=_s_variants, notes=mode_notes, worked=cells.scaled),
+          formula_for=_s_formula, variants=_s_variants, notes=mode_notes, worked=cells.scaled, step=_s_step),
     Stage("A", "A", "A[i, :] = softmax((S + M)[i, :])", "n", "m", weights, reads=("S",), kind=WEIGHTS,
           per_head=True, formula_for=_a_formula, variants=mode_variants, notes=mode_notes,
-          worked=cells.softmax),
+          worked=cells.softmax, step=_a_step),
     Stage("Z", "Z", "Z = A · V", "n", "d_v", output, reads=("A",), keys=("V",), per_head=True,
-          variants=mode_variants, notes=_output_notes, worked=cells.output, overflow="use smaller values"),
+          variants=mode_variants, notes=_output_notes, worked=cells.output, overflow="use smaller values",
+          step=lambda scn, mode, a: f"{a} · V_cache"),
     # every head's Z side by side: one head's Z itself, so not shown (features/heads.py shows it)
     Stage("concat", "concat", "concat = [Z_1 | Z_2 | … | Z_h]", "n", "h·d_v", concatenated, reads=("Z",),
           split=True, across=True, shown=False, worked=cells.concat),

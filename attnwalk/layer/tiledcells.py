@@ -17,6 +17,7 @@ import numpy as np
 from attnwalk.layer import tiled
 from attnwalk.layer.cells import Hidden
 from attnwalk.layer.walk import whole
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -61,7 +62,7 @@ def tiled_cell(c: Cell) -> list:
         elif index == 0:
             m, l, O = -np.inf, 0.0, 0.0
         names = ", ".join(keys[s.start:s.stop])
-        lines.append(c.say("tiles.block", index=index + 1, keys=names)
+        lines.append(c.say("tiles.block", index=person(index), keys=names)
                      + c.colon() + f"S_blk = {c.vec(s.scores[0])}")
         if not s.visible[0]:
             lines.append(c.prose(c.say("tiles.skipped")))

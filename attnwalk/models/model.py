@@ -15,6 +15,7 @@ from attnwalk.models.data import ModelError, ModelInfo, ModelLayer, Tokenization
 from attnwalk.models.find import ModelFiles, find_model
 from attnwalk.models.tokens import load_tokenizer, tokenize
 from attnwalk.models.weights import Weights
+from attnwalk.numbering import shown as person
 
 
 # family -> (a tensor every checkpoint of it has, to find the task-head prefix; its computation)
@@ -108,7 +109,7 @@ class Model:
 
     def _check(self, layer: int) -> None:
         if not 0 <= layer < self.config.n_layers:
-            raise ModelError(f"layer {layer + 1}: {self.files.name} has {self.config.n_layers} "
+            raise ModelError(f"layer {person(layer)}: {self.files.name} has {self.config.n_layers} "
                              f"layers (1 to {self.config.n_layers})")
 
     def _start(self, tokens: Tokenization) -> tuple[dict, object]:

@@ -24,6 +24,7 @@ from attnwalk.render import style
 from attnwalk.render.heatmap import GAP, heat_table, shown_indices
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
+from attnwalk.numbering import shown as person
 
 PANEL_FRAME = 4  # a panel's border and padding take 2 cells on each side
 PANEL_GAP = 2  # blank cells between panels side by side
@@ -49,7 +50,7 @@ def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     if cmp.amplify != 1.0:
         facts.append(style.say(opts, "compare.amplified", k=f"{cmp.amplify:g}"))
     if scn.heads > 1:
-        facts.append(style.say(opts, "ui.head", head=cmp.head + 1, heads=scn.heads))
+        facts.append(style.say(opts, "ui.head", head=person(cmp.head), heads=scn.heads))
     lines = [heading, Text(" · ".join(facts), style=style.NOTE)]
     if scn.score != "dot" or scn.qk_norm:  # every mode starts from these scores
         how = style.say(opts, "compare.scores",
@@ -73,7 +74,7 @@ def row_summary(cmp: Comparison, opts: ViewOptions) -> RenderableType:
             for name, r in zip(names, cmp.results)]
     mode_heading = style.say(opts, "compare.mode")
     title = Text(style.say(opts, "compare.title",
-                           row=row + 1, token=rows[row]), style=style.SCREEN_TITLE)
+                           row=person(row), token=rows[row]), style=style.SCREEN_TITLE)
     # Wide enough: one table, weights then stats. Else the weights (split as heat maps are) over the stats.
     wide = stats_table(mode_heading, body, opts, weights=[r.A[row] for r in cmp.results],
                        keys=keys, allowed=scn.allowed[row])

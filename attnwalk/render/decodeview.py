@@ -29,6 +29,7 @@ from attnwalk.render.lesson import lesson_panel
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 from attnwalk.text import text
+from attnwalk.numbering import shown as person
 
 
 def screen_count(dec: Decode) -> int:
@@ -130,14 +131,14 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
     t = step.t
     keys = token_labels(scn.tokens)[:t]
     rows = [style.say(opts, "decode.new_row", token=label) if j == t - 1 else
-            style.say(opts, "decode.cached_row", token=label, step=j + 1) for j, label in enumerate(keys)]
+            style.say(opts, "decode.cached_row", token=label, step=person(j)) for j, label in enumerate(keys)]
     d_k, d_v = _dims(dec, "d_k", scn.d_k, opts), _dims(dec, "d_v", scn.d_v, opts)
     out: list[RenderableType] = []
     if scn.heads > 1:
-        label = style.say(opts, "ui.head", head=h + 1, heads=scn.heads)
+        label = style.say(opts, "ui.head", head=person(h), heads=scn.heads)
         if scn.groups < scn.heads:  # which cache it reads, and who else reads it
-            sharing = [str(other + 1) for other in range(scn.heads) if scn.kv_head(other) == head.kv]
-            label += "   " + style.say(opts, "decode.variant.head_gqa", kv=head.kv + 1, kv_heads=scn.groups,
+            sharing = [str(person(other)) for other in range(scn.heads) if scn.kv_head(other) == head.kv]
+            label += "   " + style.say(opts, "decode.variant.head_gqa", kv=person(head.kv), kv_heads=scn.groups,
                                        sharing=style.say(opts, "ui.list_sep").join(sharing))
         out.append(Text(label, style=style.POSITION))
     query = style.say(opts, "decode.variant.query_rope", pos=t - 1) if scn.rope is not None else \
@@ -277,7 +278,7 @@ def summary_screen(dec: Decode, opts: ViewOptions) -> RenderableType:
     n = len(dec.steps)
     tokens = token_labels(scn.tokens)
     title = Text()
-    title.append(style.say(opts, "decode.step_header", index=n + 1, count=n + 1), style=style.POSITION)
+    title.append(style.say(opts, "decode.step_header", index=person(n), count=n + 1), style=style.POSITION)
     title.append("   " + style.say(opts, "decode.summary_title"), style=style.SCREEN_TITLE)
     table = FastTable(box=style.table_box(opts), show_edge=opts.ascii, header_style=style.HEADER)
     for key in ("decode.col_step", "decode.col_token", "decode.col_reused", "decode.col_cached",

@@ -15,6 +15,7 @@ from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
+from attnwalk.numbering import shown as person
 
 MAP_LIMIT = 24  # tokens: a longer sentence's maps would be wider than a terminal's third
 SHADES = " ░▒▓█"  # weight 0 … 1, each cell one character
@@ -40,7 +41,7 @@ def heads_glance(walk: Walk, opts: ViewOptions) -> RenderableType:
     for h in range(scn.heads):
         A = walk.heads[h].mats["A"]  # (n, n)
         focus = headfocus.looks_most_at(A, special)
-        table.add_row(Text(str(h + 1)), Text(f"{float(entropy[:, h].mean()):.2f}"),
+        table.add_row(Text(str(person(h))), Text(f"{float(entropy[:, h].mean()):.2f}"),
                       Text(looks_label(focus, labels, opts)))
     parts: list[RenderableType] = [table]
     if scn.n <= MAP_LIMIT:
@@ -73,7 +74,7 @@ def _maps(walk: Walk, opts: ViewOptions) -> FastTable:
     cells = []
     for h in range(scn.heads):
         rows = attention_map(walk.heads[h].mats["A"], opts)
-        title = f"{h + 1}".center(width, line)
+        title = str(person(h)).center(width, line)
         cells.append(Text("\n".join([title, *(f"{edge}{row}{edge}" for row in rows)])))
     for start in range(0, len(cells), per_row):
         chunk = cells[start:start + per_row]

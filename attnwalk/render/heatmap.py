@@ -21,6 +21,7 @@ from attnwalk.layer.stages import MASKED, WEIGHTS
 from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
+from attnwalk.numbering import runs
 
 GAP = None  # stands for the hidden rows or columns in a list of shown indices
 
@@ -203,12 +204,11 @@ def _fitting(cols: list[int | None], label_width: int, widths: list[int], width:
 def _span(indices: list[int | None], opts: ViewOptions) -> str:
     """Shown columns as ranges counted from 1, as the columns are labelled: "1–6", or "4–6 …
     295–297" across the hidden ones."""
-    runs: list[list[int]] = [[]]
+    sides: list[list[int]] = [[]]
     for i in indices:
         if i is GAP:
-            runs.append([])
+            sides.append([])
         else:
-            runs[-1].append(i)
+            sides[-1].append(i)
     dash = style.plain("–", opts)
-    parts = [f"{run[0] + 1}{dash}{run[-1] + 1}" if len(run) > 1 else str(run[0] + 1) for run in runs if run]
-    return f" {style.markers(opts).ellipsis} ".join(parts)
+    return f" {style.markers(opts).ellipsis} ".join(runs(side, dash) for side in sides if side)

@@ -15,6 +15,7 @@ from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 from attnwalk.text import pick, text
+from attnwalk.numbering import shown as person
 
 
 def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
@@ -43,7 +44,7 @@ def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
         body += [Prose(held, style=style.NOTE), Text()]
     if names:
         dot = f" {style.markers(opts).dot} "
-        listed = dot.join(style.say(opts, "lesson.dimension", index=i + 1, name=name)
+        listed = dot.join(style.say(opts, "lesson.dimension", index=person(i), name=name)
                           for i, name in enumerate(names))
         body.append(Prose(style.say(opts, "lesson.dimensions") + style.say(opts, "ui.colon")
                           + style.plain(listed, opts), style=style.NOTE))

@@ -13,6 +13,7 @@ from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
+from attnwalk.numbering import shown as person
 
 
 def count_text(count: int) -> str:
@@ -62,7 +63,7 @@ def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
         grid.add_row(Text(say("unknown_label")), Prose(say(
             "unknown", count=len(unknown), total=sum(1 for s in tok.special if not s), piece=escaped(tok.pieces[unknown[0]]),
             words=style.say(opts, "ui.list_sep").join(dict.fromkeys(escaped(w) for w in words)))))
-    title = say("title", name=escaped(info.name), layer=layer.layer + 1, layers=info.n_layers,
+    title = say("title", name=escaped(info.name), layer=person(layer.layer), layers=info.n_layers,
                 heads=info.n_heads)
     return Panel(Group(*facts, grid), title=Text(style.plain(title, opts), style=style.SCREEN_TITLE),
                  title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)

@@ -24,6 +24,7 @@ from attnwalk.render.fasttable import FastTable
 from attnwalk.render.heatmap import GAP, heat_table, shown_indices
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
+from attnwalk.numbering import shown as person, span
 
 
 
@@ -103,16 +104,16 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
     if scn.groups < scn.heads:  # grouped-query: K and V are the group's K/V head's
         g = scn.kv_head(head)
         sharers = [h + 1 for h in range(scn.heads) if scn.kv_head(h) == g]
-        intro = style.say(opts, "gqa.intro", head=head + 1, heads=scn.heads,
-                          start=head * scn.d_k + 1, end=(head + 1) * scn.d_k,  # from 1, as labelled
-                          kv_head=g + 1, kv_heads=scn.groups,
-                          k_start=g * scn.d_k + 1, k_end=(g + 1) * scn.d_k, v_start=g * scn.d_v + 1,
+        intro = style.say(opts, "gqa.intro", head=person(head), heads=scn.heads,
+                          start=person(head * scn.d_k), end=(head + 1) * scn.d_k,  # from 1, as labelled
+                          kv_head=person(g), kv_heads=scn.groups,
+                          k_start=person(g * scn.d_k), k_end=(g + 1) * scn.d_k, v_start=person(g * scn.d_v),
                           v_end=(g + 1) * scn.d_v,
                           sharers=tx.t("gqa.sep").join(str(h) for h in sharers))
     else:
         intro = style.say(opts, "heads.intro",
-                          head=head + 1, heads=scn.heads, start=head * scn.d_k + 1,  # from 1
-                          end=(head + 1) * scn.d_k, v_start=head * scn.d_v + 1,
+                          head=person(head), heads=scn.heads, start=person(head * scn.d_k),  # from 1
+                          end=(head + 1) * scn.d_k, v_start=person(head * scn.d_v),
                           v_end=(head + 1) * scn.d_v, q_shape=_shape(q.shape, opts),
                           k_shape=_shape(walk.heads[head].mats["K"].shape, opts),
                           v_shape=_shape(v.shape, opts))
@@ -120,7 +121,7 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
     why = "gqa.why" if scn.groups < scn.heads else "heads.why"  # "its own W_K, W_V": not under GQA
     if tx.has(why):
         body.append(Prose(style.plain(tx.t(why), opts), style=style.NOTE))
-    title = style.say(opts, "ui.head", head=head + 1, heads=scn.heads)
+    title = style.say(opts, "ui.head", head=person(head), heads=scn.heads)
     heading = style.say(opts, "heads.title")
     return Panel(Group(*body), title=Text(f"{heading} {style.markers(opts).dot} {title}"),
                  title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
@@ -152,14 +153,14 @@ def heads_summary(walk: Walk, shown: int, opts: ViewOptions) -> RenderableType:
         top = default_cell(walk, "A", h)[1]
         bits = float(entropy_bits(A[row:row + 1])[0])
         mark = style.say(opts, "heads.summary_shown") if h == shown else ""
-        table.add_row(Text(str(h + 1)), Text(f"{h * scn.d_k + 1}{dash}{(h + 1) * scn.d_k}"),
+        table.add_row(Text(str(person(h))), Text(span(h * scn.d_k, (h + 1) * scn.d_k - 1, dash)),
                       Text(keys[top]), Text(style.number(float(A[row, top]), opts)),
                       Text(f"{bits:.2f}"), Text(mark, style=style.NOTE))
     title = style.say(opts, "heads.summary_title", heads=scn.heads)
     what = style.say(opts, "gqa.summary_what" if scn.groups < scn.heads else "heads.summary_what",
-                     token=token_labels(scn.tokens)[row], row=row + 1)
+                     token=token_labels(scn.tokens)[row], row=person(row))
     entropy = style.say(opts, "heads.summary_entropy_note", max=f"{math.log2(allowed):.2f}", count=allowed)
-    more = style.say(opts, "heads.summary_more", head=shown + 1)
+    more = style.say(opts, "heads.summary_more", head=person(shown))
     return Group(Text(title, style=style.SCREEN_TITLE), Prose(what), Text(""), table,
                  Prose(entropy, style=style.NOTE), Text(""), Prose(more, style=style.NOTE))
 
@@ -194,16 +195,16 @@ def head_blocks_line(walk: Walk, stage: Stage, opts: ViewOptions, brief: bool = 
                          symbol=style.plain(stage.symbol, opts), count=blocks, width=width)
     if grouped:  # one block per K/V head, naming its query heads
         width = walk.matrix(stage.key).shape[1] // scn.groups
-        blocks = [style.say(opts, "gqa.block", kv_head=g + 1, start=g * width + 1,  # from 1
+        blocks = [style.say(opts, "gqa.block", kv_head=person(g), start=person(g * width),  # from 1
                             end=(g + 1) * width,
                             sharers=text(opts.lang).t("gqa.sep").join(
-                                str(h + 1) for h in range(scn.heads) if scn.kv_head(h) == g))
+                                str(person(h)) for h in range(scn.heads) if scn.kv_head(h) == g))
                   for g in range(scn.groups)]
         return style.say(opts, "gqa.blocks", symbol=style.plain(stage.symbol, opts),
                          kv_heads=scn.groups, blocks=f" {style.markers(opts).dot} ".join(blocks))
     width = walk.matrix(stage.key).shape[1] // scn.heads
     blocks = [style.say(opts, "heads.block",
-                        head=h + 1, start=h * width + 1, end=(h + 1) * width)  # as labelled, from 1
+                        head=person(h), start=person(h * width), end=(h + 1) * width)  # as labelled, from 1
               for h in range(scn.heads)]
     return style.say(opts, "heads.blocks",
                      symbol=style.plain(stage.symbol, opts), heads=scn.heads,
@@ -243,7 +244,7 @@ def tokens_table(tokens: Sequence[str], ids: Sequence[int] | None,
                              count=len(tokens) - opts.max_rows)
             table.add_row(Text(style.markers(opts).ellipsis), None, Text(more, style=style.NOTE))
         else:
-            table.add_row(Text(str(i + 1)), Text(str(i)), Text(escaped(tokens[i])),
+            table.add_row(Text(str(person(i))), Text(str(i)), Text(escaped(tokens[i])),
                           Text(str(ids[i]) if ids else "-"))
     legend = style.say(opts, "ui.rows_legend", row=heads[0],
                        pos=heads[1])

@@ -24,6 +24,7 @@ from attnwalk.render.heatmap import heat_table
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
 from attnwalk.text import pick, stage_text
+from attnwalk.numbering import shown as person
 
 MAX_ROWS_NAMED = 6  # beyond this many differing rows, count them instead of naming each
 REORDERED = "reordered"  # different in place, the same rows once matched to the tokens
@@ -51,7 +52,7 @@ def header(pair: Pair, opts: ViewOptions) -> RenderableType:
     if pair.left.amplify != 1.0:
         facts.append(style.say(opts, "compare.amplified", k=style.short(pair.left.amplify, opts)))
     if a.heads > 1:
-        facts.append(style.say(opts, "ui.head", head=pair.head + 1, heads=a.heads))
+        facts.append(style.say(opts, "ui.head", head=person(pair.head), heads=a.heads))
     lines.append(Text(f" {style.markers(opts).dot} ".join(facts), style=style.NOTE))
     lines.append(Text())
     lines += summary(pair, opts)
@@ -119,7 +120,7 @@ def stage_block(pair: Pair, sp: StagePair, opts: ViewOptions, *, index: int, cou
                  style=style.SCREEN_TITLE)
     heads = walk.scenario.heads
     if heads > 1 and stage.per_head:  # the other heads are not compared: say which one this is
-        title.append("   " + style.say(opts, "ui.head", head=pair.head + 1, heads=heads), style=style.POSITION)
+        title.append("   " + style.say(opts, "ui.head", head=person(pair.head), heads=heads), style=style.POSITION)
     lines: list[RenderableType] = [title, verdict(pair, stage, d, opts)]
     if sp.weight is not None:
         lines.append(labelled(sp.weight.key, weight_verdict(pair, sp.weight, opts), opts))
@@ -148,10 +149,10 @@ def verdict(pair: Pair, stage: Stage, d: Difference, opts: ViewOptions) -> Rende
                          rows=row_list(d.rows, rows_l, rows_r, opts))
     else:
         r, c = d.max_at
-        key = "pair.cell_index" if cols[c] == str(c + 1) else "pair.cell_named"  # 1 … d, or names
+        key = "pair.cell_index" if cols[c] == str(person(c)) else "pair.cell_named"  # 1 … d, or names
         body = style.say(opts, "pair.different", count=len(d.cells), total=d.left.size,
                          rows=row_list(d.rows, rows_l, rows_r, opts), diff=small(d.max_diff, opts),
-                         cell=style.say(opts, key, row=r + 1, token=both(rows_l[r], rows_r[r]), col=cols[c]))
+                         cell=style.say(opts, key, row=person(r), token=both(rows_l[r], rows_r[r]), col=cols[c]))
     return Prose(f"{_unequal(opts)} {body}")
 
 
@@ -194,7 +195,7 @@ def row_list(rows: Sequence[int], rows_l: Sequence[str], rows_r: Sequence[str], 
     if len(rows) > MAX_ROWS_NAMED:
         return style.say(opts, "pair.rows_count", count=len(rows), total=len(rows_l))
     return style.say(opts, "ui.list_sep").join(
-        style.say(opts, "pair.row", row=i + 1, token=both(rows_l[i], rows_r[i])) for i in rows)
+        style.say(opts, "pair.row", row=person(i), token=both(rows_l[i], rows_r[i])) for i in rows)
 
 
 def _unequal(opts: ViewOptions) -> str:
@@ -232,7 +233,7 @@ def token_table(pair: Pair, d: Difference, opts: ViewOptions) -> RenderableType:
     table.add_column(b.name, overflow="fold")
     table.add_column("", no_wrap=True)
     for i, (x, y) in enumerate(zip(d.left, d.right)):
-        table.add_row(str(i + 1), x, y, _unequal(opts) if i in d.rows else "")
+        table.add_row(str(person(i)), x, y, _unequal(opts) if i in d.rows else "")
     return table
 
 

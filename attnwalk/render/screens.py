@@ -26,6 +26,7 @@ from attnwalk.render.overview import (head_blocks, head_intro, shapes_overview, 
                        tokens_table, wants_overview)
 from attnwalk.render.worked import worked_cell
 from attnwalk.render.wrap import Prose
+from attnwalk.numbering import shown as person
 
 
 def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,
@@ -140,7 +141,7 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     title.append(style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts),
                  style=style.SCREEN_TITLE)
     if scn.heads > 1 and stage.per_head:  # which head, in the line that names the screen
-        title.append("   " + style.say(opts, "ui.head", head=head + 1,
+        title.append("   " + style.say(opts, "ui.head", head=person(head),
                                        heads=scn.heads), style=style.POSITION)
     facts = FastTable.grid(padding=(0, 2))
     facts.add_column(style=style.NOTE, no_wrap=True)

@@ -13,6 +13,7 @@ from rich import box
 
 from attnwalk.layer.safe import escaped
 from attnwalk.text import text
+from attnwalk.render import symbols
 from attnwalk.render.options import ViewOptions
 
 # Diverging steps for signed matrices, from small to large |value| (relative to the matrix's
@@ -60,14 +61,7 @@ UNICODE = Markers("▲", "█", "…", "→", "−∞", "×", "√", "ᵀ", "·"
 ASCII = Markers("*", "#", "...", "->", "-inf", "x", "sqrt ", "^T", ".", "-")
 
 # How --ascii writes the symbols found in formulas and in attnwalk/text/*.toml.
-_TO_ASCII = str.maketrans({
-    "−": "-", "–": "-", "—": "--", "∞": "inf", "√": "sqrt ", "ᵀ": "^T", "·": ".", "×": "x",
-    "→": "->", "←": "<-", "…": "...", "≥": ">=", "≤": "<=", "≈": "~", "±": "+/-", "²": "^2",
-    "₂": "2", "θ": "theta", "∂": "d", "▲": "*", "█": "#", "Σ": "sum", "⋮": ":",
-    "“": '"', "”": '"', "‘": "'", "’": "'", "ᵢ": "_i", "ⱼ": "_j", "̂": "^",
-    "∈": "in", "ℝ": "R", "α": "alpha", "Õ": "O~",
-    "μ": "mu", "σ": "sigma", "ε": "eps", "γ": "gamma", "β": "beta",  # a real model's LayerNorm
-})
+_TO_ASCII = str.maketrans(symbols.ASCII)  # render/symbols.py: one table for ASCII and LaTeX
 
 
 def markers(opts: ViewOptions) -> Markers:

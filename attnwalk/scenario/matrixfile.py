@@ -23,6 +23,7 @@ from attnwalk.scenario.fields import Fields, kind
 from attnwalk.scenario.files import NotAFileError, megabytes, open_regular, read_capped
 from attnwalk.scenario.numpyfile import MAX_NPZ_BYTES, NUMERIC, PICKLED, BadArray, read_npy, read_npz
 from attnwalk.scenario.yamltree import Node
+from attnwalk.numbering import shown as person
 
 KEYS = ("file", "key")
 SUFFIXES = (".npy", ".npz", ".csv")
@@ -138,20 +139,20 @@ def _too_large(name: str, lines: list[str], skip: int, array: np.ndarray) -> str
     infinity), as the line and column it is typed at; None when the file itself says inf or nan
     (_checked names those)."""
     i, j = np.argwhere(~np.isfinite(array))[0]
-    rows = [(number, line) for number, line in enumerate(lines[skip:], start=skip + 1) if line.strip()]
+    rows = [(number, line) for number, line in enumerate(lines[skip:], start=person(skip)) if line.strip()]
     number, line = rows[i]
     cell = line.split(",")[j].strip()
     if cell.lower().lstrip("+-") in ("inf", "infinity", "nan"):
         return None
     shown = f"'{cell}'" if len(cell) <= 16 else f"'{cell[:12]}…' ({sum(ch.isdigit() for ch in cell):,} digits)"
-    return (f"'{name}' line {number}, column {j + 1}: the number {shown} is beyond what float64 holds "
+    return (f"'{name}' line {number}, column {person(j)}: the number {shown} is beyond what float64 holds "
             "(±1.8e308); every entry must be a finite number")
 
 
 def _csv_problem(name: str, lines: list[str], skip: int) -> str:
     """The first bad line of a CSV numpy refused, found by reading it again slowly."""
     width = None
-    for number, line in enumerate(lines[skip:], start=skip + 1):
+    for number, line in enumerate(lines[skip:], start=person(skip)):
         if not line.strip():
             continue
         cells = line.split(",")
@@ -200,7 +201,7 @@ def _checked(fields: Fields, node: Node, field: str, name: str, array: np.ndarra
     if not finite.all():
         i, j = np.argwhere(~finite)[0]
         bad = "NaN" if np.isnan(values[i, j]) else ("-" if values[i, j] < 0 else "") + "infinity"
-        raise fields.error(field, node, f"'{name}' has {bad} at row {i + 1}, column {j + 1} "
+        raise fields.error(field, node, f"'{name}' has {bad} at row {person(i)}, column {person(j)} "
                            "(counted from 1); every entry must be a finite number")
     return values
 
@@ -211,7 +212,7 @@ def _mask_values(fields: Fields, node: Node, field: str, name: str, array: np.nd
     bad = (array != 0) & (array != 1)
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        raise fields.error(field, node, f"'{name}' has {array[i, j]} at row {i + 1}, column {j + 1} "
+        raise fields.error(field, node, f"'{name}' has {array[i, j]} at row {person(i)}, column {person(j)} "
                            "(counted from 1); "
                            "a mask holds only true/false (or 1/0)")
     return array == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import yaml
 
 from attnwalk.errors import ScenarioError
+from attnwalk.numbering import shown as person
 
 TABS = "tabs are not allowed for indentation in YAML; use spaces"
 
@@ -95,7 +96,7 @@ def _fullwidth_line(text: str, line: int | None) -> tuple[int, int, str] | None:
 def syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> ScenarioError:
     """A parser's error as one line: where, and what is wrong in plain words."""
     mark = exc.problem_mark or exc.context_mark
-    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+    line, column = (person(mark.line), person(mark.column)) if mark is not None else (None, None)
     slip = _fullwidth_line(text, line)
     if slip is not None:  # the cause, where it was typed, rather than where the parser tripped
         number, at, char = slip
@@ -116,7 +117,7 @@ def syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> ScenarioErr
     opened = exc.context_mark
     if opened is not None and opened is not mark and opened.line + 1 != line and exc.context \
             and ("quoted" in exc.context or "flow" in exc.context):
-        plain += f" (it was opened on line {opened.line + 1})"
+        plain += f" (it was opened on line {person(opened.line)})"
     at = f" at column {column}" if column else ""
     return ScenarioError(f"YAML syntax error{at}: {plain}", file=file, line=line)
 

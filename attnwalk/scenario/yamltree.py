@@ -18,6 +18,7 @@ import yaml
 
 from attnwalk.errors import ScenarioError
 from attnwalk.scenario.yamlerrors import syntax_error
+from attnwalk.numbering import shown as person
 
 MAX_DEPTH = 32  # a scenario is at most a mapping of lists of lists; deeper is a mistake
 MAX_VALUES = 200_000  # about a 450 × 450 matrix (a second to read); bigger ones go in .npy files
@@ -116,7 +117,7 @@ def parse(text: str, file: str) -> Node:
 def _parse(text: str, file: str) -> Node:
     def fail(message: str, mark: Any) -> ScenarioError:
         return ScenarioError(message, file=file, field=_path(stack),
-                             line=mark.line + 1 if mark is not None else None)
+                             line=person(mark.line) if mark is not None else None)
 
     loader = _Loader(text)
     stack: list[list[Any]] = []  # open collections: [node, a mapping's pending key or None]
@@ -145,9 +146,9 @@ def _parse(text: str, file: str) -> Node:
                 if kind is _SCALAR:
                     text = event.value
                     if not event.style:  # plain (None or ""): a number, boolean, null or text
-                        node = Node(_scalar(text), mark.line + 1, mark.column + 1, raw=text)
+                        node = Node(_scalar(text), person(mark.line), person(mark.column), raw=text)
                     else:  # quoted or a block of text: always text
-                        node = Node(text, mark.line + 1, mark.column + 1, quoted=True)
+                        node = Node(text, person(mark.line), person(mark.column), quoted=True)
                     if not stack:
                         root = node
                     elif type(stack[-1][0].value) is list:  # a matrix cell: the common case
@@ -158,9 +159,9 @@ def _parse(text: str, file: str) -> Node:
                 if len(stack) >= MAX_DEPTH:
                     raise fail(TOO_DEEP, mark)
                 if kind is _SEQUENCE_START:
-                    stack.append([Node([], mark.line + 1, mark.column + 1), None])
+                    stack.append([Node([], person(mark.line), person(mark.column)), None])
                 else:
-                    stack.append([Node({}, mark.line + 1, mark.column + 1, keys={}), None])
+                    stack.append([Node({}, person(mark.line), person(mark.column), keys={}), None])
                 continue
             if kind is _SEQUENCE_END or kind is _MAPPING_END:
                 node = stack.pop()[0]
@@ -225,7 +226,7 @@ def indexed(field: str, *indices: int) -> str:
         nouns = ["row", "entry" if name == "mask" else "value"]
     else:
         nouns = ["value" if name in _VALUES else "item"]
-    parts = [f"{nouns[k] if k < len(nouns) else 'item'} {i + 1}" for k, i in enumerate(indices)]
+    parts = [f"{nouns[k] if k < len(nouns) else 'item'} {person(i)}" for k, i in enumerate(indices)]
     return " ".join(filter(None, (field, ", ".join(parts))))
 
 

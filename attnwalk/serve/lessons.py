@@ -44,11 +44,13 @@ class Offered:
         self.folder = folder
 
     def lessons(self) -> list[Lesson]:
-        found = [Lesson(name, builtin_path(name), True) for name in builtin_names()]
+        """The teacher's files first (what the class was sent to do, in view without scrolling past
+        every built-in), then the built-ins."""
+        found = []
         if self.folder is not None:
             files = sorted(p for p in self.folder.iterdir() if p.suffix.lower() in SUFFIXES and p.is_file())
             found += [Lesson(p.name, p, False) for p in files[:MAX_FILES]]
-        return found
+        return found + [Lesson(name, builtin_path(name), True) for name in builtin_names()]
 
     def find(self, key: str) -> Lesson | None:
         """The lesson `key` names, or None: a built-in's name, or the name of a file directly in the

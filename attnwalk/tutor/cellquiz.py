@@ -18,6 +18,7 @@ from attnwalk.layer.walk import Walk
 from attnwalk.text import Text, text
 from attnwalk.tutor import mistakes
 from attnwalk.tutor.quiz import NUMBER, Question, fair, number_text, tolerance_text
+from attnwalk.numbering import shown as person
 
 GIVEN_MAX = 8  # a row of inputs longer than this is not printed (the shapes lesson has 100 keys)
 
@@ -25,7 +26,7 @@ GIVEN_MAX = 8  # a row of inputs longer than this is not printed (the shapes les
 def in_head(walk: Walk, tx: Text, head: int, question: str) -> str:
     """The question, led by its head ("head 1 / 2 · …") when the scenario has several."""
     heads = walk.scenario.heads
-    return f"{tx.t('ui.head', head=head + 1, heads=heads)} · {question}" if heads > 1 else question
+    return f"{tx.t('ui.head', head=person(head), heads=heads)} · {question}" if heads > 1 else question
 
 
 def masked_cell(walk: Walk, key: str, row: int, col: int) -> bool:
@@ -55,7 +56,7 @@ def cell_question(walk: Walk, key: str, row: int, col: int, head: int = 0, lang:
     rows, cols = axes(walk, stage, head, tx.lang)
     within = tolerance_text(tx, tol)
     if stage.square:
-        question = tx.t("quiz.cell.question", stage=stage.symbol, row=row + 1, col=col + 1,
+        question = tx.t("quiz.cell.question", stage=stage.symbol, row=person(row), col=person(col),
                         row_token=rows[row], col_token=cols[col], tol=within)
     else:
         question = tx.t("quiz.cell.question_dim", stage=stage.symbol, row_token=rows[row], col=cols[col],
@@ -97,9 +98,10 @@ def givens(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
     sep = tx.t("ui.list_sep")
     small = scn.n <= GIVEN_MAX and scn.m <= GIVEN_MAX
     if key == "QK^T" and scn.score == "dot" and not scn.qk_norm and scn.d_k <= GIVEN_MAX:
-        rot = "_rot" if scn.rope else ""  # RoPE: the rotated vectors are the ones dotted
-        return tx.t("rope.given" if rot else "quiz.given.qk", row_token=rows[row], col_token=cols[col],
-                    q=vector(mats["Q" + rot][row]), k=vector(mats["K" + rot][col]))
+        scoring = stage_named("QK^T", scn.graph)  # what is dotted: Q and K, or RoPE's turned ones
+        q_key, k_key = scoring.reads[0], scoring.keys[0]
+        return tx.t("quiz.given.qk" if q_key == "Q" else "rope.given", row_token=rows[row], col_token=cols[col],
+                    q=vector(mats[q_key][row]), k=vector(mats[k_key][col]))
     if key == "S":
         return tx.t("quiz.given.s" if scn.scorer.divides else "quiz.given.s_additive",
                     row_token=rows[row], col_token=cols[col],

@@ -3,7 +3,8 @@ makes, with its numbers, beside the general ones every quiz asks.
 
 A question is a function of the walk that returns the numbers its text needs (lessons_core.py and
 lessons_variants.py; None where the walk no longer shows the point: a lesson's questions are asked
-of its built-in only), and the text table quiz.lesson.<lesson>.<topic> (question, answer, wrong_a,
+of its built-in only; a feature's lesson has them in the feature's module, as QUESTIONS), and the
+text table quiz.lesson.<lesson>.<topic> (question, answer, wrong_a,
 wrong_b, why_a, why_b, hint), in both languages. The wrong options are misconceptions a learner
 holds, worded as they believe them. A built-in without an entry in LESSONS has none, which
 tests/test_judging.py does not allow.
@@ -12,6 +13,8 @@ tests/test_judging.py does not allow.
 from __future__ import annotations
 
 from collections.abc import Callable
+
+import numpy as np
 
 from attnwalk.layer.walk import Walk
 from attnwalk.text import Text
@@ -40,13 +43,37 @@ LESSONS: dict[str, dict[str, Callable[[Walk], dict | None]]] = {
 }
 
 
+def _lessons() -> dict[str, dict[str, Callable[[Walk], dict | None]]]:
+    """LESSONS, and the lessons whose questions a feature's module holds (its QUESTIONS: the
+    numbers its lesson's questions need, raw, written here as the lessons' prose writes them)."""
+    from attnwalk.features import FEATURES
+
+    out = dict(LESSONS)
+    for feature in FEATURES:
+        for lesson, topics in getattr(feature, "QUESTIONS", {}).items():
+            out[lesson] = {topic: _written(values_of) for topic, values_of in topics.items()}
+    return out
+
+
+def _written(values_of: Callable[[Walk], dict | None]) -> Callable[[Walk], dict | None]:
+    """A feature's numbers as the lessons write them: two decimals, vectors in brackets."""
+    def values(walk: Walk) -> dict | None:
+        raw = values_of(walk)
+        if raw is None:
+            return None
+        return {key: core.vec(v) if isinstance(v, (list, tuple, np.ndarray)) else
+                core.n2(v) if isinstance(v, float) else v for key, v in raw.items()}
+    return values
+
+
 def lesson_questions(walk: Walk, tx: Text) -> list[Question]:
     """The questions of `walk`'s built-in lesson, in the order LESSONS gives them."""
     scn = walk.scenario
-    if not scn.builtin or scn.name not in LESSONS:
+    lessons = _lessons()
+    if not scn.builtin or scn.name not in lessons:
         return []
     out = []
-    for topic, values_of in LESSONS[scn.name].items():
+    for topic, values_of in lessons[scn.name].items():
         values = values_of(walk)
         if values is None:
             continue

@@ -12,6 +12,7 @@ import numpy as np
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.walk import Walk
 from attnwalk.tutor.lessons_core import focus, n2, n4, vec
+from attnwalk.numbering import span
 
 
 def rope_offset(w: Walk) -> dict | None:
@@ -144,6 +145,7 @@ def shapes_scores(w: Walk) -> dict | None:
 def shapes_concat(w: Walk) -> dict | None:
     scn = w.scenario
     return {"n": scn.n, "heads": scn.heads, "d_v": scn.d_v, "width": scn.heads * scn.d_v,
-            "second": f"{scn.d_v + 1}–{2 * scn.d_v}", "stacked": scn.n * scn.heads}
+            "second": span(scn.d_v, 2 * scn.d_v - 1), "stacked": scn.n * scn.heads}
+
 
 

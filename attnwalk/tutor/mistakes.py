@@ -39,7 +39,8 @@ import numpy as np
 
 from attnwalk.layer import ops
 from attnwalk.layer.scores import raw_scores
-from attnwalk.layer.walk import Walk, with_mode
+from attnwalk.layer.stages import stage_named
+from attnwalk.layer.walk import Walk, whole, with_mode
 
 # In the order one name is chosen where two mistakes give the same number (the misconception
 # before the slip: "4.0000 (forgot √d_k)", not also "4.0000 (read the neighbouring column)").
@@ -97,7 +98,7 @@ def _maps(walk: Walk, key: str, head: int) -> tuple[tuple[str, np.ndarray], ...]
             out += [("divided_by_d_k", QK / scn.d_k), ("times_sqrt_d_k", QK * np.sqrt(scn.d_k))]
         if not scn.scorer.divides:
             out.append(("scaled_additive", QK / np.sqrt(scn.d_k)))
-    if key in ("QK^T", "S") and "Q_rot" in mats:  # RoPE: dotted before turning
+    if key in ("QK^T", "S") and stage_named("QK^T", scn.graph).reads != ("Q",):  # RoPE's: dotted before turning
         raw = raw_scores(scn, mats["Q"], mats["K"])  # (n, m)
         out.append(("unrotated", raw if key == "QK^T" else raw / walk.scale))
     if key == "Z":
@@ -147,9 +148,11 @@ def _rounded(walk: Walk, key: str, head: int) -> np.ndarray | None:
     who copies 3.2 for 3.1919 off the screen gets it."""
     mats = walk.heads[head].mats
     r = lambda M: np.round(M, ROUND)  # noqa: E731
-    if key == "QK^T" and walk.scenario.score == "dot" and not walk.scenario.qk_norm:
-        rot = "_rot" if walk.scenario.rope else ""  # RoPE: the rotated vectors are dotted
-        return r(mats["Q" + rot]) @ r(mats["K" + rot]).T
+    if key == "QK^T":  # what the scores read (Q and K, RoPE's turned ones), rounded, scored as the layer does
+        scn = walk.scenario
+        stage = stage_named("QK^T", scn.graph)
+        return stage.compute(whole(scn, walk.mode, walk.amplify), *(r(mats[name]) for name in stage.reads + stage.keys),
+                             *(scn.param(p) for p in stage.params))
     if key == "S":
         return r(mats["QK^T"]) / walk.scale
     if key == "A" and walk.mode.smooth:

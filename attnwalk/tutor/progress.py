@@ -39,6 +39,7 @@ from attnwalk.atomic import PRIVATE, write_whole
 from attnwalk.scenario.files import megabytes
 from attnwalk.tutor import progressfile
 from attnwalk.tutor.progressfile import LOCK_WAIT, MAX_BYTES, VERSION, Snapshot
+from attnwalk.numbering import shown as person
 
 FILE_NAME = "progress.json"
 
@@ -323,7 +324,7 @@ def resume_start(scenario: Any, steps: list, lang: str, store: Progress | None =
     index = (store or Progress()).resume_index(scenario_key(scenario), steps)
     if index is None:
         return 0, tx.t("progress.no_resume", name=scenario.name)
-    return index, tx.t("progress.resume", index=index + 1, count=len(steps))
+    return index, tx.t("progress.resume", index=person(index), count=len(steps))
 
 
 def remember_stage(scenario: Any, steps: list, index: int, store: Progress | None = None,

@@ -13,6 +13,7 @@ from rich.text import Text
 from attnwalk.errors import UsageError
 from attnwalk.text import MissingTextError, text
 from attnwalk.tutor.progress import Progress, local_time
+from attnwalk.numbering import shown as person
 
 FIRST_LESSON = "girl_bangs"
 
@@ -103,7 +104,7 @@ def _stage(walk: dict, index_field: str = "stage", key_field: str = "stage_key")
     if not isinstance(index, int) or not isinstance(total, int):
         return ""
     key = walk.get(key_field)
-    return f"{index + 1} / {total}" + (f" ({key})" if isinstance(key, str) else "")
+    return f"{person(index)} / {total}" + (f" ({key})" if isinstance(key, str) else "")
 
 
 def _furthest(walk: dict) -> str:

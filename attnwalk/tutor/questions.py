@@ -95,16 +95,8 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
         r, c = pick.choice(forbidden) if pick else forbidden[0]
         out.append(cell_question(walk, "A", r, c, head, lang, hint=tx.t("quiz.mask.hint")))
         out.append(concept("mask"))
-    if scn.heads > 1:  # with shared K/V heads "each head has its own W_K, W_V" would be false
-        out.append(concept("gqa" if scn.groups < scn.heads else "heads"))
-    if scn.bias == "alibi":
-        out.append(concept("alibi"))
-    if scn.mask_kind == "window" and scn.window_causal and scn.window < scn.n:
-        out.append(concept("window"))
-    if scn.source is not None:
-        out.append(concept("cross"))
-    if scn.rope is not None:
-        out.append(concept("rope"))
+    for feature in scn.features:  # the mix-up each feature invites (a feature's `concepts`)
+        out += [concept(topic) for topic in getattr(feature, "concepts", lambda scn: ())(scn)]
     out.append(word_order_question(walk, tx))
     out += lesson_questions(walk, tx)
     from attnwalk.tutor.tiledquiz import tiled_questions  # --tiles B: predict m and l after a block

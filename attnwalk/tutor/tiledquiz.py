@@ -20,6 +20,7 @@ from attnwalk.layer.tiledcells import head_steps
 from attnwalk.layer.walk import Walk
 from attnwalk.text import Text
 from attnwalk.tutor.quiz import NUMBER, Question, fair, number_text, tolerance_text
+from attnwalk.numbering import shown as person
 
 
 def tiled_questions(walk: Walk, tx: Text, head: int, pick: random.Random | None) -> list[Question]:
@@ -60,11 +61,11 @@ def _question(walk: Walk, tx: Text, head: int, steps: list, r: int, b: int, what
     if judged is None:
         return None
     tol, found = judged
-    question = tx.t(f"quiz.tiled.question_{what}", token=token, block=b + 1, tol=tolerance_text(tx, tol))
+    question = tx.t(f"quiz.tiled.question_{what}", token=token, block=person(b), tol=tolerance_text(tx, tol))
     if scn.heads > 1:
-        question = f"{tx.t('ui.head', head=head + 1, heads=scn.heads)} · {question}"
+        question = f"{tx.t('ui.head', head=person(head), heads=scn.heads)} · {question}"
     visible = [float(x) for x in s.scores[r] if math.isfinite(x)]
-    worked = tx.t("quiz.tiled.worked", block=b + 1, top=number_text(max(visible)),
+    worked = tx.t("quiz.tiled.worked", block=person(b), top=number_text(max(visible)),
                   m_old=number_text(float(s.m_old[r])), m=number_text(float(s.m[r])),
                   alpha=number_text(float(s.alpha[r])), l_old=number_text(float(s.l_old[r])),
                   terms=" + ".join(f"e^({number_text(x)} − {number_text(float(s.m[r]))})" for x in visible),

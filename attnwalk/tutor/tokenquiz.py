@@ -51,10 +51,11 @@ def look_question(walk: Walk, tx: Text, head: int, row: int, qid: str = "look") 
     if top is None:
         return None
     rows, cols = axes(walk, stage_named("QK^T"), head, tx.lang)
-    rot = "_rot" if scn.rope else ""
-    keys = tx.t("ui.list_sep").join(f"{cols[j]} {vector(mats['K' + rot][j])}" for j in range(scn.m))
-    name = "quiz.given.look_rope" if rot else "quiz.given.look"
-    given = tx.t(name, row_token=rows[row], q=vector(mats["Q" + rot][row]), keys=keys)
+    scoring = stage_named("QK^T", scn.graph)  # what the scores compare: Q and K, or RoPE's turned ones
+    q_key, k_key = scoring.reads[0], scoring.keys[0]
+    keys = tx.t("ui.list_sep").join(f"{cols[j]} {vector(mats[k_key][j])}" for j in range(scn.m))
+    name = "quiz.given.look" if q_key == "Q" else "quiz.given.look_rope"
+    given = tx.t(name, row_token=rows[row], q=vector(mats[q_key][row]), keys=keys)
     if scn.score == "additive":
         given += " " + tx.t("quiz.given.look_additive", w_a=vector(scn.w_a[head * scn.d_k:(head + 1) * scn.d_k]
                                                                     if len(scn.w_a) > scn.d_k else scn.w_a))

@@ -136,7 +136,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     insert_after(stages, "P", *added)
     replace(stages, "X", compute=_input, reads=(x, norm), formula_for=layout.input_formula,
             variants=_family, worked=cells.rms_norm if layout.rms(scn) else cells.layer_norm,
-            step=lambda scn, mode: "x_t = X[t]")
+            step=lambda scn, mode, *x: "X[t]")  # its norm's output (and the layers below)
     replace(stages, "P", worked=_position_cell if scn.main.positional == "explicit" else get(stages, "P").worked)
     amend(stages, "P", variants=_p_variants, formula=layout.position_formula)
     for key in ("Q", "K", "V"):  # a model's X is normalised (and past layer 1 carries context)
@@ -150,3 +150,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     insert_after(stages, "O", _BY_KEY["R"]._replace(reads=(layout.residual_input(scn), "O")))
     if layout.post_norm(scn):
         insert_after(stages, "R", _BY_KEY["Y"])
+
+
+def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
+    return [("decode.variant.note_model", {})]

@@ -17,6 +17,7 @@ import numpy as np
 from attnwalk.features.model import layout
 from attnwalk.layer import normcells
 from attnwalk.layer.cells import dims_shown
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -64,7 +65,7 @@ def embedding_sum(c: Cell) -> list:
 def earlier(c: Cell) -> list:
     layer = layout.layer_of(c.scn).layer
     said = "model.llama.earlier_cell" if layout.rms(c.scn) else "model.earlier_cell"  # RMSNorm, SwiGLU
-    return [c.prose(c.say(said, layers=layer, layer=layer + 1)),
+    return [c.prose(c.say(said, layers=layer, layer=person(layer))),
             f"H[{c.rows[c.row]}] = {c.vec(c.walk.matrix('H')[c.row])}",
             *dims_shown(c, c.scn.d_model)]
 
@@ -135,8 +136,8 @@ def glance(c: Cell) -> list:
     c.lands(total)
     printed = [i for i in c.elided(len(kept)) if isinstance(i, int)]
     shown = c.terms({i: f"{c.num(a[kept[i]])}·log₂{c.num(a[kept[i]])}" for i in printed}, len(kept))
-    return [c.prose(c.say("model.glance_cell", head=c.col + 1, token=tok)),
-            f"A_{c.col + 1}[{tok}] = {c.vec(a)}",
+    return [c.prose(c.say("model.glance_cell", head=person(c.col), token=tok)),
+            f"A_{person(c.col)}[{tok}] = {c.vec(a)}",
             c.plain(f"entropy = {c.mk.minus}({shown}) = {c.num(total)} ") + c.say("model.bits")]
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attnwalk.numbering import shown, span
+
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
 
@@ -37,9 +39,9 @@ def stored_weight(c: Cell, weight: str) -> list:
     if block.q is None:  # a float type, or a layout not read apart here: the value as stored
         key = "quant.float" if block.formula == "w" else "quant.unread"
         return [c.prose(c.say(key, cell=cell, kind=block.kind, bits=_bits(stored[weight])))]
-    span = f"{weight}[{block.first + 1}{_dash(c)}{block.first + block.size}, {col}]"
-    lines = [c.prose(c.say(f"quant.{LAYOUT[block.kind]}", cell=cell, span=span, size=block.size,
-                           sub=(block.sub or 0) + 1, sub_size=block.sub_size or block.size))]
+    where = f"{weight}[{span(block.first, block.first + block.size - 1, _dash(c))}, {col}]"
+    lines = [c.prose(c.say(f"quant.{LAYOUT[block.kind]}", cell=cell, span=where, size=block.size,
+                           sub=shown(block.sub or 0), sub_size=block.sub_size or block.size))]
     f, q = block.fields, block.q
     fields = ", ".join(f"{name} = {exact(value)}" for name, value in f.items())
     qs = ", ".join(str(v) for v in block.qs[:4]) + f", {c.mk.ellipsis}, " + ", ".join(str(v) for v in block.qs[-2:])

@@ -1,0 +1,47 @@
+"""The math symbols attnwalk writes, each with its ASCII spelling (--ascii, and outputs whose
+encoding is ASCII) and its LaTeX (handouts): one table, so a symbol a new feature brings (a norm's
+ε, a gradient's ∂) is spelled everywhere once it is here, and tests/test_symbols.py finds any
+symbol in the text files or the formulas that is not.
+
+Each entry: symbol -> (ASCII, LaTeX math, LaTeX text). The text form, for prose, is the math one
+in $…$ unless given; None: no form in that mode (the symbol is never written there).
+"""
+
+from __future__ import annotations
+
+_SYMBOLS: dict[str, tuple[str | None, str | None, str | None]] = {
+    # operators and relations
+    "−": ("-", "-", r"$-$"), "·": (".", r"\cdot ", None), "×": ("x", r"\times ", None),
+    "±": ("+/-", r"\pm ", None), "√": ("sqrt ", r"\surd ", None), "∞": ("inf", r"\infty ", None),
+    "≈": ("~", r"\approx ", None), "≠": ("!=", r"\neq ", None), "≡": ("==", r"\equiv ", None),
+    "≤": ("<=", r"\leq ", None), "≥": (">=", r"\geq ", None), "∈": ("in", r"\in ", None),
+    "→": ("->", r"\to ", None), "←": ("<-", r"\leftarrow ", None),
+    "↑": ("up", r"\uparrow ", None), "↓": ("down", r"\downarrow ", None), "∂": ("d", r"\partial ", None),
+    "Σ": ("sum", r"\sum ", None), "∑": ("sum", r"\sum ", None), "ℝ": ("R", r"\mathbb{R}", None),
+    "…": ("...", r"\dots ", r"\dots{}"), "⋮": (":", r"\vdots ", None),
+    # super- and subscripts, and the combining hat of QK-norm's q̂ (math_text writes \hat{q})
+    "ᵀ": ("^T", r"^{\top}", r"\textsuperscript{T}"), "²": ("^2", "^{2}", r"\textsuperscript{2}"),
+    "₂": ("2", "_{2}", r"\textsubscript{2}"), "ᵢ": ("_i", "_{i}", r"\textsubscript{i}"),
+    "ⱼ": ("_j", "_{j}", r"\textsubscript{j}"), "\u0302": ("^", None, None),
+    "Õ": ("O~", r"\tilde{O}", None), "₁": ("1", "_{1}", r"\textsubscript{1}"),
+    "⁰": ("^0", "^{0}", r"\textsuperscript{0}"),  # e⁰ = 1
+    # Greek: angles, ALiBi's and RoPE's constants, a norm's μ, σ, ε, γ, β
+    "α": ("alpha", r"\alpha ", None), "β": ("beta", r"\beta ", None), "γ": ("gamma", r"\gamma ", None),
+    "ε": ("eps", r"\varepsilon ", None), "θ": ("theta", r"\theta ", None),
+    "λ": ("lambda", r"\lambda ", None), "μ": ("mu", r"\mu ", None), "π": ("pi", r"\pi ", None),
+    "σ": ("sigma", r"\sigma ", None),
+    # punctuation and marks
+    "–": ("-", "-", "--"), "—": ("--", "-", "---"), "“": ('"', None, "``"), "”": ('"', None, "''"),
+    "‘": ("'", None, "`"), "’": ("'", None, "'"), "▲": ("*", r"\triangle ", None),
+    "█": ("#", None, r"\rule{0.5em}{0.7em}"), "°": ("deg", r"^{\circ}", r"\textdegree{}"), "§": ("S", None, r"\S{}"),
+}
+
+
+def _text(math: str | None, text: str | None) -> str | None:
+    return text if text is not None else None if math is None else f"${math.strip()}$"
+
+
+ASCII: dict[str, str] = {s: a for s, (a, _, _) in _SYMBOLS.items() if a is not None}
+MATH: dict[str, str] = {s: m for s, (_, m, _) in _SYMBOLS.items() if m is not None}
+TEXT: dict[str, str] = {s: text for s, (_, m, t) in _SYMBOLS.items() if (text := _text(m, t)) is not None}
+KNOWN = frozenset(_SYMBOLS)
