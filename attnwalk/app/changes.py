@@ -6,6 +6,7 @@ message and `before`."""
 from __future__ import annotations
 
 from attnwalk.layer.stages import Stage
+from attnwalk.numbering import shown
 from attnwalk.render.style import plain
 
 
@@ -43,7 +44,7 @@ class Changes:
             self.say_now(self.t(key, stage=plain(stage.symbol, self.opts), stages=per_head))
             return
         target = (head + 1) % heads
-        self.before = (self.walk, head, self.t("app.head_change", old=head + 1, new=target + 1))
+        self.before = (self.walk, head, self.t("app.head_change", old=shown(head), new=shown(target)))
         self.index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)
-        self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
+        self.message = self.t("ui.head_changed", head=shown(target), heads=heads)
         self.show(home=False)  # the same cell: a stage has the same shape in every head

@@ -22,6 +22,7 @@ from textual.widget import Widget
 from attnwalk.app.gridfit import GAP, NOTES_MIN, STATUS_LINES, TOP_LINES, columns, fit, legends
 from attnwalk.layer.ops import row_maxima
 from attnwalk.layer.stages import MASKED, WEIGHTS
+from attnwalk.numbering import span
 from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
 
@@ -286,8 +287,8 @@ class MatrixGrid(Widget):
         if win.rows < n_rows or win.cols < n_cols:
             last_col = min(n_cols, win.left + win.cols)
             dash = style.plain("–", v.opts)
-            parts.append(style.say(v.opts, "app.window", rows=f"{win.top + 1}{dash}{win.top + win.rows}",
-                                   n_rows=n_rows, cols=f"{win.left + 1}{dash}{last_col}", n_cols=n_cols))
+            parts.append(style.say(v.opts, "app.window", rows=span(win.top, win.top + win.rows - 1, dash),
+                                   n_rows=n_rows, cols=span(win.left, last_col - 1, dash), n_cols=n_cols))
         if v.changed is not None and v.changed.any():
             parts.append(style.say(v.opts, "app.changed_count", count=f"{int(v.changed.sum()):,}"))
         second = f" {style.markers(v.opts).dot} ".join(parts) or style.say(v.opts, "app.cursor_hint")

@@ -30,6 +30,7 @@ from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
 from attnwalk.layer.axes import default_cell
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk
+from attnwalk.numbering import shown
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import header, walk_steps
 from attnwalk.render.style import plain, say
@@ -171,7 +172,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
         index, mode = self.index, self.walk.mode.name
         self.query_one("#header", KeptPane).show(
             (index, mode, width), lambda: header(self.walk, stage, head, self.opts.with_(width=width),
-                                          index=index + 1, count=len(self.steps)))
+                                          index=shown(index), count=len(self.steps)))
         grid, tokens = self.query_one(MatrixGrid), self.query_one("#tokens")
         opts = self.pane_opts()
         if stage.kind == TOKENS:
