@@ -53,12 +53,67 @@ def test_back_at_the_first_stage_stays_and_says_so() -> None:
     assert d.app.index == 0 and "Already at the first stage." in d.screen
 
 
-def test_the_eleven_stages_of_lesson_002_in_order_and_n_at_the_end_ends_with_0() -> None:
-    d = drive("girl_bangs", ["n"] * 11)
+def test_the_eleven_stages_of_lesson_002_in_order_and_n_at_the_end_asks_then_ends_with_0() -> None:
+    d = drive("girl_bangs", ["n"] * 12, app=ended_app("girl_bangs"))
     assert [line.split("   ")[0] for line in (s.splitlines()[0] for s in d.screens[:11])] == [
         f" Stage {i} / 11" for i in range(1, 12)]
     assert [step[0].key for step in d.app.steps] == STAGES_002
+    assert d.screens[-2] is not None and "n or Enter again leaves the walk; b goes back." in d.screens[-2]
     assert d.screens[-1] is None and d.app.ended and d.code == 0
+
+
+def ended_app(name: str, lang: str = "en"):
+    """A walk that says, at its end, what commands/walk says there."""
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.commands.walk import walk_ending
+
+    walk, opts = compute(load_scenario(name)), ViewOptions(lang=lang)
+    return WalkApp(walk, opts, ending=lambda: walk_ending(walk, opts))
+
+
+def test_the_end_of_a_walk_says_what_to_try_next_and_asks_before_leaving() -> None:
+    """n on the last stage quit at once with "End of the walk." and nothing on what to try next
+    (issue 28): it now names the quiz, compare and the next lesson (its title from its file), and
+    leaves on a second n; b goes back instead, and then n at the end asks again."""
+    d = drive("girl_bangs", ["g", *typed("11"), "n"], size=(80, 24), app=ended_app("girl_bangs"))
+    said = " ".join(d.screen.split())
+    assert "End of the walk. What next:" in said and d.screens[-1] is not None and d.code is None
+    assert "attnwalk quiz girl_bangs: questions on this scenario's own numbers" in said
+    assert "attnwalk compare girl_bangs: scaled, unscaled and uniform side by side" in said
+    assert "attnwalk run word_order: the next lesson, 刘海撩女生: does word order matter to attention?" in said
+    assert "attnwalk decode" not in said  # girl_bangs has no causal mask: decode would refuse it
+    back = drive("girl_bangs", ["g", *typed("11"), "n", "b", "n", "n", "n"], app=ended_app("girl_bangs"))
+    assert "Stage 10 / 11" in back.screens[-4]  # b went back instead of leaving
+    assert "Stage 11 / 11" in back.screens[-3] and "End of the walk" not in back.screens[-3]
+    assert "End of the walk" in back.screens[-2]  # n at the end asks again
+    assert back.screens[-1] is None and back.app.ended and back.code == 0
+
+
+def test_the_last_lesson_points_at_decode_and_a_real_model_in_chinese() -> None:
+    from attnwalk.scenario.builtins import COURSE
+
+    assert COURSE[-1] == "kv_cache"
+    app = ended_app("kv_cache", "zh")
+    d = drive("kv_cache", ["g", *typed(str(len(app.steps))), "n"], app=app, opts=ViewOptions(lang="zh"))
+    said = "".join(d.screen.split())
+    assert "演示结束。接下来可以：" in said
+    assert "attnwalkdecodekv_cache：同一层改为逐个token生成，用上KV缓存" in said
+    assert "attnwalkmodel\"自己写的一句话\"：看真实预训练模型的一层" in said
+    assert "再按n或Enter结束讲解；按b返回。" in said
+
+
+def test_the_course_is_every_built_in_lesson_in_the_readme_s_order() -> None:
+    import re
+    from pathlib import Path
+
+    from attnwalk.scenario.builtins import COURSE, next_lesson
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## The lessons", 1)[1].split("## Architecture", 1)[0]
+    assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.M)) == COURSE
+    assert sorted(COURSE) == builtin_names()
+    assert next_lesson("girl_bangs") == "word_order" and next_lesson("kv_cache") is None
+    assert next_lesson("my_own") is None
 
 
 def test_q_quits_with_0_ctrl_c_with_130_ctrl_d_with_0() -> None:
@@ -537,16 +592,43 @@ def test_on_a_large_layer_the_worked_pane_catches_up_with_the_cursor() -> None:
             await pilot.press("left", "left", "up")
             for _ in range(200):
                 await pilot.pause(0.05)
-                worked = str(app.query_one("#worked").render())
-                if "Working out" not in worked and app._worker is not None and not app._worker.is_alive():
+                if not app.working:
                     break
-            return app.cursor, screen_text(app), app.walk
+            await pilot.pause(0.05)  # the finished worker's result drawn
+            laid_out = [w for w in app.workers if w.group == "worked"]
+            return app.cursor, screen_text(app), app.walk, laid_out
 
-    cursor, shown, walk = asyncio.run(run())
+    cursor, shown, walk, laid_out = asyncio.run(run())
     rows, cols = axes(walk, walk.stage("A"), 0)
     name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
     assert f"Worked cell: {name}" in shown
     assert f"{name} = {walk.matrix('A', 0)[cursor]:.4f}" in shown
+    assert laid_out == []  # every worker done (Textual drops a worker once finished)
+
+
+def test_on_a_large_layer_the_next_mode_is_computed_ahead_in_a_worker_and_m_takes_it() -> None:
+    """shapes: the mode m goes to next is computed in a thread worker while the learner reads;
+    m then shows that walk (the same object), and the one after it is started in turn."""
+    import asyncio
+
+    from attnwalk.app.walk import WalkApp
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
+        async with app.run_test(size=(120, 50)) as pilot:
+            await pilot.pause()
+            ahead = app._next_walks["unscaled"]
+            assert ahead.is_running or ahead.result is not None  # started without a key
+            await ahead.wait()
+            await pilot.press("m")
+            await pilot.pause()
+            return app.walk, ahead.result, set(app._next_walks), app.walks
+
+    walk, computed, next_up, walks = asyncio.run(run())
+    assert walk is computed and walk.mode.name == "unscaled"
+    assert next_up == {"uniform"} and set(walks) == {"scaled", "unscaled"}
+    fresh = compute(load_scenario("shapes"), "unscaled")
+    np.testing.assert_array_equal(walk.matrix("A", 0), fresh.matrix("A", 0))
 
 
 def test_a_masked_weight_under_the_cursor_reads_as_the_table_marks_it() -> None:
@@ -583,3 +665,63 @@ def test_j_k_d_u_scroll_the_notes_and_keep_the_message() -> None:
     seen, page = asyncio.run(run())
     assert [y for y, _ in seen] == [1, 2, 1, 1 + page, 1]
     assert all(message.startswith("This lesson: by the river bank") for _, message in seen)
+
+
+def test_on_a_large_layer_only_the_cell_the_keys_stop_on_is_laid_out(monkeypatch) -> None:
+    """shapes: keys faster than SETTLE start no layout at all (each would take the GIL from the
+    next key); the cell the cursor stops on is laid out. And a layout superseded while it waits
+    for the one before it (the lock held here, as a slow layout holds it) returns unlaid."""
+    import asyncio
+
+    from appdriver import screen_text
+    from attnwalk.app import panes
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.layer.axes import axes
+
+    laid: list[tuple[int, int]] = []
+    real = panes.worked_view
+
+    def counted(walk, stage, head, cell, *rest):
+        laid.append(cell)
+        return real(walk, stage, head, cell, *rest)
+
+    monkeypatch.setattr(panes, "worked_view", counted)
+    from attnwalk.app import offloop
+
+    monkeypatch.setattr(offloop, "SETTLE", 1.0)  # keys surely faster than it, however loaded the machine
+    SETTLE = offloop.SETTLE
+
+    async def settle(pilot, app):
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if not app.working:
+                break
+        await pilot.pause(0.05)  # the finished worker's result drawn
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
+        async with app.run_test(size=(120, 50)) as pilot:
+            await settle(pilot, app)
+            first = list(laid)
+            await pilot.press("left", "left", "up")  # faster than SETTLE
+            waiting = str(app.query_one("#worked").content)
+            await settle(pilot, app)
+            burst = (list(laid), app.cursor, screen_text(app))
+            laid.clear()
+            with app._laying_out:  # a layout in progress: the next ones wait for it
+                await pilot.press("right")
+                await pilot.pause(SETTLE * 1.5)  # its worker started, and waits
+                passed = app.cursor
+                await pilot.press("down")
+                await pilot.pause(SETTLE * 1.5)  # a second one: the first is cancelled
+            await settle(pilot, app)
+            return first, burst, waiting, passed, list(laid), app.cursor, app.walk
+
+    first, (after_burst, cursor, shown), waiting, passed, laid_last, last, walk = asyncio.run(run())
+    assert len(first) == 1
+    assert after_burst == [*first, cursor]  # only the cell the cursor ended on
+    rows, cols = axes(walk, walk.stage("A"), 0)
+    name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
+    assert f"Working out {name}" in waiting  # the latest cell named, not one the keys passed over
+    assert f"Worked cell: {name}" in shown
+    assert laid_last == [last] and passed != last  # the superseded cell was never laid out

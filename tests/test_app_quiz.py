@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from rich.text import Text
 
 from appdriver import screen_text
@@ -15,6 +16,7 @@ from attnwalk.app.quiz import QuizApp
 from attnwalk.commands.quiz import run_quiz
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
+from attnwalk.scenario.builtins import builtin_names
 from attnwalk.scenario.load import load_scenario
 from attnwalk.tutor.questions import questions
 
@@ -99,18 +101,24 @@ def test_the_worked_answer_keeps_its_box_whole_at_80_columns() -> None:
     assert all(line.rstrip().rstrip("▁▂▃▄▅▆▇█").rstrip().endswith("│") for line in boxed), shown
 
 
-def test_at_80x24_the_verdict_stays_in_view_and_pgdn_reads_on_to_the_next_question() -> None:
+def test_at_80x24_the_verdict_and_the_next_question_are_both_in_view() -> None:
     """A new user answered 6.2388 (QKᵀ[女生, 撩], across the diagonal) at 80 × 24: the log
     jumped to the end of the worked cell and question 2, the verdict out of view, and no key
-    scrolled back. Now the view starts at the answer; PgDn reads on, PgUp goes back."""
+    scrolled back. Then the view started at the answer, but the screen ended on "Your answer to
+    question 2:" without question 2's text (issue 28). Now the view starts at the answer and
+    question 2 is kept above the answer line while the log does not reach it; PgDn reads on
+    (the question then in the log, once), PgUp goes back."""
     walk = compute(load_scenario("girl_bangs"))
     asked = questions(walk, "en")[:2]
+    second = asked[1].text
 
     async def run():
         app = QuizApp(lambda console, source: run_quiz(walk, asked, console, source, "en"),
                       ViewOptions(), [Text("Quiz: girl_bangs")])
         async with app.run_test(size=(80, 24)) as pilot:
             await _settle(pilot, app, lambda a: a.waiting)
+            await pilot.pause()
+            first = screen_text(app)
             await pilot.press(*"6.2388", "enter")
             await _settle(pilot, app, lambda a: a.waiting)
             await pilot.pause()
@@ -125,11 +133,66 @@ def test_at_80x24_the_verdict_stays_in_view_and_pgdn_reads_on_to_the_next_questi
             back = screen_text(app)
             await pilot.press("escape")
             await _settle(pilot, app, lambda a: a.result is not None)
-        return after_answer, read_on, back
+        return first, after_answer, read_on, back
 
-    after_answer, read_on, back = asyncio.run(run())
-    assert "> 6.2388" in after_answer and "Not quite" in after_answer
-    assert "Question 2 / 2" not in after_answer  # below: the worked cell first
-    assert "Question 2 / 2" in read_on
-    assert "Quiz: girl_bangs" in back  # PgUp goes back to the start
+    first, after_answer, read_on, back = asyncio.run(run())
+    assert first.count("Question 1 / 2") == 1  # in the log's view: not kept twice
+    lines = after_answer.splitlines()
+    assert "> 6.2388" in lines[0] and "Not quite" in after_answer  # the view starts at the answer
+    assert "Question 2 / 2" in after_answer and second[:30] in " ".join(after_answer.split())
+    assert lines[-2].strip() == "Your answer to question 2:"  # the question right above the answer line
+    assert after_answer.index("Question 2 / 2") > after_answer.index("Not quite")
+    assert read_on.count("Question 2 / 2") == 1  # the log reached it: the kept copy has gone
+    assert "Quiz: girl_bangs" in back and "Question 2 / 2" in back  # PgUp goes back; question 2 kept
     assert "PgUp/PgDn scroll" in after_answer.splitlines()[-1]
+
+
+def _wrong(q) -> str:
+    """An answer a learner might give that is wrong: a known mistake's number where the question
+    has one (so the diagnosis and its worked cell are printed), another token, shape or option."""
+    from attnwalk.tutor.quiz import CHOICE, LETTERS, NUMBER, SHAPE, TOKEN
+
+    if q.kind == NUMBER:
+        return f"{q.mistakes[0][1]:.4f}" if q.mistakes else f"{float(q.answer) * 3 + 7:.4f}"
+    if q.kind == TOKEN:
+        return str(next(i + 1 for i in range(len(q.tokens)) if i != q.answer))
+    if q.kind == SHAPE:
+        return "1x1" if tuple(q.answer) != (1, 1) else "2x2"
+    assert q.kind == CHOICE
+    return next(LETTERS[i] for i in range(len(q.choices)) if i != q.answer)
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_after_every_wrong_answer_the_question_asked_is_on_screen_at_80x24(name: str) -> None:
+    """The issue's test of done (issue 28): every built-in's first questions answered wrong at
+    80 × 24 (a known mistake where there is one: the diagnosis and a worked cell fill the log),
+    and each time the quiz asks again, the text of the question it asks is on the screen."""
+    import re
+
+    lang = "zh" if builtin_names().index(name) % 2 else "en"  # both languages, half each
+    walk = compute(load_scenario(name))
+    asked = questions(walk, lang)[:5]
+
+    async def run():
+        app = QuizApp(lambda console, source: run_quiz(walk, asked, console, source, lang),
+                      ViewOptions(lang=lang), [Text(f"Quiz: {name}")])
+        seen = []
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(12):
+                await _settle(pilot, app, lambda a: a.waiting or a.result is not None)
+                if app.result is not None:
+                    break
+                await pilot.pause()
+                prompt = str(app.query_one("#prompt-label").content)
+                number = int(re.search(r"(\d+)", prompt).group(1))
+                seen.append((number, screen_text(app)))
+                await pilot.press(*_wrong(asked[number - 1]), "enter")
+            await pilot.press("escape")
+            await _settle(pilot, app, lambda a: a.result is not None)
+        return seen
+
+    seen = asyncio.run(run())
+    assert len(seen) >= len(asked)  # every question asked (an option twice)
+    for number, screen in seen:
+        text = "".join(asked[number - 1].text.split())
+        assert text[:24] in "".join(screen.split()), f"{name} ({lang}): question {number} not on screen\n{screen}"

@@ -167,3 +167,20 @@ def test_the_place_reached_is_kept_for_resume() -> None:
     ready(child, r"\b3 / 11\b")
     child.send("q")
     assert finish(child) == 0
+
+
+def test_at_the_end_n_asks_then_leaves_and_what_to_try_next_stays_on_the_terminal() -> None:
+    child = spawn("run", "girl_bangs")
+    ready(child)
+    child.send("g")
+    child.expect_exact("(1–11):")
+    child.send("11\r")
+    child.expect(r"\b11 / 11\b")
+    child.send("n")
+    child.expect_exact("again leaves the walk")  # asked, not left
+    child.send("n")
+    child.expect_exact(ALT_OFF)
+    child.expect_exact("End of the walk. What next:")  # printed after the alternate screen, so it stays
+    child.expect_exact("attnwalk quiz girl_bangs")
+    child.expect_exact("attnwalk run word_order")
+    assert finish(child) == 0

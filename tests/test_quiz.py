@@ -385,7 +385,7 @@ class Typed:
         self.lines = list(lines)
         self.prompts = []
 
-    def ask(self, prompt):
+    def ask(self, prompt, question=None):
         self.prompts.append(prompt)
         return self.lines.pop(0) if self.lines else None
 

@@ -54,6 +54,17 @@ def test_template_comments_show_the_three_forms() -> None:
         assert len(example[key]) == 3
 
 
+def test_template_says_as_many_forms_as_it_lists() -> None:
+    """"One of three forms" once headed four (issue 28): each count is the forms listed under it,
+    a form's line indented three spaces, its continuation lines more."""
+    counts = {"two": 2, "three": 3, "four": 4, "five": 5}
+    blocks = re.findall(r"^# (\w+):.*One of (\w+) forms:\n((?:#   .*\n)+)", TEMPLATE, re.MULTILINE)
+    assert {key for key, _, _ in blocks} == {"positional", "mask"}
+    for key, said, listed in blocks:
+        forms = re.findall(r"^#   \S", listed, re.MULTILINE)
+        assert counts[said] == len(forms), (key, said, len(forms))
+
+
 def test_template_is_a_valid_scenario(tmp_path: Path) -> None:
     from attnwalk.scenario.load import load_scenario
 

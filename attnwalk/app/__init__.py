@@ -1,7 +1,9 @@
 """The interactive walk and quiz as Textual apps (walk.py, quiz.py): the matrix with a cell cursor
-(grid.py), the panes built from the render package's renderables (panes.py), the help (help.py);
-the backward walk in the walk's app (gradwalk.py) and the live training view (train.py);
-here, collect_again: the garbage collector back on once an app is mounted.
+(grid.py, and gridfit.py: what fits in its room), the panes built from the render package's
+renderables (panes.py; kept.py keeps what a pane drew), m and h (changes.py), the work done in
+Textual thread workers (offloop.py), the help (help.py); the backward walk in the walk's app
+(gradwalk.py) and the live training view (train.py); here, collect_again: the garbage collector
+back on once an app is mounted.
 
 May import the layer, text and render packages, Textual and Rich (the quiz's loop and the
 predictions are handed in by the commands); only the commands import it, and only for a terminal:

@@ -19,17 +19,17 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 
+from attnwalk.app.gridfit import GAP, NOTES_MIN, STATUS_LINES, TOP_LINES, columns, fit, legends
 from attnwalk.layer.ops import row_maxima
 from attnwalk.layer.stages import MASKED, WEIGHTS
+from attnwalk.numbering import span
 from attnwalk.render import style
 from attnwalk.render.options import ViewOptions
 
 CURSOR = "reverse bold"
 CHANGED = "underline"  # a cell m or h changed: underlined, which survives NO_COLOR
-GAP = 2  # cells between columns
-TOP_LINES = 2  # the column labels and the rule under them
-STATUS_LINES = 2  # the cursor's cell and value; where the window is, what changed (or a hint)
-NOTES_MIN = 4  # lines the notes keep under the matrix: their frame and the explanation's start (walk.py's CSS)
+WIDE_CELLS = 4096  # beside the notes, a matrix up to this many cells is measured for its own width
+LEGEND_WIDTH = 60  # beside the notes, a legend's item wider than this wraps
 
 
 @dataclass(eq=False)
@@ -44,7 +44,9 @@ class MatrixView:
     allowed: np.ndarray | None = None  # the mask, on S + M and A
     changed: np.ndarray | None = None  # bool, M's shape: cells that m or h changed
     legend: tuple[str, ...] = ()
+    brief: tuple[str, ...] = ()  # the legend in short, where the whole one would take the rows' room
     symbol: str = ""
+    diagonal: bool = False  # rows and columns are the same tokens: keep the cursor row's own column in view
 
 
 class Window(NamedTuple):
@@ -91,6 +93,7 @@ class MatrixGrid(Widget):
         self.view: MatrixView | None = None
         self.cursor = (0, 0)
         self.top = self.left = 0
+        self.gap = GAP
         self.shown = Window(0, 0, 0, 0)
         self._col_x: list[tuple[int, int, int]] = []  # (x from, x to, column) of the last render
         self._label_width = 0
@@ -110,67 +113,66 @@ class MatrixGrid(Widget):
 
     # -- size --------------------------------------------------------------------------------
 
-    def _legend_lines(self, width: int) -> list[Text]:
-        """The legend's items joined by " · ", a line broken only between items ("× masked:
-        weight 0" stays together); an item wider than the line wraps on its own."""
-        if self.view is None or not self.view.legend:
-            return []
-        width, sep = max(width, 1), f" {style.markers(self.view.opts).dot} "
-        lines: list[str] = []
-        for item in self.view.legend:
-            if lines and cell_len(lines[-1] + sep + item) <= width:
-                lines[-1] += sep + item
-            else:
-                lines += [line.plain for line in Text(item).wrap(self.app.console, width)]
-        return [Text(line, style=style.NOTE) for line in lines]
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        """Beside the notes (wide, where the CSS asks for `width: auto`): the matrix's own width, and
+        room for the lines under it (a legend's item up to LEGEND_WIDTH, the rest wraps), so the
+        notes start next to a small matrix instead of half the screen away. A large matrix takes
+        what the CSS's max-width gives it."""
+        v = self.view
+        if v is None:
+            return 0
+        n_rows, n_cols = v.M.shape
+        if n_rows * n_cols > WIDE_CELLS:
+            return container.width
+        mk = style.markers(v.opts)
+        matrix = 2 + max(cell_len(label) for label in v.rows) + sum(
+            GAP + max([cell_len(v.cols[j])] + [cell_len(self._cell_text(v, i, j, mk)) for i in range(n_rows)])
+            for j in range(n_cols))
+        under = [cell_len(line) for line in self._status(v, Window(0, 0, n_rows, n_cols), n_rows, n_cols)]
+        under += [min(cell_len(item), LEGEND_WIDTH) for item in v.legend]
+        return max(matrix, *under)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The whole matrix where it fits above the notes' least room (a sliding window's band
-        shows on all 8 rows at 80 × 24); a larger one gets a window of 60% of the height, so the
-        explanation keeps its start in view. Beside the notes (wide), all of the height."""
+        shows on all 8 rows at 80 × 24), its legend shortened or left out before a row is; a
+        larger one gets a window of 60% of the height, so the worked cell and the explanation
+        keep room below. Beside the notes (wide), all of the height."""
         if self.view is None:
             return 0
         n = self.view.M.shape[0]
-        whole = TOP_LINES + n + STATUS_LINES + len(self._legend_lines(width))
-        if self.screen.has_class("-wide") or whole <= container.height - NOTES_MIN:
-            return whole
-        return min(whole, max(container.height * 3 // 5, TOP_LINES + 1 + STATUS_LINES))
+        heights = [TOP_LINES + n + STATUS_LINES + len(legend) for legend in legends(self.view, width, self.app.console)]
+        if self.screen.has_class("-wide"):
+            return heights[0]
+        room = container.height - NOTES_MIN
+        fits = [h for h in heights if h <= room] + ([TOP_LINES + n + 1] if TOP_LINES + n + 1 <= room else [])
+        if fits:
+            return fits[0]
+        return min(heights[0], max(container.height * 3 // 5, TOP_LINES + 1 + STATUS_LINES))
 
     # -- drawing -----------------------------------------------------------------------------
 
     def _window(self, width: int, height: int, texts) -> Window:
-        """The rows and columns that fit, moved as little as needed to keep the cursor in view."""
+        """The rows and columns that fit, moved as little as needed to keep the cursor in view
+        (gridfit.columns)."""
         v = self.view
-        n_rows, n_cols = v.M.shape
-        r, c = self.cursor
+        n_rows = v.M.shape[0]
+        r = self.cursor[0]
         rows = max(1, min(n_rows, height))
         if r < self.top:
             self.top = r
         elif r >= self.top + rows:
             self.top = r - rows + 1
         self.top = max(0, min(self.top, n_rows - rows))
-        if c < self.left:
-            self.left = c
-        room = width - self._label_width
-        while True:  # the columns from self.left that fit; move right until the cursor's does
-            used, count = 0, 0
-            for j in range(self.left, n_cols):
-                w = texts(j) + GAP
-                if count and used + w > room:
-                    break
-                used, count = used + w, count + 1
-            if c < self.left + count or self.left >= c:
-                break
-            self.left += 1
-        return Window(self.top, self.left, rows, max(count, 1))
+        self.left, count, self.gap = columns(v, self.cursor, self.left, width - self._label_width, texts)
+        return Window(self.top, self.left, rows, count)
 
     def render(self) -> Text:
         v = self.view
         if v is None:
             return Text("")
         width, height = self.size
-        legend = self._legend_lines(width)
-        room_rows = max(1, height - TOP_LINES - STATUS_LINES - len(legend))
+        legend, second = fit(v, width, height, self.app.console)
+        room_rows = max(1, height - TOP_LINES - (STATUS_LINES if second else 1) - len(legend))
         n_rows, n_cols = v.M.shape
         mk = style.markers(v.opts)
         r_cur, c_cur = self.cursor
@@ -186,8 +188,12 @@ class MatrixGrid(Widget):
                 cache[j] = [self._cell_text(v, i, j, mk) for i in rows_guess]
             return cache[j]
 
+        widths_near: dict[int, int] = {}
+
         def col_width(j: int) -> int:
-            return max([cell_len(v.cols[j])] + [cell_len(s) for s in cells(j)])
+            if j not in widths_near:
+                widths_near[j] = max([cell_len(v.cols[j])] + [cell_len(s) for s in cells(j)])
+            return widths_near[j]
 
         win = self._window(width, room_rows, col_width)
         rows = range(win.top, win.top + win.rows)
@@ -198,7 +204,7 @@ class MatrixGrid(Widget):
         # label (t95 after t9) or a wider number ("-14.6266"): drop columns until the lines fit,
         # the cursor's column kept
         self._label_width = max(self._label_width, 2 + max(cell_len(v.rows[i]) for i in rows))
-        while len(cols) > 1 and self._label_width + sum(GAP + widths[j] for j in cols) > width:
+        while len(cols) > 1 and self._label_width + sum(self.gap + widths[j] for j in cols) > width:
             cols = range(cols.start + 1, cols.stop) if cols.stop - 1 == c_cur else range(cols.start, cols.stop - 1)
         win = win._replace(left=cols.start, cols=len(cols))
         self.left = cols.start
@@ -218,9 +224,9 @@ class MatrixGrid(Widget):
             # and never wider than the column: a long label takes the room over the ▲ first
             pad = max(0, min(pad, widths[j] - cell_len(v.cols[j])))
             label = " " * (widths[j] - pad - cell_len(v.cols[j])) + v.cols[j] + " " * pad
-            out.append(" " * GAP + label, style=CURSOR if j == c_cur else style.HEADER)
-            self._col_x.append((x, x + GAP + widths[j], j))
-            x += GAP + widths[j]
+            out.append(" " * self.gap + label, style=CURSOR if j == c_cur else style.HEADER)
+            self._col_x.append((x, x + self.gap + widths[j], j))
+            x += self.gap + widths[j]
         out.append("\n")
         out.append("─" * min(x, width) if not v.opts.ascii else "-" * min(x, width), style=style.NOTE)
         out.append("\n")
@@ -240,10 +246,10 @@ class MatrixGrid(Widget):
                     cell_style = f"{cell_style} {CHANGED}".strip()
                 if (i, j) == (r_cur, c_cur):
                     cell_style = CURSOR
-                out.append(" " * GAP)
+                out.append(" " * self.gap)
                 out.append(body.rjust(widths[j]), style=cell_style)
             out.append("\n")
-        for line in self._status(v, win, n_rows, n_cols):
+        for line in self._status(v, win, n_rows, n_cols)[:STATUS_LINES if second else 1]:
             out.append(line, style=style.NOTE)
             out.append("\n")
         out.rstrip()
@@ -276,14 +282,13 @@ class MatrixGrid(Widget):
         value = self._cell_text(v, r, c, style.markers(v.opts)).rstrip()
         if value == style.markers(v.opts).times:  # a masked weight reads as the table marks it
             value = style.say(v.opts, "marks.masked_weight", mark=value)
-        symbol = f"({v.symbol})" if " " in v.symbol else v.symbol  # (S + M)[T2, T2], as explain writes it
-        first = f"{symbol}[{v.rows[r]}, {v.cols[c]}] = {value}"
+        first = f"{style.cell_ref(v.symbol, v.rows[r], v.cols[c], v.opts)} = {value}"
         parts = []
         if win.rows < n_rows or win.cols < n_cols:
             last_col = min(n_cols, win.left + win.cols)
             dash = style.plain("–", v.opts)
-            parts.append(style.say(v.opts, "app.window", rows=f"{win.top + 1}{dash}{win.top + win.rows}",
-                                   n_rows=n_rows, cols=f"{win.left + 1}{dash}{last_col}", n_cols=n_cols))
+            parts.append(style.say(v.opts, "app.window", rows=span(win.top, win.top + win.rows - 1, dash),
+                                   n_rows=n_rows, cols=span(win.left, last_col - 1, dash), n_cols=n_cols))
         if v.changed is not None and v.changed.any():
             parts.append(style.say(v.opts, "app.changed_count", count=f"{int(v.changed.sum()):,}"))
         second = f" {style.markers(v.opts).dot} ".join(parts) or style.say(v.opts, "app.cursor_hint")

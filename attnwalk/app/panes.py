@@ -32,14 +32,17 @@ def changed_cells(old: np.ndarray | None, new: np.ndarray) -> np.ndarray | None:
     return ~same
 
 
-def legend(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> tuple[str, ...]:
+def legend(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The lines under the matrix that say what its marks mean (render/screens.matrix_legend),
     and which columns are which head's where the matrix holds several side by side (the printed
-    walk's note under the table; h's message points to it)."""
+    walk's note under the table; h's message points to it); then the same with the heads' blocks
+    in short, or () where there are none."""
     masked = walk.scenario.masked and stage.kind == WEIGHTS
     marks = tuple(matrix_legend(stage, walk.matrix(stage.key, head), opts, masked_mark=masked))
     blocks = head_blocks_line(walk, stage, opts)
-    return marks if blocks is None else (*marks, blocks)
+    if blocks is None:
+        return marks, ()
+    return (*marks, blocks), (*marks, head_blocks_line(walk, stage, opts, brief=True))
 
 
 def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,
@@ -48,8 +51,10 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,
     M = walk.matrix(stage.key, head)
     rows, cols = axes(walk, stage, head, opts.lang)
     allowed = scn.allowed if stage.kind in (MASKED, WEIGHTS) and scn.masked else None
+    whole, brief = legend(walk, stage, head, opts)
     return MatrixView(M, rows, cols, stage.kind, opts, allowed=allowed, changed=changed_cells(old, M),
-                      legend=legend(walk, stage, head, opts), symbol=style.plain(stage.symbol, opts))
+                      legend=whole, brief=brief, symbol=style.plain(stage.symbol, opts),
+                      diagonal=stage.square and scn.source is None)
 
 
 def tokens_view(walk: Walk, opts: ViewOptions) -> RenderableType:
@@ -66,11 +71,12 @@ def lesson_pointer(walk: Walk, opts: ViewOptions) -> str:
 
 
 def explain_view(walk: Walk, stage: Stage, opts: ViewOptions) -> RenderableType:
-    """The start of the notes pane: what, why, the common mistake, and the scenario's note."""
+    """The notes pane after the worked cell: the scenario's note on what to notice, then what,
+    why and the common mistake."""
     parts: list[RenderableType] = [explanation(walk, stage, opts)]
     note = notice(walk, stage, opts)
     if note is not None:
-        parts.append(note)
+        parts.insert(0, note)
     return _spaced(parts)
 
 
@@ -113,7 +119,7 @@ def worked_view(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts
     if old.shape != new.shape:
         return worked
     rows, cols = axes(walk, stage, head, opts.lang)
-    cell_name = f"{style.plain(stage.symbol, opts)}[{rows[row]}, {cols[col]}]"
+    cell_name = style.cell_ref(stage.symbol, rows[row], cols[col], opts)
     was, now = float(old[row, col]), float(new[row, col])
     if changed_cells(old[row:row + 1, col:col + 1], new[row:row + 1, col:col + 1])[0, 0]:
         line = style.say(opts, "app.old_new", change=change, cell=cell_name, old=style.number(was, opts),

@@ -1,6 +1,9 @@
 """The interactive quiz as a Textual app: the questions, verdicts and worked cells scroll in a log,
 the answer is typed in a line below it. After an answer the log shows from that answer down, so
 the verdict stays in view however long the worked cell after it; PgUp/PgDn (and ↑/↓) scroll.
+Meanwhile the question being asked is kept above the answer line whenever the log's view does not
+reach it (the next question after a long worked cell): the learner never answers a question out
+of view.
 
 The quiz's own loop (commands/quiz.run_quiz: ask, diagnose, retry, score) runs unchanged in a
 worker thread, given a console that writes to the log and an answer source that waits for the
@@ -17,7 +20,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Input, Label, RichLog
+from textual.widgets import Input, Label, RichLog, Static
 
 from attnwalk.app import collect_again
 from attnwalk.app.footer import KeysFooter
@@ -52,8 +55,8 @@ class TypedAnswers:
         self.app = app
         self.typed: queue.Queue = queue.Queue()
 
-    def ask(self, prompt: str) -> str | None:
-        self.app.call_from_thread(self.app.ask, prompt)
+    def ask(self, prompt: str, question: RenderableType | None = None) -> str | None:
+        self.app.call_from_thread(self.app.ask, prompt, question)
         answer = self.typed.get()
         if answer is _INTERRUPT:
             raise KeyboardInterrupt
@@ -65,6 +68,7 @@ class QuizApp(PaneScroll, App[int]):
 
     CSS = """
     RichLog { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
+    #question { height: auto; max-height: 60%; padding: 0 1; border-top: solid $secondary; display: none; }
     #prompt { height: auto; padding: 0 1; }
     #prompt Label { width: auto; }
     #prompt Input { border: none; height: 1; padding: 0; width: 1fr; }
@@ -93,6 +97,7 @@ class QuizApp(PaneScroll, App[int]):
         # min_width: RichLog renders at least 78 cells by default, wider than its own content at 80
         # columns (padding and scrollbar), which cut the right edge off every panel
         yield RichLog(wrap=True, markup=False, auto_scroll=False, min_width=20)  # scrolled by write
+        yield Static(id="question")  # the question asked, where the log's view does not reach it
         with Horizontal(id="prompt"):
             yield Label(id="prompt-label")
             yield Input(id="answer")
@@ -104,6 +109,7 @@ class QuizApp(PaneScroll, App[int]):
         for line in self.intro:
             self.write(line)
         self.query_one(Input).focus()
+        self.watch(self.query_one(RichLog), "scroll_y", self._pin_question, init=False)
         self.run_worker(self._run, thread=True)
 
     def _run(self) -> None:
@@ -124,8 +130,22 @@ class QuizApp(PaneScroll, App[int]):
         y = log.max_scroll_y if self._anchor is None else min(self._anchor, log.max_scroll_y)
         log.scroll_to(y=y, animate=False)
 
-    def ask(self, prompt: str) -> None:
+    _question: RenderableType | None = None  # the question being answered
+
+    def _pin_question(self) -> None:
+        """Keep the question above the answer line while the log's view stops short of the log's
+        end, where the question was printed last; hide it once the view reaches it. (Shown, the
+        pin makes the log shorter, so the view stays short of the end: no flicker.)"""
+        log, pinned = self.query_one(RichLog), self.query_one("#question", Static)
+        shown = self.waiting and self._question is not None and log.scroll_y < log.max_scroll_y
+        if shown != pinned.display:
+            pinned.update(self._question if shown else "")
+            pinned.display = shown
+
+    def ask(self, prompt: str, question: RenderableType | None = None) -> None:
         self.waiting = True
+        self._question = question
+        self.call_after_refresh(self._pin_question)
         self.query_one("#prompt-label", Label).update(Text(prompt, style="bold"))
         field = self.query_one(Input)
         field.value = ""
@@ -136,6 +156,7 @@ class QuizApp(PaneScroll, App[int]):
             self.exit(0)  # the quiz is over: Enter closes it
             return
         self.waiting = False
+        self._pin_question()
         self._anchor = len(self.query_one(RichLog).lines)
         self.write(Text(f"> {event.value}", style="dim"))
         self.answers.typed.put(event.value)

@@ -1,25 +1,28 @@
-"""The interactive walk: one (stage, head) at a time, its matrix with a cell cursor, its
-explanation and the cursor's worked cell, moved by the keys of BINDINGS (the footer and the help
-come from them).
+"""The interactive walk: one (stage, head) at a time, its matrix with a cell cursor, the cursor's
+worked cell and the explanation, moved by the keys of BINDINGS (the footer and the help come from
+them).
 
 Layout lives in CSS: at 80 × 24 the header, the matrix (or a window onto it) and the start of the
-explanation share the screen, and the notes scroll in their own pane; from 160 columns the notes
-sit beside the matrix (HORIZONTAL_BREAKPOINTS).
+notes share the screen, the notes opening on the worked cell (after m or h, on its old → new
+value) and scrolling in their own pane; from 160 columns the notes sit beside the matrix
+(HORIZONTAL_BREAKPOINTS).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-
+from collections.abc import Callable
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
+from textual.worker import Worker
 
 from attnwalk.app.footer import KeysFooter
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import collect_again, panes
+from attnwalk.app.changes import Changes
 from attnwalk.app.help import MessageAndExits, translated
+from attnwalk.app.kept import KeptPane
 from attnwalk.app.offloop import OffTheLoop
 from attnwalk.app.scrolling import PaneScroll
 from attnwalk.app.signals import exit_on_hangup
@@ -27,6 +30,7 @@ from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
 from attnwalk.layer.axes import default_cell
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk, with_mode
+from attnwalk.numbering import shown
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.screens import header, walk_steps
 from attnwalk.render.style import plain, say
@@ -35,7 +39,7 @@ from attnwalk.render.style import plain, say
 WIDE = 160  # columns from which the notes sit beside the matrix (the CSS's Screen.-wide)
 
 
-class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
+class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     """Walk `walk` from step `start`; the return code is 0 on q or at the end, 130 on Ctrl-C."""
 
     CSS = """
@@ -44,11 +48,13 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     #body { height: 1fr; layout: vertical; }
     #matrix { height: auto; padding: 0 1; }  /* its height: MatrixGrid.get_content_height */
     #tokens { height: auto; max-height: 60%; padding: 0 1; scrollbar-size-vertical: 1; }
-    #notes { height: 1fr; min-height: 4; padding: 0 1; scrollbar-size-vertical: 1; }
+    #notes { height: 1fr; min-height: 3; padding: 0 1; scrollbar-size-vertical: 1; overflow-y: scroll; }
+    #worked { margin-bottom: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
     Screen.-wide #body { layout: horizontal; }
-    Screen.-wide #matrix, Screen.-wide #tokens { width: 1fr; max-height: 100%; }
+    Screen.-wide #matrix { width: auto; max-width: 60%; max-height: 100%; }
+    Screen.-wide #tokens { width: 1fr; max-height: 100%; }
     Screen.-wide #notes { width: 1fr; height: 100%; }
     """ + PROMPT_CSS
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
@@ -75,7 +81,7 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     ]
 
     def __init__(self, walk: Walk, opts: ViewOptions, *, start: int = 0, message: str = "",
-                 predictor=None, predict: bool = False) -> None:
+                 predictor=None, predict: bool = False, ending: Callable[[], list[str]] | None = None) -> None:
         super().__init__()
         translated(self, opts)
         self.walk = walk
@@ -89,14 +95,16 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         self.predictor, self.predict = predictor, predict
         self.predicted: set[tuple[str, int]] = set()
         self.message = message or (panes.lesson_pointer(walk, opts) if start == 0 else "")
-        self.ended = False  # n on the last stage
-        self._next_walks: dict[str, Future] = {}  # modes computed ahead, while the learner reads
+        self.ended = False  # n on the last stage, twice
+        self.ending = ending  # what to try next, said at the end (commands/walk.walk_ending)
+        self.leaving = False  # the end was said: n again leaves
+        self._next_walks: dict[str, Worker] = {}  # modes computed ahead, while the learner reads
         self._drawn_at = None  # the app's size when the panes were last drawn
 
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(id="header")
+        yield KeptPane(id="header")
         with Horizontal(id="body"):
             grid = MatrixGrid(id="matrix")
             translated(grid, self.opts)  # ←↑↓→'s description, before the footer shows it
@@ -104,9 +112,9 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             with VerticalScroll(id="tokens", can_focus=False):  # a long token list scrolls in its pane
                 yield Static(id="token-table")
             with VerticalScroll(id="notes", can_focus=False):
-                yield Static(id="explain")
-                yield Static(id="worked")
-                yield Static(id="extras")
+                yield Static(id="worked")  # first: what the cursor's cell is, where the eye arrives
+                yield KeptPane(id="explain")
+                yield KeptPane(id="extras")
         yield Static(id="message")
         # #prompt (a Vertical: a long question wraps above the line it is answered on) comes
         # here after the first frame (TypedAnswers.add_prompt)
@@ -162,9 +170,10 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
         self.reached = max(self.reached, self.index)
         stage, head = self.step
         width = max(self.size.width - 2, 20)
-        self.query_one("#header", Static).update(
-            header(self.walk, stage, head, self.opts.with_(width=width), index=self.index + 1,
-                   count=len(self.steps)))
+        index, mode = self.index, self.walk.mode.name
+        self.query_one("#header", KeptPane).show(
+            (index, mode, width), lambda: header(self.walk, stage, head, self.opts.with_(width=width),
+                                          index=shown(index), count=len(self.steps)))
         grid, tokens = self.query_one(MatrixGrid), self.query_one("#tokens")
         opts = self.pane_opts()
         if stage.kind == TOKENS:
@@ -175,26 +184,28 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             grid.display, tokens.display = True, False
             grid.show(panes.matrix_view(self.walk, stage, head, self.opts.with_(width=width),
                                         old=self._old(stage, head)), self.cursor)
-        self.query_one("#explain", Static).update(panes.explain_view(self.walk, stage, opts))
-        self.query_one("#extras", Static).update("")
-        self.call_after_refresh(self._show_extras, self.index, opts)  # below the fold: after the rest
+        self.query_one("#worked").display = stage.kind != TOKENS
+        # Below the worked cell: drawn now if drawn before (n and b going back and forth), else in
+        # the next frame, so the stage's own first frame is not kept waiting (~12 ms of a key)
+        now = stage.kind == TOKENS or self.query_one("#explain", KeptPane).kept((index, mode, opts.width))
+        self._show_below(index, opts, blank=not now)
+        if not now:
+            self.call_after_refresh(self._show_below, index, opts)
         self.show_worked(scroll=False)
         if home:
             self.query_one("#notes").scroll_home(animate=False)
         self.show_message()
 
-    def _show_extras(self, index: int, opts: ViewOptions) -> None:
+    def _show_below(self, index: int, opts: ViewOptions, blank: bool = False) -> None:
+        """What the notes hold after the worked cell: the lesson's note and the explanation, then
+        the extras (lesson, shapes, a head's introduction, A's bars); `blank`: nothing yet."""
         if index != self.index:
             return  # the learner has moved on
         stage, head = self.step
-        extras = panes.extras_view(self.walk, stage, head, opts, self.index + 1)
-        self.query_one("#extras", Static).update(extras if extras is not None else "")
-
-    def _old(self, stage: Stage, head: int):
-        if self.before is None or stage.key not in (s.key for s in self.before[0].stages):
-            return None
-        old_walk, old_head, _ = self.before
-        return old_walk.matrix(stage.key, old_head if stage.per_head else 0)
+        key = None if blank else (index, self.walk.mode.name, opts.width)
+        self.query_one("#explain", KeptPane).show(key, lambda: panes.explain_view(self.walk, stage, opts))
+        self.query_one("#extras", KeptPane).show(
+            key, lambda: panes.extras_view(self.walk, stage, head, opts, index + 1))
 
     # -- moving ------------------------------------------------------------------------------
 
@@ -224,8 +235,13 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
 
     def action_next(self) -> None:
         if self.index == len(self.steps) - 1:
-            self.ended = True
-            self.exit(0)
+            if self.leaving or self.ending is None:
+                self.ended = True
+                self.exit(0)
+                return
+            # what to try next, and a second n to leave: a walk never closes on one key too many
+            self.say_now("\n".join([*self.ending(), self.t("end.leave")]))
+            self.leaving = True
             return
         stage, head = self.steps[self.index + 1]
         q = self.predictor.ask(self.walk, stage.key, head) if self.predict and self.predictor else None
@@ -263,7 +279,13 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
     def on_matrix_grid_cursor_moved(self, event: MatrixGrid.CursorMoved) -> None:
         self.move_cursor(self.cursor[0] + event.rows, self.cursor[1] + event.cols)
 
-    # -- m, h, p, ?, q -------------------------------------------------------------------------
+    # -- the end, p, ?, q ----------------------------------------------------------------------
+
+    async def run_action(self, action, default_namespace=None) -> bool:
+        """Any key but n after the end was said takes the walk back from the edge of leaving."""
+        if self.leaving and not str(action).startswith(("next", "scroll_", "leave")):
+            self.leaving = False
+        return await super().run_action(action, default_namespace)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "head":  # offered only where there is another head to go to
@@ -274,42 +296,13 @@ class WalkApp(TypedAnswers, OffTheLoop, PaneScroll, MessageAndExits, App[int]):
             return self.predictor is not None
         return True
 
-    def action_mode(self) -> None:
-        """scaled → unscaled → uniform → scaled, on the same stage with the same cursor."""
-        old = self.walk
-        mode = self._next_mode()
-        if mode.name not in self.walks:
-            ahead = self._next_walks.pop(mode.name, None)
-            self.walks[mode.name] = ahead.result() if ahead is not None else self.walk_in(mode)
-        self.walk = self.walks[mode.name]
-        change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
-        self.before = (old, self.step[1], plain(change, self.opts))
-        self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
-        self.show(home=False)
-        self.call_after_refresh(self._compute_next_mode)
-
     def walk_in(self, mode) -> Walk:
         """This walk in another mode (the backward walk's app makes its own: app/gradwalk.py)."""
         return with_mode(self.walk, mode)
 
-    def action_head(self) -> None:
-        heads = self.walk.scenario.heads
-        stage, head = self.step
-        if heads == 1:
-            self.say_now(self.t("ui.one_head"))
-            return
-        if not stage.per_head:
-            per_head = self.t("ui.list_sep").join(dict.fromkeys(plain(s.symbol, self.opts)
-                                                                for s, _ in self.steps if s.per_head))
-            # Q, K, V, concat hold each head's own columns; E, X, O are one matrix for all heads
-            key = "ui.split_stage" if stage.split else "ui.shared_stage"
-            self.say_now(self.t(key, stage=plain(stage.symbol, self.opts), stages=per_head))
-            return
-        target = (head + 1) % heads
-        self.before = (self.walk, head, self.t("app.head_change", old=head + 1, new=target + 1))
-        self.index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)
-        self.message = self.t("ui.head_changed", head=target + 1, heads=heads)
-        self.show(home=False)  # the same cell: a stage has the same shape in every head
+    def action_leave(self) -> None:
+        self.ended = self.leaving  # q after the end was said: its suggestions stay on the terminal too
+        super().action_leave()
 
     def action_predict(self) -> None:
         if self.predictor is None:

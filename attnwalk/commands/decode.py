@@ -99,7 +99,11 @@ def _recorded(dec: Decode, opts: ViewOptions, heads: list[int] | None, fmt: str)
         from attnwalk.render.svg import walk_svg
 
         return walk_svg(recorder, title=f"attnwalk decode: {dec.scenario.name} ({dec.mode.name})")
-    return recorder.export_html() if fmt == "html" else recorder.export_text()
+    if fmt == "html":
+        from attnwalk.render.html import walk_html
+
+        return walk_html(recorder, f"attnwalk decode: {dec.scenario.name} ({dec.mode.name})", opts.lang)
+    return recorder.export_text()
 
 
 def _heads(scenario, head: str | None, head_option) -> list[int] | None:

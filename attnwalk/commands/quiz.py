@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -32,8 +32,10 @@ MAX_ANSWER = 4096  # characters in one answer line: a number, a token, a letter;
 class AnswerSource(Protocol):
     interactive: bool  # may a mistyped answer be asked for again?
 
-    def ask(self, prompt: str) -> str | None:
-        """The answer typed after `prompt`, or None when input has ended."""
+    def ask(self, prompt: str, question: RenderableType | None = None) -> str | None:
+        """The answer typed after `prompt`, or None when input has ended. `question` is what was
+        just printed of the question being answered, for a source that keeps it in view (the
+        app's); the others have printed it already."""
 
 
 class TerminalAnswers:
@@ -48,7 +50,7 @@ class TerminalAnswers:
         except ImportError:  # Windows
             pass
 
-    def ask(self, prompt: str) -> str | None:
+    def ask(self, prompt: str, question: RenderableType | None = None) -> str | None:
         try:
             answer = self.console.input(Text(prompt, style="bold"))
         except EOFError:
@@ -73,7 +75,7 @@ class LineAnswers:
         self.stream = stream
         self.console, self.lang = console, lang
 
-    def ask(self, prompt: str) -> str | None:
+    def ask(self, prompt: str, question: RenderableType | None = None) -> str | None:
         line = self.stream.readline(MAX_ANSWER + 1)
         if not line:
             return None
@@ -119,13 +121,10 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
     try:
         for index, q in enumerate(questions, 1):
             console.print()
-            console.print(prose_line(tx.t("quiz.number", index=index, total=total), style="bold cyan"))
-            console.print(prose_line(q.text))
-            if q.given:
-                console.print(prose_line(q.given, style="dim"))
-            if q.choices:
-                console.print(_choices(q))
-            verdict, read, raw = _answer(q, console, answers, tx, index)
+            asked = _question(q, tx, index, total)
+            for part in asked:
+                console.print(part)
+            verdict, read, raw = _answer(q, console, answers, tx, index, Group(*asked))
             if verdict is None:
                 break
             answered += 1
@@ -138,7 +137,7 @@ def run_quiz(walk: Walk, questions: list[Question], console: Console, answers: A
             missed.append(q.qid)
             if q.kind == CHOICE and read:
                 _add(shown, q.covers)
-                if not _retry(walk, q, raw, console, answers, tx, opts, index):
+                if not _retry(walk, q, raw, console, answers, tx, opts, index, total):
                     break
             elif q.kind in (NUMBER, TOKEN) and read and _diagnosed(walk, q, raw, console, tx, opts, shown):
                 pass
@@ -158,14 +157,25 @@ def _add(shown: list[str], names) -> None:
     shown.extend(name for name in names if name not in shown)
 
 
+def _question(q: Question, tx, index: int, total: int) -> list[RenderableType]:
+    """The question as it is asked: its number, its text, what is given, the options."""
+    parts: list[RenderableType] = [prose_line(tx.t("quiz.number", index=index, total=total), style="bold cyan"),
+                                   prose_line(q.text)]
+    if q.given:
+        parts.append(prose_line(q.given, style="dim"))
+    if q.choices:
+        parts.append(_choices(q))
+    return parts
+
+
 def _retry(walk: Walk, q: Question, raw: str, console: Console, answers: AnswerSource, tx,
-           opts: ViewOptions, index: int = 0) -> bool:
+           opts: ViewOptions, index: int = 0, total: int = 0) -> bool:
     """Why the chosen option is wrong, then one more try; the answer if that is wrong too.
     False when the learner stopped instead of trying again."""
     chosen = parse_choice(raw, len(q.choices))
     console.print(prose_line(tx.t("quiz.diagnosis.wrong_option", why=q.why[chosen]), style="yellow"))
     console.print(prose_line(tx.t("quiz.diagnosis.retry")))
-    again, read, _ = _answer(q, console, answers, tx, index)
+    again, read, _ = _answer(q, console, answers, tx, index, Group(*_question(q, tx, index, total)))
     if again:
         console.print(prose_line(tx.t("quiz.diagnosis.second_try"), style="green"))
         return True
@@ -223,7 +233,7 @@ def _choices(q: Question) -> Table:
 
 
 def _answer(q: Question, console: Console, answers: AnswerSource, tx,
-            index: int = 0) -> tuple[bool | None, bool, str]:
+            index: int = 0, question: RenderableType | None = None) -> tuple[bool | None, bool, str]:
     """True or False for the learner's answer (None when they stop: q, end of input), whether
     it was an answer at all (a piped line that was not is counted wrong, not asked again), and
     the line typed. At a terminal the prompt names question `index`: in the app the question
@@ -234,7 +244,7 @@ def _answer(q: Question, console: Console, answers: AnswerSource, tx,
     else:
         prompt = tx.t("quiz.prompt_n" if numbered else "quiz.prompt", index=index)
     while True:
-        raw = answers.ask(prompt)
+        raw = answers.ask(prompt, question)
         if raw is None:
             return None, True, ""
         verdict = check(q, raw)

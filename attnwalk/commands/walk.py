@@ -106,8 +106,10 @@ def recorded_walk(walk: Walk, opts: ViewOptions, fmt: str, head: int | None = 0)
         from attnwalk.render.svg import walk_svg
 
         return walk_svg(recorder, title=f"attnwalk: {walk.scenario.name} ({walk.mode.name})")
-    if fmt == "html":
-        return recorder.export_html()
+    if fmt == "html":  # Rich's HTML, with wide (Chinese) characters on their two cells
+        from attnwalk.render.html import walk_html
+
+        return walk_html(recorder, f"attnwalk: {walk.scenario.name} ({walk.mode.name})", opts.lang)
     return recorder.export_text()
 
 
@@ -180,16 +182,29 @@ def interactive_walk(walk: Walk, opts: ViewOptions, *, start: int, note: str, pr
     from attnwalk.app.walk import WalkApp
     from attnwalk.tutor.predict import StepPredictions
 
+    from functools import cache
+
+    ending = cache(lambda: walk_ending(walk, opts))  # asked at the end only: not the first screen's time
     app = WalkApp(walk, opts, start=start, message=note, predictor=StepPredictions(opts.lang),
-                  predict=predict)
+                  predict=predict, ending=ending)
     try:
         app.run()
     finally:
         from attnwalk.tutor.progress import remember_stage  # json and the state file: after the walk
 
         remember_stage(walk.scenario, app.steps, app.index, reached=app.reached)
-    if app.ended:
-        from attnwalk.text import text
-
-        print(text(opts.lang).t("ui.end"))
+    if app.ended:  # what to try next stays on the terminal, with the commands to copy
+        print("\n".join(ending()))
     return app.return_code or 0
+
+
+def walk_ending(walk: Walk, opts: ViewOptions) -> list[str]:
+    """What the end of the walk suggests (render/lesson.walk_end), with the next lesson's title."""
+    from attnwalk.render.lesson import walk_end
+    from attnwalk.scenario.builtins import next_lesson
+    from attnwalk.scenario.load import load_scenario
+    from attnwalk.text import pick
+
+    following = next_lesson(walk.scenario.name) if walk.scenario.builtin else None
+    title = pick(load_scenario(following).title, opts.lang) if following else ""
+    return walk_end(walk, opts, (following, title or following) if following else None)

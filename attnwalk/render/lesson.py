@@ -1,5 +1,6 @@
 """What the scenario itself says to the learner: the lesson that opens the walk (title, description,
-what each embedding dimension means) and the note on what to notice at a stage."""
+what each embedding dimension means), the note on what to notice at a stage, and what to try
+when the walk ends."""
 
 from __future__ import annotations
 
@@ -71,3 +72,30 @@ def notice_label(walk: Walk, lang: str) -> str:
     if walk.mode == BASELINE and walk.amplify == 1.0:
         return tx.t("lesson.notice")
     return tx.t("lesson.notice_other_mode", mode=tx.t(f"mode.{BASELINE.name}.name"))
+
+
+def walk_end(walk: Walk, opts: ViewOptions, following: tuple[str, str] | None = None) -> list[str]:
+    """What to try after the last stage, one line each: the quiz on this scenario, compare's modes
+    side by side, decode where the mask is causal, and `following`, the lesson after this one
+    (its name and title). A scenario read from a pipe has no name to type again: only the lesson."""
+    from shlex import quote
+
+    from attnwalk.layer.kvcache import refusal
+
+    scn = walk.scenario
+    lines = [style.say(opts, "end.next")]
+    if scn.model is not None:  # `attnwalk model` takes these as options of the same command
+        lines += [style.say(opts, "end.model_quiz"), style.say(opts, "end.model_compare")]
+    elif scn.builtin or (scn.path and scn.path != "-"):
+        name = scn.name if scn.builtin else quote(scn.path)
+        quiz = f"attnwalk quiz {name}" if scn.builtin else f"attnwalk quiz --scenario {name}"
+        lines += [style.say(opts, "end.quiz", command=quiz),
+                  style.say(opts, "end.compare", command=f"attnwalk compare {name}")]
+        if refusal(scn) is None:
+            lines.append(style.say(opts, "end.decode", command=f"attnwalk decode {name}"))
+    if following is not None:
+        lines.append(style.say(opts, "end.lesson", command=f"attnwalk run {following[0]}",
+                               title=style.plain(following[1], opts)))
+    elif scn.builtin:  # the last lesson: a layer of a real model, on a sentence of one's own
+        lines.append(style.say(opts, "end.model"))
+    return lines

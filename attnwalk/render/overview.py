@@ -178,14 +178,22 @@ def head_blocks(walk: Walk, stage: Stage, opts: ViewOptions) -> Text | None:
     return None if line is None else Prose(line, style=style.NOTE)
 
 
-def head_blocks_line(walk: Walk, stage: Stage, opts: ViewOptions) -> str | None:
-    """head_blocks' line as text (the interactive walk puts it in the matrix's legend)."""
+def head_blocks_line(walk: Walk, stage: Stage, opts: ViewOptions, brief: bool = False) -> str | None:
+    """head_blocks' line as text (the interactive walk puts it in the matrix's legend); `brief`:
+    one short line, the block width and the first block only (12 blocks take five lines at 80
+    columns, room the matrix's rows need first)."""
     scn = walk.scenario
     if scn.heads == 1 or not stage.split:
         return None
     if stage.shared and scn.groups == 1:  # multi-query: K and V are one head, nothing to split
         return None
-    if stage.shared and scn.groups < scn.heads:  # one block per K/V head, naming its query heads
+    grouped = stage.shared and scn.groups < scn.heads
+    if brief:
+        blocks = scn.groups if grouped else scn.heads
+        width = walk.matrix(stage.key).shape[1] // blocks
+        return style.say(opts, "gqa.blocks_brief" if grouped else "heads.blocks_brief",
+                         symbol=style.plain(stage.symbol, opts), count=blocks, width=width)
+    if grouped:  # one block per K/V head, naming its query heads
         width = walk.matrix(stage.key).shape[1] // scn.groups
         blocks = [style.say(opts, "gqa.block", kv_head=person(g), start=person(g * width),  # from 1
                             end=(g + 1) * width,

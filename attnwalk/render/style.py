@@ -85,6 +85,17 @@ def plain(s: str, opts: ViewOptions) -> str:
     return s.translate(_TO_ASCII) if opts.ascii else s
 
 
+def bracketed(symbol: str, opts: ViewOptions) -> str:
+    """A stage's symbol as a cell's name starts: a sum bracketed, "(S + M)"."""
+    symbol = plain(symbol, opts)
+    return f"({symbol})" if " " in symbol else symbol
+
+
+def cell_ref(symbol: str, row: str, col: str, opts: ViewOptions) -> str:
+    """A cell as the worked cells name it: "QKᵀ[撩, 刘海]", a sum bracketed, "(S + M)[T1, T3]"."""
+    return f"{bracketed(symbol, opts)}[{row}, {col}]"
+
+
 def ascii_spelling(s: str) -> str:
     """`s` with the symbols --ascii spells differently written that way: what an output whose
     encoding holds only ASCII falls back to."""

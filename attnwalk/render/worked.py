@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+from operator import mul
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from rich.cells import cell_len
@@ -58,7 +59,7 @@ class _Cell:
 
     def __init__(self, walk: Walk, stage: Stage, row: int, col: int, head: int,
                  opts: ViewOptions, target: ViewOptions, guard: int = 0,
-                 exact: dict[tuple[bytes, bytes, int], list[Decimal]] | None = None) -> None:
+                 exact: dict[tuple, list[Decimal]] | None = None) -> None:
         self.walk, self.stage, self.row, self.col, self.head, self.opts = walk, stage, row, col, head, opts
         self.target = target  # the precision of the result line: the table's (at least WORKED_DECIMALS)
         self.wide = opts.with_(precision=opts.precision + guard)  # products carry `guard` more decimals
@@ -85,8 +86,7 @@ class _Cell:
             stage = self.stage
         else:
             stage = self.walk.stage(stage_key) if self.walk.has(stage_key) else stage_named(stage_key)
-        symbol = style.plain(stage.symbol, self.opts)
-        return f"({symbol})" if " " in symbol else symbol
+        return style.bracketed(stage.symbol, self.opts)
 
     def ref(self, stage_key: str | None = None) -> str:
         """This cell in another (or this) stage: "QKᵀ[撩, 刘海]"."""
@@ -193,10 +193,20 @@ class _Cell:
         if key not in self._products:  # dot() asks twice; a 384-wide row costs ~1 ms a time
             factors = (*key, self.opts.precision)
             if factors not in self._exact:
-                self._exact[factors] = [Decimal(self.num(x)) * Decimal(self.num(y)) for x, y in zip(a, b)]
+                self._exact[factors] = list(map(mul, self._as_printed(a), self._as_printed(b)))
             fixed = len(self._exact[factors]) > 1  # terms of a sum: tiny ones at fixed decimals
             self._products[key] = [self._rounded(p, self.wide, fixed) for p in self._exact[factors]]
         return self._products[key]
+
+    def _as_printed(self, v: np.ndarray) -> list[Decimal]:
+        """Each entry of `v` as this cell prints it, as a Decimal: formatted once for all the
+        cell's tries at this precision. Z's line sums a row of A against each column of V it
+        shows, and formatting the same 512 weights for each column was most of a large layer's
+        Z cell (96 ms, laid out while the learner presses keys)."""
+        key = (np.asarray(v).tobytes(), self.opts.precision)
+        if key not in self._exact:
+            self._exact[key] = [Decimal(self.num(x)) for x in v]
+        return self._exact[key]
 
     def dot_value(self, a: np.ndarray, b: np.ndarray) -> float:
         """a · b as dot() prints it: the exact sum of the printed products (hidden ones included)."""
@@ -204,7 +214,7 @@ class _Cell:
 
     def sum_of_products(self, a: np.ndarray, b: np.ndarray) -> float:
         """a · b straight from the factors as printed, rounded once (as a calculator gives it)."""
-        exact = sum((Decimal(self.num(x)) * Decimal(self.num(y)) for x, y in zip(a, b)), Decimal(0))
+        exact = sum(map(mul, self._as_printed(a), self._as_printed(b)), Decimal(0))
         return float(self._rounded(exact, self.opts))
 
     def rounds_to(self, x: float, y: float) -> bool:
@@ -277,7 +287,7 @@ def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
     if stage.worked is None:
         return Text(style.say(opts, "ui.no_cells"))
     target = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
-    exact: dict[tuple[bytes, bytes, int], list[Decimal]] = {}
+    exact: dict[tuple, list[Decimal]] = {}  # the printed factors and their products, by vector
     for more, guard in _LEVELS:
         c = _Cell(walk, stage, row, col, head, target.with_(precision=target.precision + more), target,
                   guard, exact)

@@ -31,3 +31,17 @@ def builtin_path(name: str) -> Path | None:
     """The file of built-in scenario `name`, or None when there is no such built-in."""
     path = scenarios_dir() / f"{name}.yaml"
     return path if name and "/" not in name and "\\" not in name and path.is_file() else None
+
+
+# The lessons in the order they teach (README's table): each builds on the one before it. The end
+# of a walk names the lesson after it.
+COURSE = ("girl_bangs", "word_order", "causal_mask", "river_bank", "savings_bank", "yellow_dog", "yellow_dog_length",
+          "qk_norm", "additive_score", "cross_attention", "rope", "shapes", "alibi", "sliding_window",
+          "grouped_query", "online_softmax", "layer_norm", "kv_cache")
+
+
+def next_lesson(name: str) -> str | None:
+    """The built-in lesson that follows `name` in COURSE; None after the last or for another name."""
+    if name not in COURSE[:-1]:
+        return None
+    return COURSE[COURSE.index(name) + 1]

@@ -92,7 +92,7 @@ W_V:
   - [1, 0]
   - [0, 2]
 
-# mask: which keys each query may attend to. One of three forms:
+# mask: which keys each query may attend to. One of four forms:
 #   none       every token sees every token (the default)
 #   causal     the token in row i sees rows 1..i only, as in a decoder: no looking ahead
 #   {causal: true, window: 3}   a sliding window: the token in row i sees rows i-2..i only
