@@ -256,7 +256,8 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
             self.go(self.index + 1, cell=q.cell[2:] if q.cell else None)  # the asked cell, worked out
 
         before = self.t('quiz.predict.before', stage=plain(stage.symbol, self.opts))
-        self.ask(f"{before}{self.t('ui.colon')}{q.text} ", judged)  # "：" in Chinese
+        given = f" {q.given}" if q.given else ""  # what it is asked from (q and the keys), as the printed walk says
+        self.ask(f"{before}{self.t('ui.colon')}{q.text}{given} ", judged)  # "：" in Chinese
 
     def action_back(self) -> None:
         if self.index == 0:
