@@ -37,7 +37,7 @@ def builtin_path(name: str) -> Path | None:
 # of a walk names the lesson after it.
 COURSE = ("girl_bangs", "word_order", "causal_mask", "river_bank", "savings_bank", "yellow_dog", "yellow_dog_length",
           "qk_norm", "additive_score", "cross_attention", "rope", "shapes", "alibi", "sliding_window",
-          "grouped_query", "online_softmax", "layer_norm", "kv_cache")
+          "grouped_query", "online_softmax", "layer_norm", "quantized", "backprop", "saturation", "kv_cache")
 
 
 def next_lesson(name: str) -> str | None:
