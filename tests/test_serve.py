@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from attnwalk.app.picker import ACTIVITIES, LANGS, Choice, LessonRow, PickerApp
@@ -272,3 +273,21 @@ def test_the_session_takes_only_a_choice_of_the_lessons_offered(tmp_path) -> Non
         assert not session.valid(bad), bad
     assert session.argv("picker", None)[-2:] == ["--lessons", str(tmp_path)]
     assert session.argv("walk", "mine.yaml")[-2:] == ["--lesson", "mine.yaml"]
+
+
+def test_the_picker_shows_a_lesson_s_opening_not_what_to_notice() -> None:
+    """A description as the loader reads it (YAML folds its blank line to one newline): the picker
+    shows the first paragraph, not the numbers a learner is about to be asked to predict."""
+    from attnwalk.scenario.builtins import builtin_path
+
+    folded = yaml.safe_load(builtin_path("girl_bangs").read_text(encoding="utf-8"))["description"]["en"]
+    assert "0.8078" in folded  # its "what to notice"
+    rows = {"en": [LessonRow("girl_bangs", "女生撩刘海", "3 × 2 · none", folded)]}
+
+    async def run():
+        picker = PickerApp(lambda chosen: rows[chosen], "en")
+        async with picker.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            return screen_text(picker)
+    screen = asyncio.run(run())
+    assert "whole-number embeddings" in screen and "0.8078" not in screen and "What to notice" not in screen

@@ -129,8 +129,9 @@ class PickerApp(App[Choice | None]):
             parts += [(f" · {self.t('app.picker.own', file=row.key)}", "dim")]
         if row.problem:
             parts += ["\n", (self.t("app.picker.problem", problem=row.problem), "red")]
-        elif row.about:  # its first paragraph: the walk opens with the whole of it
-            parts += ["\n", row.about.split("\n\n")[0].strip()]
+        elif row.about:  # its first paragraph (YAML folds a blank line to one \n): the walk opens
+            # with the whole of it, where its "what to notice" is not a spoiler for predicting
+            parts += ["\n", row.about.split("\n")[0].strip()]
         about.update(Text.assemble(*parts))
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
