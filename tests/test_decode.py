@@ -21,8 +21,9 @@ from typer.testing import CliRunner
 
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
-from attnwalk.layer.kvcache import decode
+from attnwalk.layer.kvcache import decode, refusal
 from attnwalk.scenario.load import load_scenario, scenario_from_text
+from attnwalk.scenario.builtins import builtin_names
 from reference import attention, sinusoidal_positions
 
 runner = CliRunner()
@@ -452,3 +453,16 @@ def test_the_pagers_j_and_d_scroll_its_page() -> None:
 
     seen, height = asyncio.run(run())
     assert seen == [1, 1 + height, height]
+
+
+@pytest.mark.parametrize("name", [n for n in builtin_names() if refusal(load_scenario(n)) is None])
+def test_every_causal_built_in_decodes_to_its_whole_walk(name: str) -> None:
+    """Decoding is the same graph evaluated a row at a time: every step's z (and o with W_O) is
+    the whole causal walk's row, to 1e-12 of its size, in every head."""
+    dec = decode(load_scenario(name))
+    assert len(dec.steps) == dec.walk.scenario.n
+    for step in dec.steps:
+        for h, head in enumerate(step.heads):
+            Z = dec.walk.matrix("Z", h)
+            assert np.max(np.abs(head.z - Z[step.t - 1])) <= 1e-12 * max(1.0, float(np.abs(Z).max()))
+        assert step.difference <= 1e-12 * max(1.0, float(np.abs(dec.walk.mats.get("O", Z)).max()))
