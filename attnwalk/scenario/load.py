@@ -21,7 +21,7 @@ from attnwalk.scenario import lesson, limits
 from attnwalk.scenario.builtins import builtin_names, builtin_path
 from attnwalk.scenario.fields import Fields, kind, quoted, shape_text, shown, suggest, whole
 from attnwalk.scenario.files import read_text
-from attnwalk.scenario.scenario import Scenario, Sequence
+from attnwalk.scenario.scenario import LayerShape, Scenario, Sequence
 from attnwalk.scenario.yamltree import Node, indexed, parse
 
 CORE_KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
@@ -38,7 +38,7 @@ def keys() -> tuple[str, ...]:
 
 
 @dataclass(eq=False)
-class Draft:
+class Draft(LayerShape):
     """A scenario being read: the file's top-level nodes, and what has been read so far, for the
     features' `read` to check their keys against and add their settings and parameters to."""
 
@@ -56,22 +56,6 @@ class Draft:
     allowed: np.ndarray | None = None  # (n, m): every key, unless a mask says otherwise
     settings: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
-
-    @property
-    def m(self) -> int:
-        return (self.source or self.main).n
-
-    @property
-    def groups(self) -> int:
-        return self.kv_heads or self.heads
-
-    @property
-    def d_k(self) -> int:
-        return self.W_Q.shape[1] // self.heads
-
-    @property
-    def d_v(self) -> int:
-        return self.W_V.shape[1] // self.groups
 
 
 def load_scenario(ref: str | Path) -> Scenario:

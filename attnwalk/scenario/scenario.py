@@ -38,8 +38,32 @@ class Sequence:
         return self.E.shape[1]
 
 
+class LayerShape:
+    """The sizes a layer's shape derives from its sequences, heads and weights: the one
+    definition for a Scenario and for the Draft a file is read into (scenario/load.py)."""
+
+    @property
+    def m(self) -> int:
+        """Number of keys: the source's tokens, or the sequence's own."""
+        return (self.source or self.main).n
+
+    @property
+    def groups(self) -> int:
+        """g, the number of K/V heads: heads (ordinary multi-head), fewer with GQA, 1 with MQA."""
+        return self.kv_heads or self.heads
+
+    @property
+    def d_k(self) -> int:
+        """Width of one head's queries and keys."""
+        return self.W_Q.shape[1] // self.heads
+
+    @property
+    def d_v(self) -> int:
+        return self.W_V.shape[1] // self.groups
+
+
 @dataclass(frozen=True, eq=False)  # no __eq__, as Sequence
-class Scenario:
+class Scenario(LayerShape):
     """A validated scenario: one sequence (and a source for cross-attention), the layer's weights,
     the mask, and what its features add."""
 
@@ -114,26 +138,8 @@ class Scenario:
         return self.main.n
 
     @property
-    def m(self) -> int:
-        return (self.source or self.main).n
-
-    @property
     def d_model(self) -> int:
         return self.main.d_model
-
-    @property
-    def d_k(self) -> int:
-        """Width of one head's queries and keys."""
-        return self.W_Q.shape[1] // self.heads
-
-    @property
-    def d_v(self) -> int:
-        return self.W_V.shape[1] // self.groups
-
-    @property
-    def groups(self) -> int:
-        """g, the number of K/V heads: heads (ordinary multi-head), fewer with GQA, 1 with MQA."""
-        return self.kv_heads or self.heads
 
     def kv_head(self, head: int) -> int:
         """The K/V head query head `head` reads (0-based): heads/g consecutive query heads share one."""
