@@ -443,3 +443,28 @@ def test_every_scaled_score_is_the_quotient_of_the_numbers_shown(name: str) -> N
                 seen += 1
             assert result(text, "S") == style.number(float(S[row, col]), ViewOptions())
     assert seen or walk.scenario.score == "additive", name
+
+
+def test_a_softmax_cell_rounds_its_row_once_per_precision_not_once_per_key(monkeypatch) -> None:
+    """Finding how many digits the exponentials need rounds the row's m exponentials once per
+    precision tried and checks every key's quotient against it; rounding the whole row again for
+    each key made the worked cell quadratic in m (3.4 s for an unscaled A row of 512 keys)."""
+    from attnwalk.layer import cells
+    from attnwalk.render.worked import _LEVELS
+
+    scn = load_scenario("shapes")  # 100 keys
+    walk = compute(scn, "unscaled")  # peaked rows: the exponentials need more than the lessons' 4 digits
+    calls = []
+    real = cells._rounded
+
+    def counted(c, e, digits):
+        calls.append(len(e))
+        return real(c, e, digits)
+
+    monkeypatch.setattr(cells, "_rounded", counted)
+    row, col = scn.n - 1, int(np.argmax(walk.matrix("A", 0)[scn.n - 1]))
+    worked_cell(walk, "A", row, col, 0, ViewOptions())
+    per_try = 2 * len(cells.EXP_DIGITS) + 2  # both forms' searches, then each form's quotient
+    assert set(calls) == {scn.m}
+    # each level of decimals tried at most once; a rounding per key would be m × 7 for one level
+    assert 0 < len(calls) <= per_try * len(_LEVELS) < scn.m * len(cells.EXP_DIGITS)

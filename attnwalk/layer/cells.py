@@ -244,8 +244,11 @@ def softmax(c: Cell) -> list:
     weights = c.walk.matrix("A", c.head)[c.row]  # (m,)
     keys = [j for j in range(m) if allowed[j]]
     def row_digits(form: np.ndarray) -> int:
-        return next((d for d in EXP_DIGITS if all(_lands(c, [_quotient(c, form, d, j)[2]], weights[j])
-                                                  for j in keys)), 4)
+        for d in EXP_DIGITS:  # the row rounded once per precision: every key's quotient shares it
+            shown_e, total = _rounded(c, form, d)
+            if all(_lands(c, [c.printed(shown_e[j] / total)], weights[j]) for j in keys):
+                return d
+        return 4
     naive_d, digits = row_digits(e) if naive else 4, row_digits(stable)
     minus = c.mk.minus
     top_text = c.num(top) if top >= 0 else f"({c.num(top)})"
@@ -294,9 +297,15 @@ def _quotient(c: Cell, e: np.ndarray, digits: int, col: int | None = None) -> tu
     digits shown before it: the exponentials to `digits` significant digits, their sum to as many,
     the quotient as a weight."""
     col = c.col if col is None else col
-    shown_e = np.array([float(c.exp(x, digits)) for x in e])  # (m,) 0 where masked
-    total = float(c.exp(float(np.sum(shown_e)), digits))
+    shown_e, total = _rounded(c, e, digits)
     return float(shown_e[col]), total, c.printed(shown_e[col] / total)
+
+
+def _rounded(c: Cell, e: np.ndarray, digits: int) -> tuple[np.ndarray, float]:
+    """The exponentials as shown to `digits` significant digits ((m,), 0 where masked) and their
+    sum to as many: what every key's quotient in the row is worked from."""
+    shown_e = np.array([float(c.exp(x, digits)) for x in e])
+    return shown_e, float(c.exp(float(np.sum(shown_e)), digits))
 
 
 def _seen_row(c: Cell) -> np.ndarray:
