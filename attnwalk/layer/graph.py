@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -275,9 +276,11 @@ class Context:
     head: int = 0  # the head whose per-head stages are being computed
     here: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # the current stage's rows
 
-    @property
+    @cached_property
     def allowed(self) -> np.ndarray:
-        """The mask for these rows and keys: (rows, keys) bool."""
+        """The mask for these rows and keys: (rows, keys) bool. Taken once: the rows and keys are
+        fixed for a context, and each head's S + M, A (and their backward) read it (36 copies of
+        a 512 × 512 mask were a quarter of m's walk in another mode)."""
         return self.scn.allowed[np.ix_(self.rows, self.keys)]
 
     @property
