@@ -8,6 +8,7 @@ A[女生, 刘海] = 0.8078. Uniform weights over 3 keys are 1/3 = 0.3333 (comput
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -725,3 +726,40 @@ def test_on_a_large_layer_only_the_cell_the_keys_stop_on_is_laid_out(monkeypatch
     assert f"Working out {name}" in waiting  # the latest cell named, not one the keys passed over
     assert f"Worked cell: {name}" in shown
     assert laid_last == [last] and passed != last  # the superseded cell was never laid out
+
+
+def test_on_a_large_layer_m_shows_the_cell_s_before_and_now_while_its_arithmetic_is_worked_out(monkeypatch) -> None:
+    """shapes' A: after m the pane names the cursor's old and new weight at once (two numbers),
+    above "Working out …"; it used to wait for the whole worked cell, seconds on a large layer."""
+    import asyncio
+
+    from attnwalk.app import offloop
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.layer.axes import axes
+
+    monkeypatch.setattr(offloop, "SETTLE", 30.0)  # the cell surely not laid out yet, however loaded the machine
+
+    async def run():
+        app = WalkApp(compute(load_scenario("shapes")), ViewOptions(), start=9)  # A, head 1
+        async with app.run_test(size=(120, 50)) as pilot:
+            await pilot.pause()
+            await app._next_walks["unscaled"].wait()
+            await pilot.press("m")
+            await pilot.pause()
+            assert app._settling is not None  # still waiting to lay the cell out
+            return app.query_one("#worked").content, app.cursor
+
+    from rich.console import Console
+
+    shown, cursor = asyncio.run(run())
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(shown)
+    waiting = console.export_text()
+    scaled, unscaled = (compute(load_scenario("shapes"), mode) for mode in ("scaled", "unscaled"))
+    rows, cols = axes(scaled, scaled.stage("A"), 0)
+    name = f"A[{rows[cursor[0]]}, {cols[cursor[1]]}]"
+    was, now = scaled.matrix("A", 0)[cursor], unscaled.matrix("A", 0)[cursor]
+    assert abs(was - now) > 1e-4  # the lesson's point: unscaled scores sharpen the weights
+    assert f"scaled → unscaled: {name} was {was:.4f}, is now {now:.4f}" in waiting
+    assert f"Working out {name}" in waiting
+

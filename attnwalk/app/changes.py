@@ -27,8 +27,8 @@ class Changes:
         change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
         self.before = (old, self.step[1], plain(change, self.opts))
         self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
+        self._compute_next_mode()  # started now, not after the frame: a quick second m finds it further on
         self.show(home=False)
-        self.call_after_refresh(self._compute_next_mode)
 
     def action_head(self) -> None:
         heads = self.walk.scenario.heads

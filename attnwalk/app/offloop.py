@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from functools import partial
 
+from rich.console import Group
 from rich.text import Text
 from textual import work
 from textual.timer import Timer
@@ -78,7 +79,8 @@ class OffTheLoop:
         """The cursor's cell worked out. On a small lesson at once; on a large layer (a sum over
         hundreds of terms takes 100 ms or more to lay out) in a worker, once the keys have paused
         for SETTLE, so the stage and the cursor are drawn first and keys are never kept waiting:
-        the pane says which cell it is working out, and only the latest cell is worked out."""
+        the pane says which cell it is working out (after m or h, under the cell's before → now,
+        which costs two numbers), and only the latest cell is worked out."""
         stage, head = self.step
         if self._settling is not None:
             self._settling.stop()
@@ -91,8 +93,10 @@ class OffTheLoop:
             return
         rows, cols = axes(self.walk, stage, head, self.opts.lang)
         where = cell_ref(stage.symbol, rows[self.cursor[0]], cols[self.cursor[1]], self.opts)
-        self._put_worked(Text(self.t("app.working", cell=where), style="dim"), False)
+        working = Text(self.t("app.working", cell=where), style="dim")
         args = (self.walk, stage, head, self.cursor, self.pane_opts(), self.before)
+        line = panes.change_line(*args)  # after m or h: before → now at once, the arithmetic after
+        self._put_worked(working if line is None else Group(line, working), False)
         self._settling = self.set_timer(SETTLE, partial(self._settled, args, scroll))
 
     def _settled(self, args: tuple, scroll: bool) -> None:

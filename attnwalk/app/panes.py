@@ -107,17 +107,26 @@ def worked_view(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts
     """The cursor's cell worked out; after m or h, first its value before → now."""
     if stage.kind == TOKENS:
         return Text("")
-    row, col = cell
-    worked = worked_cell(walk, stage.key, row, col, head, opts)
-    if before is None:
-        return worked
+    worked = worked_cell(walk, stage.key, cell[0], cell[1], head, opts)
+    line = change_line(walk, stage, head, cell, opts, before)
+    return worked if line is None else Group(line, worked)
+
+
+def change_line(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts: ViewOptions,
+                before: tuple[Walk, int, str] | None) -> Prose | None:
+    """After m or h, the cursor's cell before → now ("scaled → unscaled: A[bank, bank] was 0.2500,
+    is now 0.1370", or that it did not change); None where nothing is compared. Cheap (two
+    numbers), so a large layer shows it at once while its cell is being worked out."""
+    if before is None or stage.kind == TOKENS:
+        return None
     old_walk, old_head, change = before
     if stage.key not in (s.key for s in old_walk.stages):
-        return worked
+        return None
     old = old_walk.matrix(stage.key, old_head if stage.per_head else 0)
     new = walk.matrix(stage.key, head)
     if old.shape != new.shape:
-        return worked
+        return None
+    row, col = cell
     rows, cols = axes(walk, stage, head, opts.lang)
     cell_name = style.cell_ref(stage.symbol, rows[row], cols[col], opts)
     was, now = float(old[row, col]), float(new[row, col])
@@ -126,7 +135,7 @@ def worked_view(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts
                          new=style.number(now, opts))
     else:
         line = style.say(opts, "app.unchanged", change=change, cell=cell_name, value=style.number(now, opts))
-    return Group(Prose(line, style="bold"), worked)
+    return Prose(line, style="bold")
 
 
 def _spaced(parts: list[RenderableType]) -> RenderableType:
