@@ -763,3 +763,19 @@ def test_on_a_large_layer_m_shows_the_cell_s_before_and_now_while_its_arithmetic
     assert f"scaled → unscaled: {name} was {was:.4f}, is now {now:.4f}" in waiting
     assert f"Working out {name}" in waiting
 
+
+@pytest.mark.parametrize("own, expected", [(None, 120), ("30", 30)])
+def test_the_apps_draw_up_to_120_frames_a_second_unless_the_learner_set_textual_fps(own, expected) -> None:
+    """At Textual's default 60, a key that came while its update timer slept between frames waited
+    up to 33 ms for the next tick (app_bench: n/b median 47 ms, 30 ms at 120). The environment is
+    the conftest's (HOME and XDG in a temporary folder)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"}
+    if own is not None:
+        env["TEXTUAL_FPS"] = own
+    code = "import attnwalk.app.walk, textual.constants as c; print(c.MAX_FPS)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert int(out.stdout) == expected
