@@ -11,8 +11,10 @@ Run it with the Python attnwalk is installed in (pexpect needed: `pip install -e
   keypress       on A (head 1) of `shapes` and of the large layer (make_large.py: n 512, d_model
                  768, 12 heads), --presses arrow keys (→, then ← at the edge) and as many n / b:
                  the time from the key to the new cursor line (A[row, col] = …) or the new stage
-                 header; target p95 <= 50 ms. Beside it the CPU time the app's threads ran over
-                 the same span (Linux): on a loaded machine, what the key cost rather than waited
+                 header; target p95 <= 50 ms. The keys start a second after A is drawn (as a
+                 learner reads it), and what reached the terminal before each key is dropped
+                 first. Beside it the CPU time the app's threads ran over the same span
+                 (Linux): on a loaded machine, what the key cost rather than waited
   m              on the large layer's A: each mode's first m, from the key to "Mode: …" on
                  screen; target <= 300 ms
 
@@ -42,6 +44,7 @@ FLOOR = "import numpy, yaml, typer, rich.console, rich.table"
 TEXTUAL = FLOOR + ", textual.app, textual.widgets"
 QUIT = r"q(?:\x1b\[[0-9;]*[A-Za-z])* quit"  # the footer: key and description drawn apart
 CURSOR_LINE = r"A\[[^\]\x1b]+\] = "
+READ = 1.0  # seconds on A before the first key
 
 
 def spawn(args: list[str], env: dict[str, str], size=(24, 80)):
@@ -148,15 +151,31 @@ def cpu_seconds(pid: int) -> float:
     return total / 1e9
 
 
+def drain(child) -> None:
+    """Forget what the terminal has already received, so the next expect can only match what the
+    next key draws: one frame may hold two cursor lines (the status line and a worked cell's
+    result), and a second match left in the buffer timed the next key at 0 ms."""
+    child.buffer = ""
+    while True:
+        try:
+            child.read_nonblocking(1 << 16, timeout=0)
+        except (pexpect.TIMEOUT, pexpect.EOF):
+            return
+
+
 def keypresses(path_or_name: str, env: dict[str, str], presses: int,
                steps: int) -> tuple[list[float], list[float], list[float], list[float]]:
     """Seconds from each arrow key to its cursor line, and from each n / b to its stage header;
-    and the CPU seconds the app spent over each of them."""
+    and the CPU seconds the app spent over each of them. The keys start a second after A is on
+    screen, as a learner reads a stage before moving on it (what the app starts in the background
+    at its first screen and on arrival, the next mode and the worked cell, is done by then)."""
     child = spawn(["run", path_or_name], env)
     at = to_a(child, steps)
+    time.sleep(READ)
     arrows, stages, arrows_cpu, stages_cpu = [], [], [], []
     for i in range(presses):
         key = "\x1b[C" if (i // 5) % 2 == 0 else "\x1b[D"  # five right, five left
+        drain(child)
         cpu, start = cpu_seconds(child.pid), time.perf_counter()
         child.send(key)
         child.expect(CURSOR_LINE)
@@ -164,6 +183,7 @@ def keypresses(path_or_name: str, env: dict[str, str], presses: int,
         arrows_cpu.append(cpu_seconds(child.pid) - cpu)
     for i in range(presses):
         key, index = ("n", at + 1) if i % 2 == 0 else ("b", at)
+        drain(child)
         cpu, start = cpu_seconds(child.pid), time.perf_counter()
         child.send(key)
         child.expect(rf"Stage {index} / {steps}\b")
