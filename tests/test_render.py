@@ -392,6 +392,8 @@ def test_explain_works_out_one_cell() -> None:
 
 @pytest.mark.parametrize("args, hint", [
     (("girl_bangs", "nope", "1", "1"), "choose one of: E, P, X, Q, K, V, QK^T, S, A, Z"),
+    (("quantized", "W_K", "1", "1"), "'W_K' is a weight, not a stage: each cell of K is worked out from a column of it"),
+    (("girl_bangs", "w_v", "1", "1"), "each cell of V is worked out from a column of it; choose one of: E, P,"),
     (("girl_bangs", "A", "9", "1"), "1–3"),
     (("girl_bangs", "A", "撩", "狗"), "女生, 撩, 刘海"),
     (("girl_bangs", "Q", "1", "7"), "dimensions 1–2"),

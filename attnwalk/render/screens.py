@@ -289,6 +289,11 @@ def pick_stage(walk: Walk, name: str) -> Stage:
     choices = ", ".join(s.key for s in walk.stages if s.worked is not None)
     stage = stage_by_name(name, walk.stages) or stage_by_name(name, catalog())
     if stage is None:
+        readers = [s.key for s in walk.stages if s.worked is not None
+                   and any(p.lower() == name.lower() for p in s.params)]
+        if readers:  # W_K: a weight is worked out inside the cells made from it
+            raise UsageError(f"'{name}' is a weight, not a stage: each cell of {' or '.join(readers)} is "
+                             f"worked out from a column of it; choose one of: {choices}")
         raise UsageError(f"unknown stage '{name}'; choose one of: {choices}")
     if stage.worked is None:
         raise UsageError(f"the tokens stage has no cells to work out; choose one of: {choices}")
