@@ -292,13 +292,12 @@ def _lands(c: Cell, weights: list[float], on: float | None = None) -> bool:
 EXP_DIGITS = range(4, 11)  # significant digits tried for the exponentials, fewest (the lessons' 4) first
 
 
-def _quotient(c: Cell, e: np.ndarray, digits: int, col: int | None = None) -> tuple[float, float, float]:
-    """Key `col`'s (else this cell's) exponential, the row sum and their quotient, each from the
-    digits shown before it: the exponentials to `digits` significant digits, their sum to as many,
-    the quotient as a weight."""
-    col = c.col if col is None else col
+def _quotient(c: Cell, e: np.ndarray, digits: int) -> tuple[float, float, float]:
+    """This cell's exponential, the row sum and their quotient, each from the digits shown before
+    it: the exponentials to `digits` significant digits, their sum to as many, the quotient as a
+    weight."""
     shown_e, total = _rounded(c, e, digits)
-    return float(shown_e[col]), total, c.printed(shown_e[col] / total)
+    return float(shown_e[c.col]), total, c.printed(shown_e[c.col] / total)
 
 
 def _rounded(c: Cell, e: np.ndarray, digits: int) -> tuple[np.ndarray, float]:
