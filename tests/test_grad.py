@@ -172,3 +172,33 @@ def test_a_norm_before_the_projections_matches_finite_differences(name):
         assert relative_error(approx, analytic) <= 1e-6, (name, label)
     if "norm: layer" in text:  # the norm's output has mean 0 whatever the row's: each row of ∂L/∂X sums to 0
         assert np.allclose(grads.mats["X"].sum(axis=1), 0.0, atol=1e-12)
+
+
+def test_a_quantized_layer_s_weight_gradients_are_taken_at_the_read_back_weights_and_say_so(tmp_path):
+    """The quantized lesson with a target: ∂L/∂W_Q, W_K, W_V are the gradients with respect to the
+    weights read back from their blocks (what the layer multiplied by), as finite differences of
+    those show, and each weight's gradient screen says so (en and zh); a float layer says nothing."""
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+
+    text = (HERE.parent / "scenarios" / "quantized.yaml").read_text(encoding="utf-8")
+    text = text.split("\nnotes:")[0] + "\ntarget: {attend: {it: cat}}\n"
+    scn, walk, grads = grads_of(text, "scaled")
+    held = scn.setting("quantize")
+    for name in ("W_Q", "W_K", "W_V"):
+        assert not np.allclose(scn.param(name), held.floats[name])  # read back, not as written
+        analytic = grads.params[name]
+        cells = cells_of(analytic.shape, CELLS, seed=len(name))
+        approx = numeric(scn, "scaled", name, None, analytic.shape, True, cells)
+        assert relative_error(approx, analytic) <= 1e-6, name
+    path = tmp_path / "qgrad.yaml"
+    path.write_text(text, encoding="utf-8")
+    runner = CliRunner()
+    for lang, said in (("en", "The weights are quantized here (Q4_1): this is the gradient"),
+                       ("zh", "这里的权重是量化过的（Q4_1）")):
+        out = runner.invoke(app, ["grad", str(path), "--no-pause", "--lang", lang], env={"COLUMNS": "200"})
+        assert out.exit_code == 0, out.output
+        assert out.stdout.count(said) == 3  # ∂L/∂W_Q, ∂L/∂W_K, ∂L/∂W_V
+    plain = runner.invoke(app, ["grad", "backprop", "--no-pause"], env={"COLUMNS": "200"})
+    assert plain.exit_code == 0 and "quantized here" not in plain.stdout

@@ -88,6 +88,10 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     # nothing else changes: the walk, decode, compare and export multiply by the numbers read back
 
 
+# the backward walk: each weight's gradient is taken at the numbers read back, and says so
+GRAD_NOTES = {weight: ("grad.quantized",) for weight in ("W_Q", "W_K", "W_V", "W_O")}
+
+
 def note_values(scn: Scenario) -> dict[str, Any]:
     """{quant_kind}, and {quant_name}: how compare names this scenario (a built-in by its name)."""
     return {"quant_kind": _held(scn).kind, "quant_name": scn.name if scn.builtin else (scn.path or scn.name)}

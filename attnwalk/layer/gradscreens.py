@@ -148,7 +148,9 @@ def notes_for(key: str):
                 "grad.paths": len(readers(scn, mode, name, scope)) > 1,  # not with a source: K, V read it
                 "grad.attend": attend, "grad.seed_attend": attend,
                 "grad.normed": next(s for s in scn.graph if s.key == "Q").reads[0] != "X"}  # a norm's output
-        return [note for note in _NOTES.get(name, ()) if when.get(note)]
+        # and each feature's own notes on a gradient (quantize: the weights read back from blocks)
+        own = [note for f in scn.features for note in getattr(f, "GRAD_NOTES", {}).get(name, ())]
+        return [note for note in _NOTES.get(name, ()) if when.get(note)] + own
     return said
 
 
