@@ -779,3 +779,36 @@ def test_the_apps_draw_up_to_120_frames_a_second_unless_the_learner_set_textual_
     code = "import attnwalk.app.walk, textual.constants as c; print(c.MAX_FPS)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert int(out.stdout) == expected
+
+
+def test_h_s_before_and_now_stays_on_the_head_it_went_to() -> None:
+    """alibi (4 heads): after h from head 1 to head 2 on A, the line and the marks compare head 2
+    with head 1; walking on into head 3 they go (they named "head 1 → head 2" beside head 3's
+    numbers), and coming back to head 2's A they return. m compares every head with itself."""
+    from attnwalk.layer.axes import axes
+    from attnwalk.render.screens import walk_steps
+
+    walk = compute(load_scenario("alibi"))
+    steps = walk_steps(walk)
+    a1, a2, a3 = (steps.index((walk.stage("A"), h)) for h in range(3))
+    A = [walk.matrix("A", h) for h in range(4)]
+    rows, cols = axes(walk, walk.stage("A"), 1)
+
+    def line(cursor: tuple[int, int]) -> str:
+        r, c = cursor
+        assert A[0][r, c] != A[1][r, c]
+        return f"head 1 → head 2: A[{rows[r]}, {cols[c]}] was {A[0][r, c]:.4f}, is now {A[1][r, c]:.4f}"
+
+    on_2 = drive("alibi", ["h"], start=a1)
+    assert line(on_2.app.cursor) in on_2.screens[-1] and "cells changed" in on_2.screens[-1]
+    d = drive("alibi", ["h", *["n"] * (a3 - a2), *["b"] * (a3 - a2)], start=a1)
+    on_3, back = d.screens[1 + a3 - a2], d.screens[-1]
+    assert "head 3 / 4" in on_3
+    assert "head 1 → head 2" not in on_3 and "cells changed" not in on_3, on_3
+    assert line(d.app.cursor) in back and "cells changed" in back
+
+    m = drive("alibi", ["m", *["n"] * (a3 - a1)], start=a1)  # after m, head 3's A against head 3's
+    u = compute(load_scenario("alibi"), "unscaled").matrix("A", 2)
+    r, c = m.app.cursor
+    rows, cols = axes(walk, walk.stage("A"), 2)
+    assert f"scaled → unscaled: A[{rows[r]}, {cols[c]}] was {A[2][r, c]:.4f}, is now {u[r, c]:.4f}" in m.screens[-1]

@@ -7,6 +7,7 @@ import numpy as np
 from rich.console import Group, NewLine, RenderableType
 from rich.text import Text
 
+from attnwalk.app.changes import Before
 from attnwalk.app.grid import MatrixView
 from attnwalk.layer.axes import axes, token_labels
 from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage
@@ -103,7 +104,7 @@ def extras_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions, index: i
 
 
 def worked_view(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts: ViewOptions,
-                before: tuple[Walk, int, str] | None = None) -> RenderableType:
+                before: Before | None = None) -> RenderableType:
     """The cursor's cell worked out; after m or h, first its value before → now."""
     if stage.kind == TOKENS:
         return Text("")
@@ -113,19 +114,15 @@ def worked_view(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts
 
 
 def change_line(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts: ViewOptions,
-                before: tuple[Walk, int, str] | None) -> Prose | None:
+                before: Before | None) -> Prose | None:
     """After m or h, the cursor's cell before → now ("scaled → unscaled: A[bank, bank] was 0.2500,
     is now 0.1370", or that it did not change); None where nothing is compared. Cheap (two
     numbers), so a large layer shows it at once while its cell is being worked out."""
-    if before is None or stage.kind == TOKENS:
+    old = before.old(stage, head) if before is not None and stage.kind != TOKENS else None
+    new = walk.matrix(stage.key, head) if old is not None else None
+    if old is None or old.shape != new.shape:
         return None
-    old_walk, old_head, change = before
-    if stage.key not in (s.key for s in old_walk.stages):
-        return None
-    old = old_walk.matrix(stage.key, old_head if stage.per_head else 0)
-    new = walk.matrix(stage.key, head)
-    if old.shape != new.shape:
-        return None
+    change = before.change
     row, col = cell
     rows, cols = axes(walk, stage, head, opts.lang)
     cell_name = style.cell_ref(stage.symbol, rows[row], cols[col], opts)

@@ -20,7 +20,7 @@ from textual.worker import Worker
 from attnwalk.app.footer import KeysFooter
 from attnwalk.app.grid import MatrixGrid
 from attnwalk.app import collect_again, panes
-from attnwalk.app.changes import Changes
+from attnwalk.app.changes import Before, Changes
 from attnwalk.app.help import MessageAndExits, translated
 from attnwalk.app.kept import KeptPane
 from attnwalk.app.offloop import OffTheLoop
@@ -91,7 +91,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
         self.index = start
         self.reached = start  # the furthest step shown, for `attnwalk progress`
         self.cursor = default_cell(walk, *self._key_head(start)) if self._has_cells(start) else (0, 0)
-        self.before: tuple[Walk, int, str] | None = None  # after m or h: what the marks compare with
+        self.before: Before | None = None  # after m or h: what the marks and the old → new line compare with
         self.predictor, self.predict = predictor, predict
         self.predicted: set[tuple[str, int]] = set()
         self.message = message or (panes.lesson_pointer(walk, opts) if start == 0 else "")
@@ -183,7 +183,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
         else:
             grid.display, tokens.display = True, False
             grid.show(panes.matrix_view(self.walk, stage, head, self.opts.with_(width=width),
-                                        old=self._old(stage, head)), self.cursor)
+                                        old=self.before.old(stage, head) if self.before else None), self.cursor)
         self.query_one("#worked").display = stage.kind != TOKENS
         # Below the worked cell: drawn now if drawn before (n and b going back and forth), else in
         # the next frame, so the stage's own first frame is not kept waiting (~12 ms of a key)
