@@ -661,3 +661,13 @@ def test_the_stable_softmax_weight_is_its_own_line_and_never_split_at_80_columns
     assert "exponentials (after subtracting the row max 2.0000): row sum = 1.4833" in lines
     assert "the: 0.13534 / 1.4833 = 0.0912" in lines
     assert abs(math.exp(-2) - 0.1353) < 5e-5 and abs(math.exp(-2) / (math.exp(-1.8) + math.exp(-2) + 1 + math.exp(-1.7)) - 0.0912) < 5e-5
+
+
+@pytest.mark.parametrize("weight, shown", [(1 / 512, "0.2%"), (0.004, "0.4%"), (0.0094, "0.9%"),
+                                           (0.0096, "1%"), (0.0004, "0%"), (0.0, "0%"), (0.5, "50%"),
+                                           (1.0, "100%")])
+def test_a_bar_s_percent_below_one_is_to_a_tenth_in_four_characters(weight, shown) -> None:
+    """A 512-way tie of uniform weights (1/512) read "0% each" beside a bar (QA at 200 × 60)."""
+    from attnwalk.render.bars import _percent
+
+    assert _percent(weight) == shown and len(shown) <= len("100%")

@@ -193,8 +193,13 @@ def interactive_walk(walk: Walk, opts: ViewOptions, *, start: int, note: str, pr
         from attnwalk.tutor.progress import remember_stage  # json and the state file: after the walk
 
         remember_stage(walk.scenario, app.steps, app.index, reached=app.reached)
-    if app.ended:  # what to try next stays on the terminal, with the commands to copy
-        print("\n".join(ending()))
+    if app.ended:  # what to try next stays on the terminal, with the commands to copy, folded
+        from attnwalk.render.wrap import Prose  # at spaces and between Chinese characters, as the app does
+        from attnwalk.terminal.console import make_console
+
+        console = make_console()
+        for line in ending():
+            console.print(Prose(line))
     return app.return_code or 0
 
 

@@ -98,4 +98,7 @@ def _named(keys: np.ndarray, col_labels: Sequence[str], ellipsis: str) -> list[s
 
 
 def _percent(weight: float) -> str:
-    return f"{100 * weight:.0f}%"
+    """A weight as a whole percent; under 1%, to a tenth (uniform's 1/512 is 0.2%, not 0%), in the
+    four characters "100%" takes."""
+    percent = 100 * weight
+    return f"{percent:.1f}%" if 0.05 <= percent < 0.95 else f"{percent:.0f}%"
