@@ -97,7 +97,7 @@ def test_the_last_lesson_points_at_decode_and_a_real_model_in_chinese() -> None:
     app = ended_app("kv_cache", "zh")
     d = drive("kv_cache", ["g", *typed(str(len(app.steps))), "n"], app=app, opts=ViewOptions(lang="zh"))
     said = "".join(d.screen.split())
-    assert "演示结束。接下来可以：" in said
+    assert "讲解结束。接下来可以：" in said
     assert "attnwalkdecodekv_cache：同一层改为逐个token生成，用上KV缓存" in said
     assert "attnwalkmodel\"自己写的一句话\"：看真实预训练模型的一层" in said
     assert "再按n或Enter结束讲解；按b返回。" in said
