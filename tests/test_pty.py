@@ -184,3 +184,24 @@ def test_at_the_end_n_asks_then_leaves_and_what_to_try_next_stays_on_the_termina
     child.expect_exact("attnwalk quiz girl_bangs")
     child.expect_exact("attnwalk run word_order")
     assert finish(child) == 0
+
+
+def test_what_to_try_next_folds_chinese_between_characters_on_a_narrow_terminal() -> None:
+    """Printed after the app, at 44 columns: a line breaks inside its Chinese, not at the space
+    after "attnwalk quiz" (a bare Prose given to console.print lost its CJK breaking)."""
+    child = spawn("run", "girl_bangs", "--lang", "zh", rows=24, cols=44)
+    child.expect(r"\b1 / 11\b")  # not ready(): its wait for the footer's "quit" is English
+    child.expect(r"\?(?:\x1b\[[0-9;]*m)* 帮")  # the footer (cut short at 44 columns), drawn in the first frame: keys are read from here on
+    child.send("g")
+    child.expect_exact("（1–11）")
+    child.send("11\r")
+    child.expect(r"\b11 / 11\b")
+    child.send("n")
+    child.expect_exact("再按")
+    child.send("n")
+    child.expect_exact(ALT_OFF)
+    assert finish(child) == 0
+    after = child.before.replace("\r", "")
+    lines = [line for line in after.split("\n") if line.strip()]
+    assert "  attnwalk quiz girl_bangs：用本场景自己的数" in lines, lines
+    assert not any(line.rstrip() == "attnwalk quiz" or line.strip() == "attnwalk quiz" for line in lines)

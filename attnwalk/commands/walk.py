@@ -194,12 +194,12 @@ def interactive_walk(walk: Walk, opts: ViewOptions, *, start: int, note: str, pr
 
         remember_stage(walk.scenario, app.steps, app.index, reached=app.reached)
     if app.ended:  # what to try next stays on the terminal, with the commands to copy, folded
-        from attnwalk.render.wrap import Prose  # at spaces and between Chinese characters, as the app does
+        from attnwalk.render.wrap import prose_line  # at spaces and between Chinese characters
         from attnwalk.terminal.console import make_console
 
         console = make_console()
         for line in ending():
-            console.print(Prose(line))
+            console.print(prose_line(line))
     return app.return_code or 0
 
 
