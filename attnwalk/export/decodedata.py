@@ -13,8 +13,9 @@ null where the mask hides a cached key (JSON has no −∞); `work` is {"cached"
 {"projections", "scores", "mixing", "output", "total"} multiply-adds; `difference` is the largest
 |z_t − Z[t]| against the whole causal layer.
 
-Variants: under ALiBi each head's entry adds `b`, the bias −m_h·(t − j) added to `s` before the
-softmax (null where masked, as `s`); under RoPE `q`, `k` and the caches are the rotated ones.
+Every stage the graph puts between the scores and the softmax adds its row under its key in lower
+case (null where masked, as `s`), so that `a` is the softmax of the last of them: under ALiBi `b`,
+the bias −m_h·(t − j), and `s+b`, what the softmax reads; under RoPE `q`, `k` and the caches are the rotated ones.
 With grouped-query heads (`shape.kv_heads` g < heads) the full-width `k`, `v`, `K_cache` and
 `V_cache` hold the g K/V heads' columns (g·d_k, g·d_v: what a decoder caches), and each head's
 entry adds `kv`, the 0-based K/V head it reads. `--head N` keeps one head: the top level adds
@@ -87,8 +88,8 @@ def _head(scn: Scenario, head: HeadStep, allowed: np.ndarray) -> dict[str, Any]:
     out: dict[str, Any] = {"q": head.q.tolist(), "k": head.k.tolist(), "v": head.v.tolist(),
                            "K_cache": head.K_cache.tolist(), "V_cache": head.V_cache.tolist(),
                            "s": [float(s) if ok else None for s, ok in zip(head.s, allowed)]}
-    if head.b is not None:
-        out["b"] = [float(b) if ok else None for b, ok in zip(head.b, allowed)]
+    for key, row in head.scores.items():  # S's is `s` above; a feature's stages after it
+        out.setdefault(key.lower(), [float(x) if ok else None for x, ok in zip(row, allowed)])
     out["a"], out["z"] = head.a.tolist(), head.z.tolist()
     if scn.groups < scn.heads:
         out["kv"] = head.kv

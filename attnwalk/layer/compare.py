@@ -17,7 +17,8 @@ import numpy as np
 from attnwalk.errors import UsageError
 from attnwalk.layer.modes import BASELINE, MODES, WALK_MODES, Mode, mode_named
 from attnwalk.layer.ops import entropy_bits, row_maxima
-from attnwalk.layer.walk import compute
+from attnwalk.layer.roles import SCALED, SOFTMAX, logits, slope
+from attnwalk.layer.walk import Walk, compute
 
 if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
@@ -36,7 +37,7 @@ class ModeResult:
     peak: np.ndarray  # (n,) each row's largest weight
     peak_index: np.ndarray  # (n,) the key holding it (the first of ties)
     ties: np.ndarray  # (n,) how many keys hold exactly that weight
-    signal: np.ndarray  # (n,) largest entry of the row's softmax Jacobian; 0 for uniform and hard
+    signal: np.ndarray  # (n,) largest ∂A[i, j]/∂S[i, j] of the row (learning_signal); 0 for uniform and hard
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,21 @@ def mode_result(scn: Scenario, mode: Mode | str, amplify: float = 1.0, head: int
     return ModeResult(
         mode=mode, A=A, Z=walk.heads[head].mats["Z"], entropy=entropy_bits(A), peak=peak,
         peak_index=A.argmax(axis=-1), ties=row_maxima(A).sum(axis=-1),
-        signal=mode.signal(A))
+        signal=learning_signal(walk, head))
+
+
+def learning_signal(walk: Walk, head: int = 0) -> np.ndarray:
+    """Each row's largest ∂A[i, j]/∂S[i, j]: how much gradient the softmax still passes back to
+    the scores. The softmax's own part is a_j(1 − a_j), the largest entry of its Jacobian
+    diag(a) − a aᵀ by what it reads; every stage the graph puts between S and that (ALiBi's + B, a
+    feature's transform) multiplies in its own slope (roles.slope, from the stages' backward). It
+    shrinks toward 0 as a row saturates; uniform and hard rows do not move with the scores at all,
+    so their signal is exactly 0."""
+    A = walk.heads[head].mats[SOFTMAX]
+    if not walk.mode.smooth:
+        return np.zeros(A.shape[0])
+    through = slope(walk, head, SCALED, logits(walk.computed).key)  # (n, m): 1 when S is read as is
+    return np.max(A * (1.0 - A) * through, axis=-1)
 
 
 def compare(scn: Scenario, modes: Iterable[str | Mode] = (), amplify: float = 1.0, head: int = 0) -> Comparison:

@@ -73,3 +73,11 @@ def group(expr: str) -> str:
         if depth == 0 and expr[i:i + 3] in (" + ", " − "):
             return f"({expr})"
     return expr
+
+
+def row_name(symbol: str) -> str:
+    """A stage's row t as a decoder names it, from the stage's symbol: each matrix letter in lower
+    case with _t (S + B -> s_t + b_t; a feature's 2S+1 -> 2s_t+1)."""
+    import re
+
+    return re.sub(r"(?<![A-Za-z_])([A-Z])(?![A-Za-z_])", lambda m: f"{m.group(1).lower()}_t", symbol)

@@ -24,7 +24,7 @@ exponentials, a norm's statistics and QK-norm's normalising are left out of both
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -32,6 +32,7 @@ import numpy as np
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.graph import Context, Graph, get, head_block, needed, segments
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
+from attnwalk.layer.roles import MIXED, SCALED, SCORES, SOFTMAX, score_stages
 from attnwalk.layer.walk import Walk, compute, run
 
 if TYPE_CHECKING:
@@ -73,7 +74,10 @@ class HeadStep:
     s: np.ndarray  # (t,) the scores, / √d_k where the mode divides
     a: np.ndarray  # (t,) the weights; 0 where the mask hides a cached key
     z: np.ndarray  # (d_v,) = a · V_cache
-    b: np.ndarray | None = None  # (t,) ALiBi's −m_h·(t − j), added to s before the softmax
+    # (t,) the row of every stage between the raw scores and the softmax, in order (roles.score_stages):
+    # S alone, or S, ALiBi's B and S + B, or whatever a feature puts there; its last is what a_t is
+    # the softmax of
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
     kv: int = 0  # the K/V head (cache) this query head reads
 
 
@@ -233,11 +237,12 @@ def _step(walk: Walk, graph: Graph, cache: Cache, i: int) -> Step:
     for stage in after:
         mats[stage.key] = run(stage, ctx, lambda name: [own[name] for own in heads]
                               if name in per_head_keys else shared(name))
-    score, out = get(graph, "QK^T"), get(graph, "Z")
+    score, out = get(graph, SCORES), get(graph, MIXED)
+    between = score_stages(graph)
     steps = [HeadStep(q=own[score.reads[0]][0], k=own[f"{score.keys[0]}:cache"][i],
                       v=own[f"{out.keys[0]}:cache"][i], K_cache=own[f"{score.keys[0]}:cache"],
-                      V_cache=own[f"{out.keys[0]}:cache"], raw=own["QK^T"][0], s=own["S"][0],
-                      a=own["A"][0], z=own["Z"][0], b=own["B"][0] if "B" in own else None,
+                      V_cache=own[f"{out.keys[0]}:cache"], raw=own[SCORES][0], s=own[SCALED][0],
+                      a=own[SOFTMAX][0], z=own[MIXED][0], scores={s.key: own[s.key][0] for s in between},
                       kv=scn.kv_head(h)) for h, own in enumerate(heads)]
     o = mats["O"][0] if "O" in mats else None
     x = mats[get(graph, "Q").reads[0]][0]  # what the projections read: x_t (behind a norm, its output)

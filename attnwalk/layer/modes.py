@@ -47,15 +47,6 @@ class Mode(NamedTuple):  # a NamedTuple: a frozen dataclass costs every start ~0
             return ops.hard_weights(SM)
         return ops.softmax(SM)
 
-    def signal(self, A: np.ndarray) -> np.ndarray:
-        """Largest entry of each row's Jacobian ∂A_i/∂S_i = diag(a) − a aᵀ, i.e. max_j a_j(1 − a_j).
-
-        It shrinks toward 0 as a softmax row saturates. Uniform and hard rows do not move with the
-        scores at all, so their signal is exactly 0."""
-        import numpy as np
-
-        return np.max(A * (1.0 - A), axis=-1) if self.smooth else np.zeros(A.shape[0])
-
 
 SCALED = Mode("scaled", divides=True, reads_scores=True, smooth=True, in_walk=True)
 UNSCALED = Mode("unscaled", divides=False, reads_scores=True, smooth=True, in_walk=True)

@@ -17,9 +17,10 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from attnwalk.layer import alibi
 from attnwalk.layer.axes import dim_labels, token_labels
+from attnwalk.layer.decodemath import row_name
 from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers, ungrouped_numbers, window_rows
+from attnwalk.layer.roles import SCALED
 from attnwalk.layer.stages import SIGNED, WEIGHTS
 from attnwalk.render import style
 from attnwalk.render.decodenotes import explanation, formulas
@@ -150,15 +151,13 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
                              _captioned("V_cache", heat_table(head.V_cache, rows, d_v, SIGNED, opts))))
     allowed = scn.allowed[t - 1:t, :t]
     s_name = "s_t" if dec.mode.scales(scn.scorer) else style.plain("q_t · k_j", opts)
-    if head.b is None:
-        scores = heat_table(np.where(allowed, head.s[None, :], -np.inf), [s_name], keys, SIGNED, opts)
-        caption = style.say(opts, "decode.scores")
-    else:  # ALiBi: the score, the bias, and what the softmax reads
-        rows3 = np.stack([head.s, head.b, head.s + head.b])
-        scores = heat_table(np.where(allowed, rows3, -np.inf), [s_name, "b_t", f"{s_name} + b_t"], keys,
-                            SIGNED, opts)
-        slope = alibi.slopes(scn.heads)[h]
-        caption = style.say(opts, "decode.variant.scores_alibi", slope=f"{slope:.{opts.precision}g}")
+    # every stage between the scores and the softmax (roles.score_stages), a_t the softmax of the last
+    names = [s_name if key == SCALED else style.plain(row_name(dec.walk.stage(key).symbol), opts)
+             for key in head.scores]
+    scores = heat_table(np.where(allowed, np.stack(list(head.scores.values())), -np.inf), names, keys,
+                        SIGNED, opts)
+    caption = style.say(opts, "decode.scores") if len(names) == 1 else style.say(
+        opts, "decode.scores_path", last=names[-1])
     weights = heat_table(head.a[None, :], ["a_t"], keys, WEIGHTS, opts, allowed=allowed, mark_row_max=True)
     out.append(SideBySide(_captioned(caption, scores),
                              _captioned(style.say(opts, "decode.weights"), weights)))
