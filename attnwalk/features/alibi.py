@@ -108,10 +108,8 @@ def _position_cell(inner):
 def extend(stages: list[Stage], scn: Scenario) -> None:
     insert_after(stages, "S", *STAGES)
     reroute(stages, "S", "S+B", readers=[s.key for s in stages if s.key not in ("S+B", "B")])
-    # softmax reads S + B (A's text); a mask is laid over the biased scores
+    # softmax reads S + B (A's text); a mask is laid over the biased scores ((S + B) + M: its reads)
     amend(stages, "A", variants=lambda scn, mode, names: ("alibi", *names) if mode.smooth else names)
-    if has(stages, "S+M"):
-        amend(stages, "S+M", formula=lambda text, scn, mode: text.replace("S + M", "(S + B) + M", 1))
     if scn.main.positional == "none":  # ALiBi carries order
         for key in ("P", "X"):
             amend(stages, key, variants=lambda scn, mode, names: ("none_alibi", *names))

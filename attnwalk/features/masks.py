@@ -128,7 +128,7 @@ def _seen(ctx: Context, S: Any) -> Any:
 
 
 STAGES = (
-    Stage("S+M", "S + M", "S + M,  M[i, j] ∈ {0, −∞}", "n", "m", _seen, reads=("S",), kind=MASKED,
+    Stage("S+M", "S + M", "$0 + M,  M[i, j] ∈ {0, −∞}", "n", "m", _seen, reads=("S",), kind=MASKED,
           per_head=True, notes=_notes, worked=masked_cell, exported=False, aliases=("masked", "sm"),
           step=lambda scn, mode, s: s),  # decoding reads only the keys the mask allows (decodemath.keys_read)
 )

@@ -251,3 +251,23 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
         replace(stages, "S", worked=_scaled_cell)
     # w_a, or QK-norm's scale, is learned between QKᵀ and Z: Z's note would say nothing is
     amend(stages, "Z", notes=lambda scn, mode, notes: [n for n in notes if not n.startswith("truth.no_parameters")])
+
+
+def quiz_given(scn: Scenario, key: str, head: int) -> list[tuple[str, dict]]:
+    """What a quiz question on a cell of stage `key` gives beyond q and k, as (text key, numbers):
+    w_a, the head's own block of it, for additive scores; QK-norm's scale."""
+    if key != "QK^T":
+        return []
+    scoring, out = _scoring(scn), []
+    if scoring.score.name == "additive":
+        w_a, d = scn.param("w_a"), scn.d_k
+        out.append(("quiz.given.look_additive", {"w_a": w_a[head * d:(head + 1) * d] if len(w_a) > d else w_a}))
+    if scoring.qk_norm:
+        out.append(("quiz.given.qk_norm", {"scale": scoring.qk_scale}))
+    return out
+
+
+def quiz_hint(scn: Scenario, key: str) -> str | None:
+    """The hint of a question on stage `key`'s cell where the formula alone would not do: how an
+    additive score is made."""
+    return "score.additive.explain" if key == "QK^T" and _scoring(scn).score.name == "additive" else None

@@ -212,6 +212,14 @@ def scaled(c: Cell) -> list:
     return lines
 
 
+def _softmax_reads(c: Cell) -> str:
+    """The stage whose row the softmax is shown reading: the masked view (S + M) where the layer
+    has one, else what A reads (S, S + B, a feature's stage)."""
+    from attnwalk.layer.roles import logits, masked_view
+
+    return (masked_view(c.walk.computed) or logits(c.walk.computed)).key
+
+
 def softmax(c: Cell) -> list:
     SM = _seen_row(c)  # (m,) what softmax reads: the scores × --amplify, −∞ where masked
     allowed = c.scn.allowed[c.row]
@@ -224,9 +232,9 @@ def softmax(c: Cell) -> list:
     if not mode.smooth:
         best = int(np.argmax(SM))
         return [c.prose(c.say("ui.hard_cell")),
-                f"max = {c.sym('S+M')}[{tok}, {c.cols[best]}] = {c.num(SM[best])}"]
+                f"max = {c.sym(_softmax_reads(c))}[{tok}, {c.cols[best]}] = {c.num(SM[best])}"]
     top = float(np.max(SM))
-    name = c.sym("S+M" if c.walk.has("S+M") else c.stage.reads[0])  # S + M, else what A reads
+    name = c.sym(_softmax_reads(c))
     lines: list = [f"{name}[{tok}] = {c.vec(SM)}"]
     if c.walk.amplify != 1.0:
         lines.append(c.say("ui.amplified_row", k=c.short(c.walk.amplify)))

@@ -162,7 +162,10 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
         out = self.formula
         names = self.reads + self.keys
         for i in reversed(range(len(names))):  # $10 before $1
-            out = out.replace(f"${i}", symbol_of(names[i], scn))
+            symbol = symbol_of(names[i], scn)
+            if out.strip() != f"${i}" and any(op in symbol for op in (" + ", " − ")):
+                symbol = f"({symbol})"  # a sum read by a formula around it: (S + B) + M
+            out = out.replace(f"${i}", symbol)
         return out
 
 

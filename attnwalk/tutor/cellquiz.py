@@ -10,9 +10,12 @@ not asked. A masked weight is asked exactly: it is 0, not small.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from attnwalk.layer.axes import axes
+from attnwalk.layer.roles import SCALED, logits
 from attnwalk.layer.stages import stage_named
 from attnwalk.layer.walk import Walk
 from attnwalk.text import Text, text
@@ -62,8 +65,9 @@ def cell_question(walk: Walk, key: str, row: int, col: int, head: int = 0, lang:
         question = tx.t("quiz.cell.question_dim", stage=stage.symbol, row_token=rows[row], col=cols[col],
                         tol=within)
     if hint is None:
-        additive = walk.scenario.score == "additive" and key == "QK^T"
-        hint = tx.t("score.additive.explain") if additive else tx.t(
+        special = [name for feature in walk.scenario.features if hasattr(feature, "quiz_hint")
+                   for name in [feature.quiz_hint(walk.scenario, key)] if name]
+        hint = tx.t(special[0]) if special else tx.t(
             "quiz.cell.hint", formula=stage.formula_in(walk.scenario, walk.mode))
     return Question("cell", NUMBER, in_head(walk, tx, head, question), hint, value, number_text(value),
                     ("read_transposed",) if stage.square else (), tolerance=tol,
@@ -81,13 +85,25 @@ def matrix(M: np.ndarray) -> str:
     return "[" + ", ".join(vector(row) for row in M) + "]"
 
 
-def scores_name(walk: Walk) -> str:
-    """What softmax reads, named as the walk does: QKᵀ where this walk does not divide (the
-    what-if's unscaled walk), S otherwise, + B under ALiBi, + M with a mask."""
+def scores_name(walk: Walk, masked: bool = True) -> str:
+    """What softmax reads, named as the graph has it (roles.logits: S, S + B, or a stage a feature
+    put between), with S written QKᵀ where this walk does not divide (the what-if's unscaled
+    walk), + M with a mask."""
     scn = walk.scenario
-    base = "S" if walk.mode.scales(scn.scorer) or scn.score != "dot" else "QKᵀ"
-    base = f"{base} + B" if scn.bias == "alibi" else base
-    return f"{base} + M" if not scn.allowed.all() else base
+    name = logits(walk.computed).symbol
+    if scn.scorer.divides and not walk.mode.scales(scn.scorer):  # S = QKᵀ in this walk
+        name = re.sub(r"(?<![A-Za-z])S(?![A-Za-z])", "QKᵀ", name)
+    return f"{name} + M" if masked and not scn.allowed.all() else name
+
+
+def feature_givens(walk: Walk, tx: Text, key: str, head: int) -> list[str]:
+    """What the scenario's features add to a question's givens on stage `key` (their `quiz_given`:
+    additive scores' w_a, QK-norm's scale), each a sentence."""
+    out = []
+    for feature in walk.scenario.features:
+        for name, values in getattr(feature, "quiz_given", lambda scn, key, head: [])(walk.scenario, key, head):
+            out.append(tx.t(name, **{k: vector(v) if np.ndim(v) else number_text(float(v)) for k, v in values.items()}))
+    return out
 
 
 def givens(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str:
@@ -102,12 +118,7 @@ def givens(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
         q_key, k_key = scoring.reads[0], scoring.keys[0]
         given = tx.t("quiz.given.qk" if q_key == "Q" else "rope.given", row_token=rows[row], col_token=cols[col],
                      q=vector(mats[q_key][row]), k=vector(mats[k_key][col]))
-        if scn.score == "additive":  # and how the two make a score
-            w_a = scn.w_a[head * scn.d_k:(head + 1) * scn.d_k] if len(scn.w_a) > scn.d_k else scn.w_a
-            given += " " + tx.t("quiz.given.look_additive", w_a=vector(w_a))
-        if scn.qk_norm:
-            given += " " + tx.t("quiz.given.qk_norm", scale=number_text(scn.qk_scale))
-        return given
+        return " ".join([given, *feature_givens(walk, tx, key, head)])
     if key == "S":
         return tx.t("quiz.given.s" if scn.scorer.divides else "quiz.given.s_additive",
                     row_token=rows[row], col_token=cols[col],
@@ -121,12 +132,13 @@ def givens(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str
         return tx.t("quiz.given.a_row", name=scores_name(walk), row_token=rows[row], row=vector(seen),
                     cols=sep.join(cols))
     dims = axes(walk, stage_named("Z"), head, tx.lang)[1] if key == "Z" else ()
-    if key == "Z" and small and mats["V"].shape[1] <= GIVEN_MAX:
-        return tx.t("quiz.given.z", a=matrix(mats["A"]), v=matrix(mats["V"]), rows=sep.join(rows),
+    V = mats[walk.stage("Z").keys[0]] if key == "Z" else None  # what Z mixes
+    if key == "Z" and small and V.shape[1] <= GIVEN_MAX:
+        return tx.t("quiz.given.z", a=matrix(mats["A"]), v=matrix(V), rows=sep.join(rows),
                     cols=sep.join(cols), dims=sep.join(dims))
     if key == "Z" and scn.m <= 4 * GIVEN_MAX:  # the row of A and the column of V the cell sums
         return tx.t("quiz.given.z_row", row_token=rows[row], a=vector(mats["A"][row]), dim=dims[col],
-                    v=vector(mats["V"][:, col]), cols=sep.join(cols))
+                    v=vector(V[:, col]), cols=sep.join(cols))
     return ""
 
 
@@ -146,8 +158,8 @@ def _what_if(walk: Walk, tx: Text, head: int, row: int, col: int) -> Question | 
     question = tx.t("quiz.what_if.question", row_token=rows[row], col_token=cols[col],
                     before=number_text(before), d_k=walk.scenario.d_k, tol=tolerance_text(tx, tol))
     return Question("what_if", NUMBER, in_head(walk, tx, head, question),
-                    tx.t("alibi.what_if_hint" if walk.scenario.bias == "alibi" else "quiz.what_if.hint",
-                         row_token=rows[row]),
+                    tx.t("quiz.what_if.hint" if logits(walk.computed).key == SCALED else "quiz.what_if.hint_path",
+                         row_token=rows[row], name=scores_name(unscaled, masked=False)),
                     value, number_text(value), ("scale_detail",), tolerance=tol,
                     cell=("A", head, row, col), mode="unscaled",
                     given=givens(unscaled, tx, "A", head, row, col), mistakes=found,

@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.text import Text
 
 from attnwalk.layer.axes import axes, default_cell
+from attnwalk.layer.roles import MIXED, SCALED, SCORES, SOFTMAX, masked_view
 from attnwalk.layer.walk import Walk
 from attnwalk.text import text
 from attnwalk.tutor.cellquiz import GIVEN_MAX, cell_question, matrix, scores_name
@@ -36,12 +37,14 @@ from attnwalk.tutor.quiz import CHOICE, NUMBER, TOKEN, Question, check, diagnosi
 from attnwalk.tutor.tokenquiz import look_question
 from attnwalk.tutor.wordorder import word_order_question
 
-STAGES = ("P", "QK^T", "S", "S+M", "A", "Z")
+STAGES = ("P", SCORES, SCALED, SOFTMAX, MIXED)  # and the masked view (S + M) where there is one
 
 
 def prediction(walk: Walk, key: str, head: int = 0, lang: str = "en") -> Question | None:
     """The prediction asked before stage `key` of head `head`, or None for a stage without one."""
-    if key not in STAGES or key not in (s.key for s in walk.stages):
+    masked = masked_view(walk.computed)
+    asked = STAGES + ((masked.key,) if masked is not None else ())
+    if key not in asked or key not in (s.key for s in walk.stages):
         return None
     tx = text(lang)
     scn = walk.scenario
@@ -50,7 +53,7 @@ def prediction(walk: Walk, key: str, head: int = 0, lang: str = "en") -> Questio
         q = word_order_question(walk, tx, random.Random(scn.name))
     elif key == "QK^T":
         q = look_question(walk, tx, head, row)
-    elif key == "S+M":
+    elif masked is not None and key == masked.key:
         q = _masked(walk, head, row, lang)
     else:
         q = _cell(walk, key, head, lang)
@@ -85,18 +88,19 @@ def _cell(walk: Walk, key: str, head: int, lang: str) -> Question | None:
     mats = walk.heads[head].mats
     values = {"row_token": rows[row], "col_token": cols[col], "col": cols[col],
               "tol": tolerance_text(tx, q.tolerance), "d_k": scn.d_k,
-              "value": number_text(float(mats["QK^T"][row, col])) if key == "S" else "",
+              "value": number_text(float(mats[SCORES][row, col])) if key == SCALED else "",
               "mode": tx.t(f"mode.{walk.mode.name}.name"), "name": scores_name(walk)}
-    if key == "S":  # one rule for whether S divides: Mode.scales (additive scores never do)
+    if key == SCALED:  # one rule for whether S divides: Mode.scales (additive scores never do)
         name = ("quiz.predict.s" if walk.mode.scales(scn.scorer) else
                 "quiz.predict.s_additive" if not scn.scorer.divides else "quiz.predict.s_mode")
-    elif key == "A":
+    elif key == SOFTMAX:
         name = "quiz.predict.a"
     else:
-        small = scn.m <= GIVEN_MAX and mats["V"].shape[1] <= GIVEN_MAX
+        V = mats[walk.stage(MIXED).keys[0]]  # what Z mixes: V
+        small = scn.m <= GIVEN_MAX and V.shape[1] <= GIVEN_MAX
         name = "quiz.predict.z" if small else "quiz.predict.z_large"
-        keys = axes(walk, walk.stage("A"), head, lang)[1]
-        values.update(v=matrix(mats["V"]), rows=tx.t("ui.list_sep").join(keys))
+        keys = axes(walk, walk.stage(SOFTMAX), head, lang)[1]
+        values.update(v=matrix(V), rows=tx.t("ui.list_sep").join(keys))
     return replace(q, text=tx.t(name, **values))
 
 
