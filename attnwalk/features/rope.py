@@ -203,6 +203,10 @@ def _unrotated(scn: Scenario, mode: Mode, notes: list[str]) -> list[str]:
     return [*notes, "rope.unrotated"]  # "the same row as E" (a real model says it otherwise)
 
 
+# On ∂L/∂Q and ∂L/∂K (a head's): their gradients came back through the rotation (gradscreens)
+GRAD_NOTES = {"Q": ("grad.rope",), "K": ("grad.rope",)}
+
+
 def extend(stages: list[Stage], scn: Scenario) -> None:
     insert_before(stages, "QK^T", *STAGES)
     reroute(stages, "Q", "Q_rot", readers=("QK^T",))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from attnwalk.layer.gradcells import d
 from attnwalk.layer.graph import Stage, symbol_of
+from attnwalk.layer.roles import SCALED, logits, projected_from
 from attnwalk.numbering import shown
 
 if TYPE_CHECKING:
@@ -121,17 +122,19 @@ def variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
         out.append(mode.name)
     elif not mode.scales(scn.scorer):
         out.append("unscaled")
+    if mode.smooth and logits(scn.graph).key != SCALED:  # a stage between S and the softmax
+        out.insert(0, "passed")
     # each feature may name its own (the target: attend; a norm: normed, rms), as it does forward
     return (*out, *(v for f in scn.features if hasattr(f, "grad_variants") for v in f.grad_variants(scn)))
 
 
 # Which notes a gradient stage adds, by forward key: (note, when) pairs.
 _NOTES = {
-    "S": ("grad.masked", "grad.uniform", "grad.alibi"),
+    "S": ("grad.masked", "grad.uniform"),
     "QK^T": ("grad.uniform",),
-    "Q": ("grad.uniform", "grad.rope"), "K": ("grad.uniform", "grad.rope", "grad.group"),
+    "Q": ("grad.uniform",), "K": ("grad.uniform", "grad.group"),
     "V": ("grad.group",), "W_Q": ("grad.uniform", "grad.normed"), "W_K": ("grad.uniform", "grad.normed"),
-    "X": ("grad.paths",), "LN": ("grad.paths",), "Z": ("grad.attend",), "V_": (), "W_V": ("grad.attend", "grad.normed"), "W_O": ("grad.attend",),
+    "X": ("grad.paths",), "Z": ("grad.attend",), "V_": (), "W_V": ("grad.attend", "grad.normed"), "W_O": ("grad.attend",),
     "O": ("grad.attend",), "concat": ("grad.attend",), "A": ("grad.seed_attend",),
 }
 
@@ -140,17 +143,19 @@ def notes_for(key: str):
     """The notes of gradient stage `key` ("dS": the mask's zeros, uniform's missing gradient, …)."""
     def said(scn: Scenario, mode: Mode) -> list[str]:
         name, scope = source(scn, key, mode)
-        graph = {s.key for s in scn.graph}
         attend = not reads_output(scn)
+        projected = projected_from(scn.graph).key  # X, or a norm's output: the projections' input
         when = {"grad.masked": scn.masked and mode.smooth, "grad.uniform": not mode.smooth,
-                "grad.alibi": "S+B" in graph and mode.smooth, "grad.rope": "Q_rot" in graph and scope != "split",
                 "grad.group": scn.groups < scn.heads and scope == "split",
                 "grad.paths": len(readers(scn, mode, name, scope)) > 1,  # not with a source: K, V read it
                 "grad.attend": attend, "grad.seed_attend": attend,
-                "grad.normed": next(s for s in scn.graph if s.key == "Q").reads[0] != "X"}  # a norm's output
-        # and each feature's own notes on a gradient (quantize: the weights read back from blocks)
-        own = [note for f in scn.features for note in getattr(f, "GRAD_NOTES", {}).get(name, ())]
-        return [note for note in _NOTES.get(name, ()) if when.get(note)] + own
+                "grad.normed": projected != "X"}
+        # and each feature's own notes on a gradient (RoPE's turned back; quantize: the weights read
+        # back from blocks), on a head's gradient, not on the full-width blocks
+        own = [] if scope == "split" else [
+            note for f in scn.features for note in getattr(f, "GRAD_NOTES", {}).get(name, ())]
+        table = _NOTES.get("X" if name == projected else name, ())  # what the projections read
+        return [note for note in table if when.get(note)] + own
     return said
 
 

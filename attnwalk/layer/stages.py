@@ -176,7 +176,7 @@ def _a_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
             return "A[i, j] = 1 / n"
         return "A[i, :] = softmax(M[i, :]) = exp(M[i, :]) / |{k : M[i, k] = 0}|"
     if not mode.smooth:
-        return "A[i, :] = onehot(argmax_k (S + M)[i, k])"
+        return f"A[i, :] = onehot(argmax_k ({symbol_of(stage.reads[0], scn)} + M)[i, k])"
     return base
 
 
@@ -256,7 +256,7 @@ BASE: Graph = (
     Stage("S", "S", "S = QKᵀ / √d_k", "n", "m", scaled, reads=("QK^T",), per_head=True,
           formula_for=_s_formula, variants=_s_variants, notes=mode_notes, worked=cells.scaled, step=_s_step,
           backward=Backward(scaled_grad, _s_terms, gradcells.scaled)),
-    Stage("A", "A", "A[i, :] = softmax((S + M)[i, :])", "n", "m", weights, reads=("S",), kind=WEIGHTS,
+    Stage("A", "A", "A[i, :] = softmax(($0 + M)[i, :])", "n", "m", weights, reads=("S",), kind=WEIGHTS,
           per_head=True, formula_for=_a_formula, variants=mode_variants, notes=mode_notes,
           worked=cells.softmax, step=_a_step, backward=Backward(weights_grad, _a_terms, gradcells.softmax)),
     Stage("Z", "Z", "Z = A · V", "n", "d_v", output, reads=("A",), keys=("V",), per_head=True,
