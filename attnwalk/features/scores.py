@@ -271,3 +271,14 @@ def quiz_hint(scn: Scenario, key: str) -> str | None:
     """The hint of a question on stage `key`'s cell where the formula alone would not do: how an
     additive score is made."""
     return "score.additive.explain" if key == "QK^T" and _scoring(scn).score.name == "additive" else None
+
+
+def extra_work(scn: Scenario) -> int:
+    """Multiply-adds a training step's forward pass adds for these scores: tanh(q_i + k_j) · w_a
+    has d_k terms a score (the dot product's are counted with QKᵀ already)."""
+    return scn.heads * scn.n * scn.m * scn.d_k if _scoring(scn).score.name == "additive" else 0
+
+
+def extra_numbers(scn: Scenario) -> int:
+    """Numbers a training step holds besides: one head's n × m × d_k tanh and its gradient (×3)."""
+    return 3 * scn.n * scn.m * scn.d_k if _scoring(scn).score.name == "additive" else 0

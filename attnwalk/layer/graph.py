@@ -109,6 +109,7 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     in_mode: Callable[[Mode], bool] = _always  # is it defined in this mode? (tiled: not in hard)
     step: Callable[..., str] | None = None  # step(scn, mode, *reads' rows): its row t as decoding writes it
     backward: Backward | None = None  # its gradients (None: the backward pass cannot go through it)
+    learned: tuple[str, ...] = ()  # parameters besides `weight` that training moves (attention sinks)
 
     @property
     def square(self) -> bool:
@@ -298,6 +299,18 @@ class Context:
         if self.amplify != 1.0:
             S = ops.finite(S * self.amplify, "S", "use a smaller --amplify")
         return ops.masked(S, self.allowed)
+
+
+def trained(stages: Iterable[Stage]) -> tuple[str, ...]:
+    """The parameters gradient descent moves, in graph order: each stage's learned matrix (W_Q,
+    W_K, W_V, W_O) and what a feature's stage says it learns; a lesson's other parameters (a norm's
+    γ, w_a, a real model's biases) stay as given."""
+    names: list[str] = []
+    for stage in stages:
+        for name in ((stage.weight,) if stage.weight else ()) + stage.learned:
+            if name in stage.params and name not in names:
+                names.append(name)
+    return tuple(names)
 
 
 def head_dependent(stages: Graph) -> set[str]:

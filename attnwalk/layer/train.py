@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -18,13 +19,13 @@ import numpy as np
 from attnwalk.errors import ComputeError, ScenarioError
 from attnwalk.layer.backward import Grads, backward, objective
 from attnwalk.layer.cost import dims_of, work
+from attnwalk.layer.graph import trained
 from attnwalk.layer.modes import Mode, mode_named
 from attnwalk.layer.walk import Walk, compute
 
 if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
 
-TRAINED = ("W_Q", "W_K", "W_V", "W_O")  # what gradient descent updates (a lesson's other parameters stay)
 MAX_WORK = 15_000_000_000  # multiply-adds of a whole run: a few seconds of numpy on two CPUs (bench_grad.py)
 MAX_BYTES = 300 * 1024 * 1024  # the matrices one step holds at once
 
@@ -40,7 +41,8 @@ class Step(NamedTuple):
     @property
     def grad_norm(self) -> float:
         """|∂L/∂W|: the size of the update's direction, over every weight that is trained."""
-        return float(np.sqrt(sum(np.sum(g * g) for name, g in self.grads.params.items() if name in TRAINED)))
+        moved = trained(self.walk.graph)
+        return float(np.sqrt(sum(np.sum(g * g) for name, g in self.grads.params.items() if name in moved)))
 
 
 def gradients(walk: Walk) -> Grads:
@@ -76,14 +78,18 @@ def diverged(scn: Scenario, k: int, lr: float, mode: Mode) -> ComputeError:
 
 
 def updated(scn: Scenario, grads: Grads, lr: float) -> Scenario:
-    """`scn` with each trained weight moved against its gradient: W − lr · ∂L/∂W."""
-    changes = {}
-    for name in TRAINED:
+    """`scn` with each trained parameter (graph.trained) moved against its gradient: W − lr · ∂L/∂W."""
+    changes: dict = {}
+    params = dict(scn.params)
+    for name in trained(scn.graph):
         if name in grads.params:
             W = np.asarray(scn.param(name)) - lr * grads.params[name]
             W.flags.writeable = False
-            changes[name] = W
-    return dataclasses.replace(scn, **changes)
+            if name in params:  # a feature's parameter (attention sinks), kept with the others it adds
+                params[name] = W
+            else:
+                changes[name] = W
+    return dataclasses.replace(scn, **changes, params=MappingProxyType(params))
 
 
 # -- what a run costs -------------------------------------------------------------------------------
@@ -93,8 +99,8 @@ def step_work(scn: Scenario) -> int:
     """Multiply-adds of one step: the forward pass, and a backward pass that does two products
     for each one of the forward (∂L/∂ of both factors)."""
     forward = sum(w.count for w in work(dims_of(scn)))
-    if scn.score == "additive":  # tanh(q_i + k_j) · w_a: d_k terms per score, and its backward
-        forward += scn.heads * scn.n * scn.m * scn.d_k
+    for feature in scn.features:  # what a feature's stages add (additive scores: d_k terms a score)
+        forward += getattr(feature, "extra_work", lambda scn: 0)(scn)
     return 3 * forward
 
 
@@ -107,8 +113,8 @@ def step_bytes(scn: Scenario) -> int:
     numbers = (7 * h + 2) * n * m
     numbers += 2 * (n + m) * (2 * d_model + 2 * h * (scn.d_k + scn.d_v))
     numbers += 2 * d_model * h * (2 * scn.d_k + 2 * scn.d_v)
-    if scn.score == "additive":
-        numbers += 3 * n * m * scn.d_k
+    for feature in scn.features:  # what a feature's stages hold besides (additive: n × m × d_k tanh)
+        numbers += getattr(feature, "extra_numbers", lambda scn: 0)(scn)
     return 8 * numbers
 
 

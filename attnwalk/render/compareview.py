@@ -19,7 +19,9 @@ from attnwalk.text import pick
 from attnwalk.layer.axes import dim_labels, token_labels
 from attnwalk.layer.safe import escaped
 from attnwalk.layer.modes import Mode
-from attnwalk.layer.stages import SIGNED, WEIGHTS, stage_named
+from attnwalk.layer.graph import get
+from attnwalk.layer.roles import SCORES
+from attnwalk.layer.stages import SIGNED, WEIGHTS, dot_scores, stage_named
 from attnwalk.render import style
 from attnwalk.render.heatmap import GAP, heat_table, shown_indices
 from attnwalk.render.options import ViewOptions
@@ -52,9 +54,9 @@ def header(cmp: Comparison, opts: ViewOptions) -> RenderableType:
     if scn.heads > 1:
         facts.append(style.say(opts, "ui.head", head=person(cmp.head), heads=scn.heads))
     lines = [heading, Text(" · ".join(facts), style=style.NOTE)]
-    if scn.score != "dot" or scn.qk_norm:  # every mode starts from these scores
-        how = style.say(opts, "compare.scores",
-                        formula=style.plain(stage_named("QK^T").formula_in(scn), opts))
+    scoring = get(scn.graph, SCORES)
+    if scoring.compute is not dot_scores:  # a feature scores another way: every mode starts from these
+        how = style.say(opts, "compare.scores", formula=style.plain(scoring.formula_in(scn), opts))
         if not scn.scorer.divides:  # so scaled and unscaled agree
             how += " · " + style.say(opts, "compare.additive_same")
         lines.append(Prose(how, style=style.NOTE))
