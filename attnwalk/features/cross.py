@@ -85,6 +85,9 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     amend(stages, "A", formula=lambda text, scn, mode: text.replace("1 / n", "1 / m"))
 
 
+DECODE_FIELD = "source"  # what a refusal to decode points at
+
+
 def refuse_decode(scn: Scenario) -> str | None:
     return ("decode needs self-attention: with a source, the keys and values are the source's, "
             "computed once before decoding starts, not a cache that grows with each token")

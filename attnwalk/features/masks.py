@@ -174,6 +174,9 @@ def export(walk: Walk, data: dict[str, Any]) -> None:
         data["window"] = {"width": mask.window, "causal": mask.causal}
 
 
+DECODE_FIELD = "mask"  # what a refusal to decode points at
+
+
 def refuse_decode(scn: Scenario) -> str | None:
     """Why this mask cannot be decoded with a cache (a key after the query is visible), or None."""
     import numpy as np

@@ -205,6 +205,8 @@ def _unrotated(scn: Scenario, mode: Mode, notes: list[str]) -> list[str]:
 
 # On ∂L/∂Q and ∂L/∂K (a head's): their gradients came back through the rotation (gradscreens)
 GRAD_NOTES = {"Q": ("grad.rope",), "K": ("grad.rope",)}
+# A decode step's captions: q_t turned at its position, the cache holding turned keys
+DECODE_TEXT = {"query": "decode.variant.query_rope", "cache": "decode.variant.cache_rope"}
 
 
 def extend(stages: list[Stage], scn: Scenario) -> None:

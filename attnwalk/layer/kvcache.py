@@ -115,30 +115,37 @@ class Decode:
         return max(step.difference for step in self.steps)
 
 
-def refusal(scn: Scenario) -> str | None:
-    """Why `scn` cannot be decoded with a cache, or None when it can: a feature that makes keys a
-    decoder cannot cache (a source; a mask that shows later tokens) says why."""
+CAUSAL_REASON = ("a KV cache keeps each token's key and value for the later steps, which is exact "
+                 "only when no token reads a later one; without the mask token 1 also reads the "
+                 "keys of tokens a decoder has not generated yet")
+
+
+def _refused(scn: Scenario) -> tuple[str, str | None] | None:
+    """(why, the scenario field to point at) when `scn` cannot be decoded with a cache: a feature
+    that makes keys a decoder cannot cache (a source; a mask that shows later tokens; an encoder's
+    layer) says why and names its field (DECODE_FIELD); else a layer without a mask."""
     for feature in scn.features:
         refuse = getattr(feature, "refuse_decode", None)
-        if refuse is not None and refuse(scn):
-            return refuse(scn)
+        problem = refuse(scn) if refuse is not None else None
+        if problem:
+            return problem, getattr(feature, "DECODE_FIELD", None)
     if not scn.masked:
-        reason = ("a KV cache keeps each token's key and value for the later steps, which is exact "
-                  "only when no token reads a later one; without the mask token 1 also reads the "
-                  "keys of tokens a decoder has not generated yet")
-        if scn.setting("model") is not None:  # `model --decode` on an encoder: no file, no mask line
-            return (f"decode needs a causal mask, and this model attends both ways (an encoder such "
-                    f"as BERT: every token reads the later ones too): {reason}; decode a causal "
-                    f"model such as GPT-2")
-        return f"decode needs a causal mask (mask: causal): {reason}"
+        return f"decode needs a causal mask (mask: causal): {CAUSAL_REASON}", "mask"
     return None
 
 
+def refusal(scn: Scenario) -> str | None:
+    """Why `scn` cannot be decoded with a cache, or None when it can."""
+    refused = _refused(scn)
+    return None if refused is None else refused[0]
+
+
 def check_decodable(scn: Scenario) -> None:
-    """ScenarioError, naming the file and the mask's line, when `scn` cannot be decoded."""
-    problem = refusal(scn)
-    if problem is not None:
-        field = "source" if scn.source is not None else "mask" if scn.setting("model") is None else None
+    """ScenarioError, naming the file and the field (the mask's line, a source's) when `scn`
+    cannot be decoded."""
+    refused = _refused(scn)
+    if refused is not None:
+        problem, field = refused
         raise ScenarioError(problem, file=scn.label, field=field, line=scn.lines.get(field) if field else None)
 
 
@@ -268,10 +275,24 @@ def ungrouped_numbers(scn: Scenario, t: int) -> int:
     return t * scn.heads * (scn.d_k + scn.d_v)
 
 
+def rolling_window(scn: Scenario) -> int | None:
+    """w, when the mask is a causal sliding window of w keys narrower than the sequence (Mistral's
+    rolling buffer keeps w rows), read off the mask itself; None when a query may read every
+    earlier key."""
+    allowed = scn.allowed  # (n, m) bool
+    n = allowed.shape[0]
+    if allowed.shape != (n, n):
+        return None
+    rows, cols = np.indices((n, n))
+    w = int(allowed.sum(axis=1).max(initial=0))
+    return w if 0 < w < n and np.array_equal(allowed, (cols <= rows) & (cols > rows - w)) else None
+
+
 def window_rows(scn: Scenario, t: int) -> int:
     """Rows a decoder must keep after step t: all t, or under a causal sliding window the last w
     (Mistral's rolling buffer): no later query reads a key older than that."""
-    return t if scn.window is None else min(t, scn.window)
+    w = rolling_window(scn)
+    return t if w is None else min(t, w)
 
 
 def kv_representatives(scn: Scenario) -> list[int]:

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from attnwalk.layer.axes import dim_labels, token_labels
 from attnwalk.layer.decodemath import row_name
-from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers, ungrouped_numbers, window_rows
+from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers, rolling_window, ungrouped_numbers, window_rows
 from attnwalk.layer.roles import SCALED
 from attnwalk.layer.stages import SIGNED, WEIGHTS
 from attnwalk.render import style
@@ -102,9 +102,10 @@ def _header(dec: Decode, t: int, opts: ViewOptions) -> RenderableType:
     shape = style.say(opts, key, t=t, heads=scn.heads, kv_heads=scn.groups, d_k=scn.d_k, d_v=scn.d_v,
                       numbers=_count(cache_numbers(scn, t)), full=_count(ungrouped_numbers(scn, t)))
     facts.add_row(Text(style.say(opts, "decode.cache")), Text(shape, style=style.SHAPE))
-    if scn.window is not None and t > scn.window:  # what a rolling buffer would keep
+    w = rolling_window(scn)
+    if w is not None and t > w:  # what a rolling buffer would keep
         kept = cache_numbers(scn, window_rows(scn, t))
-        facts.add_row(Text(""), Text(style.say(opts, "decode.variant.cache_window", t=t, w=scn.window,
+        facts.add_row(Text(""), Text(style.say(opts, "decode.variant.cache_window", t=t, w=w,
                                                kept=_count(kept)), style=style.SHAPE))
     mode = style.plain(text(opts.lang).t(f"mode.{dec.mode.name}.name"), opts)
     facts.add_row(Text(style.say(opts, "ui.mode")), Text(mode))
@@ -142,11 +143,12 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
             label += "   " + style.say(opts, "decode.variant.head_gqa", kv=person(head.kv), kv_heads=scn.groups,
                                        sharing=style.say(opts, "ui.list_sep").join(sharing))
         out.append(Text(label, style=style.POSITION))
-    query = style.say(opts, "decode.variant.query_rope", pos=t - 1) if scn.rope is not None else \
-        style.say(opts, "decode.query")
+    # a feature that turns q and k before the scores (RoPE) names its own captions (DECODE_TEXT)
+    said = {part: key for feature in scn.features for part, key in getattr(feature, "DECODE_TEXT", {}).items()}
+    query = style.say(opts, said.get("query", "decode.query"), pos=t - 1)
     out.append(_captioned(query, heat_table(head.q[None, :], ["q_t"], d_k, SIGNED, opts)))
-    if scn.rope is not None:
-        out.append(Text(style.say(opts, "decode.variant.cache_rope"), style=style.NOTE))
+    if "cache" in said:
+        out.append(Text(style.say(opts, said["cache"]), style=style.NOTE))
     out.append(SideBySide(_captioned("K_cache", heat_table(head.K_cache, rows, d_k, SIGNED, opts)),
                              _captioned("V_cache", heat_table(head.V_cache, rows, d_v, SIGNED, opts))))
     allowed = scn.allowed[t - 1:t, :t]
@@ -294,9 +296,10 @@ def summary_screen(dec: Decode, opts: ViewOptions) -> RenderableType:
     table.add_row(Text(style.say(opts, "decode.work_total"), style=style.RESULT), Text(""), Text(""),
                   Text(_count(cached.total), style=style.RESULT), Text(_count(rerun.total), style=style.RESULT),
                   Text(gap(dec.difference), style=style.RESULT))
-    key = ("decode.variant.summary_totals_window" if scn.window is not None  # work capped by w
+    w = rolling_window(scn)
+    key = ("decode.variant.summary_totals_window" if w is not None  # work capped by w
            else "decode.variant.summary_totals_gqa" if scn.groups < scn.heads else "decode.summary_totals")
-    totals = style.say(opts, key, n=n, cached=_count(cached.total), w=scn.window or 0,
+    totals = style.say(opts, key, n=n, cached=_count(cached.total), w=w or 0,
                        rerun=_count(rerun.total), ratio=f"{rerun.total / cached.total:.2f}",
                        numbers=_count(cache_numbers(scn, n)), kv_heads=scn.groups,
                        full=_count(ungrouped_numbers(scn, n)))

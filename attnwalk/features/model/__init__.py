@@ -153,5 +153,18 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
         insert_after(stages, "R", _BY_KEY["Y"])
 
 
+DECODE_FIELD = None  # a real layer has no file to point at
+
+
+def refuse_decode(scn: Scenario) -> str | None:
+    """`model --decode` on an encoder (BERT): no mask, every token reads the later ones too."""
+    from attnwalk.layer.kvcache import CAUSAL_REASON
+
+    if scn.masked:
+        return None
+    return (f"decode needs a causal mask, and this model attends both ways (an encoder such as BERT: "
+            f"every token reads the later ones too): {CAUSAL_REASON}; decode a causal model such as GPT-2")
+
+
 def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
     return [("decode.variant.note_model", {})]
