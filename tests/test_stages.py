@@ -296,6 +296,8 @@ def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -
     every = [scenario(name) for name in SCENARIOS] + model_scenarios()
     rms = builtin_path("layer_norm").read_text(encoding="utf-8").replace("\nnorm: layer\n", "\nnorm: rms\n")
     every.append(scenario_from_text(rms, "rms.yaml"))  # the backward walk through RMSNorm
+    alibi = builtin_path("alibi").read_text(encoding="utf-8") + "\ntarget: {attend: {它: 小猫}}\n"
+    every.append(scenario_from_text(alibi, "alibi.yaml"))  # the backward walk through S + B
     gradients = {stage.key for scn in every if "target" in scn.settings for stage in grad_stages(scn)}
     assert {key for key, _ in tables} <= {stage.key for stage in STAGES} | gradients  # a variant of a stage there is
     shown = {stage_text(lang, stage, scn, mode, field)

@@ -457,9 +457,9 @@ def test_a_softmax_cell_rounds_its_row_once_per_precision_not_once_per_key(monke
     calls = []
     real = cells._rounded
 
-    def counted(c, e, digits):
+    def counted(c, e, digits, extra=None):
         calls.append(len(e))
-        return real(c, e, digits)
+        return real(c, e, digits, extra)
 
     monkeypatch.setattr(cells, "_rounded", counted)
     row, col = scn.n - 1, int(np.argmax(walk.matrix("A", 0)[scn.n - 1]))

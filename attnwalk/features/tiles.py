@@ -47,7 +47,8 @@ def with_tiles(scn: Scenario, tiles: int | None) -> Scenario:
 
 def _tiled(ctx: Context, S: np.ndarray, V: np.ndarray) -> np.ndarray:
     scores = tiled.tiled_scores(ctx.mode, ctx.seen(S), ctx.allowed)  # (n, m)
-    return tiled.output(scores, V, ctx.scn.setting(NAME))  # (n, d_v), keys B at a time
+    start = tiled.start_logit(ctx.scn, ctx.mode, ctx.head)  # an attention sink's, else none
+    return tiled.output(scores, V, ctx.scn.setting(NAME), start)  # (n, d_v), keys B at a time
 
 
 def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:

@@ -233,9 +233,14 @@ def softmax(c: Cell) -> list:
         best = int(np.argmax(SM))
         return [c.prose(c.say("ui.hard_cell")),
                 f"max = {c.sym(_softmax_reads(c))}[{tok}, {c.cols[best]}] = {c.num(SM[best])}"]
-    top = float(np.max(SM))
+    # a logit the softmax also normalises over that is no key's (an attention sink): a term of the
+    # row's sum, and of its maximum, with no weight of its own in A
+    extra = None if c.stage.extra_logit is None else float(c.stage.extra_logit(c.scn, c.head))
+    top = float(np.max(SM)) if extra is None else max(float(np.max(SM)), extra)
     name = c.sym(_softmax_reads(c))
     lines: list = [f"{name}[{tok}] = {c.vec(SM)}"]
+    if extra is not None:
+        lines.append(c.prose(c.say("ui.sink_row", value=c.num(extra))))
     if c.walk.amplify != 1.0:
         lines.append(c.say("ui.amplified_row", k=c.short(c.walk.amplify)))
     naive = top <= EXP_SAFE
@@ -246,18 +251,21 @@ def softmax(c: Cell) -> list:
     # worked (the lesson's e^3.5002 = 33.12 keeps its 4 digits, while e^(s − max) may need more)
     s = np.array([c.printed(x) for x in SM])  # (m,) −∞ where masked
     top_s = c.printed(top)
+    x = None if extra is None else c.printed(extra)
     with np.errstate(over="ignore"):
         e = np.exp(s)  # (m,) the lesson's form: only printed when nothing overflows
         stable = np.exp(s - top_s)  # (m,) every exponent ≤ 0
+        e_x = None if x is None else float(np.exp(x))
+        stable_x = None if x is None else float(np.exp(x - top_s))
     weights = c.walk.matrix("A", c.head)[c.row]  # (m,)
     keys = [j for j in range(m) if allowed[j]]
-    def row_digits(form: np.ndarray) -> int:
+    def row_digits(form: np.ndarray, form_x: float | None) -> int:
         for d in EXP_DIGITS:  # the row rounded once per precision: every key's quotient shares it
-            shown_e, total = _rounded(c, form, d)
+            shown_e, total = _rounded(c, form, d, form_x)
             if all(_lands(c, [c.printed(shown_e[j] / total)], weights[j]) for j in keys):
                 return d
         return 4
-    naive_d, digits = row_digits(e) if naive else 4, row_digits(stable)
+    naive_d, digits = row_digits(e, e_x) if naive else 4, row_digits(stable, stable_x)
     minus = c.mk.minus
     top_text = c.num(top) if top >= 0 else f"({c.num(top)})"
     heads = ["", "e^s"] if naive else [""]
@@ -272,22 +280,34 @@ def softmax(c: Cell) -> list:
             cells = [f"e^{c.operand(SM[j])} = {c.exp(e[j], naive_d)}"] if naive else []
             cells.append(f"e^({c.num(SM[j])} {minus} {top_text}) = {c.exp(stable[j], digits)}")
             rows.append((c.cols[j], cells))
+    if x is not None:  # the sink's term: in the sum, no key's weight
+        cells = [f"e^{c.operand(x)} = {c.exp(e_x, naive_d)}"] if naive else []
+        cells.append(f"e^({c.num(x)} {minus} {top_text}) = {c.exp(stable_x, digits)}")
+        rows.append((c.say("ui.sink"), cells))
     lines.append(c.exponentials(heads, rows))
     if not naive:
         lines.append(c.prose(c.say("ui.overflow_note", max=c.num(top))))
     row_sum = c.say("ui.row_sum")
     if naive:
-        shown_e, total, weight = _quotient(c, e, naive_d)
+        shown_e, total, weight = _quotient(c, e, naive_d, e_x)
         c.lands(weight)
         parts = c.terms({j: c.exp(e[j], naive_d) for j in shown(c, m)}, m)
+        if x is not None:
+            parts += f" + {c.exp(e_x, naive_d)}"
         lines.append(f"{row_sum} = {parts} = {c.exp(total, naive_d)}")
         lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, naive_d)} / {c.exp(total, naive_d)}"
                      f" = {c.num(weight)}")
-    shown_e, total, weight = _quotient(c, stable, digits)
+    shown_e, total, weight = _quotient(c, stable, digits, stable_x)
     c.lands(weight)
     # two lines, as the form above: the sum, then the weight (one line broke inside "a / b")
     lines.append(c.say("ui.exponentials", max=c.num(top)) + f"{c.colon()}{row_sum} = {c.exp(total, digits)}")
     lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, digits)} / {c.exp(total, digits)} = {c.num(weight)}")
+    if x is not None:  # what the sink takes: the row sums to 1 minus it
+        sink = float(c.exp(stable_x, digits))
+        share = c.printed(sink / total)
+        lines.append(f"{c.say('ui.sink')}{c.colon()}{c.exp(stable_x, digits)} / {c.exp(total, digits)} = "
+                     f"{c.num(share)}")
+        lines.append(c.prose(c.say("ui.sink_share", share=c.num(share), rest=c.num(c.printed(1 - share)))))
     return lines
 
 
@@ -300,19 +320,21 @@ def _lands(c: Cell, weights: list[float], on: float | None = None) -> bool:
 EXP_DIGITS = range(4, 11)  # significant digits tried for the exponentials, fewest (the lessons' 4) first
 
 
-def _quotient(c: Cell, e: np.ndarray, digits: int) -> tuple[float, float, float]:
+def _quotient(c: Cell, e: np.ndarray, digits: int, extra: float | None = None) -> tuple[float, float, float]:
     """This cell's exponential, the row sum and their quotient, each from the digits shown before
     it: the exponentials to `digits` significant digits, their sum to as many, the quotient as a
     weight."""
-    shown_e, total = _rounded(c, e, digits)
+    shown_e, total = _rounded(c, e, digits, extra)
     return float(shown_e[c.col]), total, c.printed(shown_e[c.col] / total)
 
 
-def _rounded(c: Cell, e: np.ndarray, digits: int) -> tuple[np.ndarray, float]:
+def _rounded(c: Cell, e: np.ndarray, digits: int, extra: float | None = None) -> tuple[np.ndarray, float]:
     """The exponentials as shown to `digits` significant digits ((m,), 0 where masked) and their
-    sum to as many: what every key's quotient in the row is worked from."""
+    sum to as many (with the extra logit's term, an attention sink's): what every key's quotient
+    in the row is worked from."""
     shown_e = np.array([float(c.exp(x, digits)) for x in e])
-    return shown_e, float(c.exp(float(np.sum(shown_e)), digits))
+    more = 0.0 if extra is None else float(c.exp(extra, digits))
+    return shown_e, float(c.exp(float(np.sum(shown_e)) + more, digits))
 
 
 def _seen_row(c: Cell) -> np.ndarray:

@@ -176,7 +176,8 @@ def _param_axes(key: str, owner: Stage, scn: Scenario) -> tuple[str, str]:
     """The named dimensions of a weight: W_Q is d_model × h·d_k, W_O is h·d_v × d_model."""
     W = np.asarray(scn.param(key))
     if W.ndim == 1:  # w_a: one number per dimension of q and k; a norm's γ, β: of its rows
-        return "1", "d_k" if owner.per_head else owner.cols
+        named = owner.backward.param_cols.get(key)  # as the stage names it (sinks: one per head)
+        return "1", named or ("d_k" if owner.per_head else owner.cols)
     if key == owner.weight:
         count = "" if scn.heads == 1 else ("g·" if owner.shared and scn.groups < scn.heads else "h·")
         rows = owner.weight_rows if owner.weight_rows == "d_model" else f"h·{owner.weight_rows}"

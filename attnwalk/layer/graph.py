@@ -71,6 +71,7 @@ class Backward(NamedTuple):
     terms: Callable[[Scenario, Mode], tuple[str | None, ...]]
     cell: Callable[..., tuple] | None = None
     symbols: Mapping[str, str] = MappingProxyType({})
+    param_cols: Mapping[str, str] = MappingProxyType({})  # a 1-D parameter's named columns (sinks: h)
 
 
 def fixed_terms(*terms: str | None) -> Callable[[Scenario, Mode], tuple[str | None, ...]]:
@@ -110,6 +111,9 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     step: Callable[..., str] | None = None  # step(scn, mode, *reads' rows): its row t as decoding writes it
     backward: Backward | None = None  # its gradients (None: the backward pass cannot go through it)
     learned: tuple[str, ...] = ()  # parameters besides `weight` that training moves (attention sinks)
+    # a softmax's logit besides the keys, for head h (an attention sink): it takes part in the
+    # normaliser but is no key's, so a row's weights sum to 1 minus its share (cells, tiles)
+    extra_logit: Callable[[Scenario, int], float] | None = None
 
     @property
     def square(self) -> bool:

@@ -37,15 +37,17 @@ class Mode(NamedTuple):  # a NamedTuple: a frozen dataclass costs every start ~0
         """What S divides QKᵀ by: √d_k, or 1 (S = QKᵀ)."""
         return math.sqrt(d_k) if self.scales(score) else 1.0
 
-    def weights(self, SM: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-        """A from the masked scores SM (n, m), −∞ where `allowed` is False: each row sums to 1."""
+    def weights(self, SM: np.ndarray, allowed: np.ndarray, extra: float | None = None) -> np.ndarray:
+        """A from the masked scores SM (n, m), −∞ where `allowed` is False: each row sums to 1,
+        or to 1 minus the share of `extra`, a logit the softmax also normalises over (an attention
+        sink). Uniform and hard weights do not read the scores' sizes, nor that logit."""
         from attnwalk.layer import ops
 
         if not self.reads_scores:
             return ops.uniform_weights(allowed)
         if not self.smooth:
             return ops.hard_weights(SM)
-        return ops.softmax(SM)
+        return ops.softmax(SM, extra)
 
 
 SCALED = Mode("scaled", divides=True, reads_scores=True, smooth=True, in_walk=True)

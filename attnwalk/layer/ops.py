@@ -34,12 +34,17 @@ def product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return M
 
 
-def softmax(S: np.ndarray) -> np.ndarray:
-    """Row-wise softmax, stable for huge scores: subtract each row's max before exp; −∞ gives 0."""
+def softmax(S: np.ndarray, extra: float | None = None) -> np.ndarray:
+    """Row-wise softmax, stable for huge scores: subtract each row's max before exp; −∞ gives 0.
+    `extra`: a logit every row also normalises over that is no column's (an attention sink): its
+    e^extra joins each row's sum, so the row sums to 1 minus its share."""
     top = np.max(S, axis=-1, keepdims=True)
+    if extra is not None:
+        top = np.maximum(top, extra)
     with np.errstate(over="ignore", invalid="ignore"):
         e = np.exp(S - top)  # every exponent ≤ 0, so nothing overflows
-    return e / e.sum(axis=-1, keepdims=True)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / (total if extra is None else total + np.exp(extra - top))
 
 
 def uniform_weights(allowed: np.ndarray) -> np.ndarray:

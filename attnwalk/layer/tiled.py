@@ -49,13 +49,15 @@ def blocks(m: int, B: int) -> list[tuple[int, int]]:
     return [(start, min(start + B, m)) for start in range(0, m, B)]
 
 
-def steps(SM: np.ndarray, V: np.ndarray, B: int) -> Iterator[Step]:
+def steps(SM: np.ndarray, V: np.ndarray, B: int, start: float | None = None) -> Iterator[Step]:
     """The recurrence over the key blocks of width B, for every row of SM at once.
 
-    SM (n, m): the scores the softmax reads, −∞ where masked; V (m, d_v)."""
+    SM (n, m): the scores the softmax reads, −∞ where masked; V (m, d_v). `start`: a logit the
+    softmax also normalises over that is no key's (an attention sink): the running maximum starts
+    at it and the running sum at e⁰ = 1, with nothing added to Õ."""
     n, d_v = SM.shape[0], V.shape[1]
-    m = np.full(n, -np.inf)
-    l = np.zeros(n)
+    m = np.full(n, -np.inf if start is None else float(start))
+    l = np.zeros(n) if start is None else np.ones(n)
     O = np.zeros((n, d_v))
     for start, stop in blocks(SM.shape[1], B):
         S_blk = SM[:, start:stop]  # (n, B): the only scores held
@@ -74,19 +76,28 @@ def steps(SM: np.ndarray, V: np.ndarray, B: int) -> Iterator[Step]:
         m, l, O = np.where(visible, m_new, m), l_new, O_new
 
 
-def output(SM: np.ndarray, V: np.ndarray, B: int) -> np.ndarray:
+def output(SM: np.ndarray, V: np.ndarray, B: int, start: float | None = None) -> np.ndarray:
     """Z by the tiled form: Õ / l after the last block, (n, d_v). Every row sees some key (the
     scenario's mask guarantees it), and l ≥ 1 (the row's maximum contributes e⁰)."""
     last = None
-    for last in steps(SM, V, B):
+    for last in steps(SM, V, B, start):
         pass
     assert last is not None  # m ≥ 1 key
     return last.O / last.l[:, None]
 
 
-def row_steps(SM: np.ndarray, V: np.ndarray, B: int, row: int) -> list[Step]:
+def row_steps(SM: np.ndarray, V: np.ndarray, B: int, row: int, start: float | None = None) -> list[Step]:
     """The recurrence for one row, block by block (each Step's arrays have one row)."""
-    return list(steps(SM[row:row + 1], V, B))
+    return list(steps(SM[row:row + 1], V, B, start))
+
+
+def start_logit(scn, mode: Mode, head: int) -> float | None:
+    """What the running maximum starts at for head `head`: the softmax's own extra logit (the
+    graph's softmax stage says it: an attention sink), in the modes whose softmax reads it."""
+    from attnwalk.layer.graph import get
+
+    extra = get(scn.graph, "A").extra_logit
+    return None if extra is None or not (mode.reads_scores and mode.smooth) else float(extra(scn, head))
 
 
 def tiled_scores(mode: Mode, SM: np.ndarray, allowed: np.ndarray) -> np.ndarray | None:

@@ -38,7 +38,8 @@ def head_steps(walk: Walk, head: int, row: int | None = None) -> list[tiled.Step
     """The recurrence of head `head`, for every row or for `row` alone."""
     SM, V = head_scores(walk, head), walk.input(walk.stage("tiled"), 1, head)[1]  # what it reads: V
     B = walk.scenario.tiles
-    return list(tiled.steps(SM, V, B)) if row is None else tiled.row_steps(SM, V, B, row)
+    start = tiled.start_logit(walk.scenario, walk.mode, head)
+    return list(tiled.steps(SM, V, B, start)) if row is None else tiled.row_steps(SM, V, B, row, start)
 
 
 def tiled_cell(c: Cell) -> list:
@@ -49,6 +50,9 @@ def tiled_cell(c: Cell) -> list:
     keys = c.walk.scenario.key_tokens
     ninf, minus, t = c.mk.neg_inf, c.mk.minus, c.mk.times
     lines: list = [c.prose(c.say("tiles.cell_intro", B=c.walk.scenario.tiles, count=len(steps)))]
+    start = tiled.start_logit(c.scn, c.walk.mode, c.head)
+    if start is not None:  # the softmax's extra logit (a sink): the state starts from it
+        lines.append(c.prose(c.say("tiles.cell_start", value=c.num(c.printed(start)))))
     m = l = O = None  # the state as printed (None: as yet −∞, 0, 0)
     for index in c.elided(len(steps)):
         if isinstance(index, Hidden):
@@ -60,7 +64,7 @@ def tiled_cell(c: Cell) -> list:
             m, l, O = float(s.m_old[0]), c.printed(s.l_old[0]), c.printed(s.O_old[0, j])
             m = c.printed(m) if np.isfinite(m) else -np.inf
         elif index == 0:
-            m, l, O = -np.inf, 0.0, 0.0
+            m, l, O = (-np.inf, 0.0, 0.0) if start is None else (c.printed(start), 1.0, 0.0)
         names = ", ".join(keys[s.start:s.stop])
         lines.append(c.say("tiles.block", index=person(index), keys=names)
                      + c.colon() + f"S_blk = {c.vec(s.scores[0])}")

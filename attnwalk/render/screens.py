@@ -83,7 +83,23 @@ def stage_panels(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list
         from attnwalk.render.tiles import tiles_view
 
         return tiles_view(walk, head, opts)
+    if stage.kind == WEIGHTS:
+        return _row_sums(walk, stage, head, opts)
     return []
+
+
+def _row_sums(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[RenderableType]:
+    """Where a stage's weights do not sum to 1 a row (an attention sink took a share), each row's
+    sum, read off the matrix itself."""
+    sums = walk.matrix(stage.key, head).sum(axis=1)  # (n,)
+    if np.all(np.abs(sums - 1.0) < 1e-12):
+        return []
+    rows = token_labels(walk.scenario.tokens)
+    shown = [f"{rows[i]} {sums[i]:.{opts.precision}f}" for i in range(len(sums))]
+    if len(shown) > 8:
+        shown = shown[:6] + ["…", shown[-1]]
+    return [Prose(style.say(opts, "ui.row_sums", stage=style.plain(stage.symbol, opts),
+                            sums=style.say(opts, "ui.list_sep").join(shown)), style=style.NOTE)]
 
 
 def walk_renderables(walk: Walk, opts: ViewOptions) -> Iterator[RenderableType]:
