@@ -238,7 +238,8 @@ def matrix_legend(stage: Stage, shown: np.ndarray, opts: ViewOptions, *,
     if stage.kind == MASKED:
         legend.append(style.say(opts, "ui.masked_legend"))
     if stage.kind == WEIGHTS:
-        legend.append(style.say(opts, "ui.rows_sum_legend"))
+        if np.all(np.abs(shown.sum(axis=1) - 1.0) < 1e-9):  # not where a sink took a share (_row_sums)
+            legend.append(style.say(opts, "ui.rows_sum_legend"))
         ties = (row_maxima(shown).sum(axis=1) > 1).any()
         legend.append(style.say(opts, "ui.bars_legend_ties" if ties else "ui.bars_legend"))
         if masked_mark:
