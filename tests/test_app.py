@@ -91,9 +91,9 @@ def test_the_end_of_a_walk_says_what_to_try_next_and_asks_before_leaving() -> No
 
 
 def test_the_last_lesson_points_at_decode_and_a_real_model_in_chinese() -> None:
-    from attnwalk.scenario.builtins import COURSE
+    from attnwalk.scenario.builtins import course
 
-    assert COURSE[-1] == "kv_cache"
+    assert course()[-1] == "kv_cache"
     app = ended_app("kv_cache", "zh")
     d = drive("kv_cache", ["g", *typed(str(len(app.steps))), "n"], app=app, opts=ViewOptions(lang="zh"))
     said = "".join(d.screen.split())
@@ -107,12 +107,12 @@ def test_the_course_is_every_built_in_lesson_in_the_readme_s_order() -> None:
     import re
     from pathlib import Path
 
-    from attnwalk.scenario.builtins import COURSE, next_lesson
+    from attnwalk.scenario.builtins import course, next_lesson
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     table = readme.split("## The lessons", 1)[1].split("## Architecture", 1)[0]
-    assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.M)) == COURSE
-    assert sorted(COURSE) == builtin_names()
+    assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.M)) == course()
+    assert sorted(course()) == builtin_names()
     assert next_lesson("girl_bangs") == "word_order" and next_lesson("kv_cache") is None
     assert next_lesson("my_own") is None
 

@@ -40,8 +40,21 @@ COURSE = ("girl_bangs", "word_order", "causal_mask", "river_bank", "savings_bank
           "grouped_query", "online_softmax", "layer_norm", "quantized", "backprop", "saturation", "kv_cache")
 
 
+def course() -> tuple[str, ...]:
+    """Every built-in lesson in the order a learner takes them: COURSE, with each feature's own
+    lessons put where the feature says (its COURSE_AFTER: lesson -> the lesson it follows)."""
+    from attnwalk.features import FEATURES
+
+    out = list(COURSE)
+    for feature in FEATURES:
+        for lesson, after in getattr(feature, "COURSE_AFTER", {}).items():
+            out.insert(out.index(after) + 1, lesson)
+    return tuple(out)
+
+
 def next_lesson(name: str) -> str | None:
-    """The built-in lesson that follows `name` in COURSE; None after the last or for another name."""
-    if name not in COURSE[:-1]:
+    """The built-in lesson that follows `name` in the course; None after the last or for another name."""
+    order = course()
+    if name not in order[:-1]:
         return None
-    return COURSE[COURSE.index(name) + 1]
+    return order[order.index(name) + 1]
