@@ -91,6 +91,8 @@ def _head(scn: Scenario, head: HeadStep, allowed: np.ndarray) -> dict[str, Any]:
     for key, row in head.scores.items():  # S's is `s` above; a feature's stages after it
         out.setdefault(key.lower(), [float(x) if ok else None for x, ok in zip(row, allowed)])
     out["a"], out["z"] = head.a.tolist(), head.z.tolist()
+    for key, row in head.later.items():  # a feature's stages after z_t, under their keys in lower case
+        out.setdefault(key.lower(), row.tolist())
     if scn.groups < scn.heads:
         out["kv"] = head.kv
     return out

@@ -168,10 +168,13 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
         names = self.reads + self.keys
         for i in reversed(range(len(names))):  # $10 before $1
             symbol = symbol_of(names[i], scn)
-            if out.strip() != f"${i}" and any(op in symbol for op in (" + ", " − ")):
-                symbol = f"({symbol})"  # a sum read by a formula around it: (S + B) + M
-            out = out.replace(f"${i}", symbol)
+            out = out.replace(f"${i}", symbol if out.strip() == f"${i}" else grouped(symbol))
         return out
+
+
+def grouped(symbol: str) -> str:
+    """A stage's symbol as an operand inside a formula: a sum in brackets, (S + B) + M."""
+    return f"({symbol})" if any(op in symbol for op in (" + ", " − ")) else symbol
 
 
 def symbol_of(name: str, scn: Scenario | None = None) -> str:

@@ -32,7 +32,7 @@ import numpy as np
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.graph import Context, Graph, get, head_block, needed, segments
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
-from attnwalk.layer.roles import MIXED, SCALED, SCORES, SOFTMAX, score_stages
+from attnwalk.layer.roles import MIXED, SCALED, SCORES, SOFTMAX, path, score_stages
 from attnwalk.layer.walk import Walk, compute, run
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ class HeadStep:
     # S alone, or S, ALiBi's B and S + B, or whatever a feature puts there; its last is what a_t is
     # the softmax of
     scores: dict[str, np.ndarray] = field(default_factory=dict)
+    # (…,) the row of every per-head stage a feature puts after z_t on the way to the output
+    later: dict[str, np.ndarray] = field(default_factory=dict)
     kv: int = 0  # the K/V head (cache) this query head reads
 
 
@@ -246,11 +248,12 @@ def _step(walk: Walk, graph: Graph, cache: Cache, i: int) -> Step:
                               if name in per_head_keys else shared(name))
     score, out = get(graph, SCORES), get(graph, MIXED)
     between = score_stages(graph)
+    later = [s for s in path(graph, MIXED, "O" if any(s.key == "O" for s in graph) else "concat") if s.per_head]
     steps = [HeadStep(q=own[score.reads[0]][0], k=own[f"{score.keys[0]}:cache"][i],
                       v=own[f"{out.keys[0]}:cache"][i], K_cache=own[f"{score.keys[0]}:cache"],
                       V_cache=own[f"{out.keys[0]}:cache"], raw=own[SCORES][0], s=own[SCALED][0],
                       a=own[SOFTMAX][0], z=own[MIXED][0], scores={s.key: own[s.key][0] for s in between},
-                      kv=scn.kv_head(h)) for h, own in enumerate(heads)]
+                      later={s.key: own[s.key][0] for s in later}, kv=scn.kv_head(h)) for h, own in enumerate(heads)]
     o = mats["O"][0] if "O" in mats else None
     x = mats[get(graph, "Q").reads[0]][0]  # what the projections read: x_t (behind a norm, its output)
     return Step(t, x, steps, mats["concat"][0], o, cached_work(scn, t), rerun_work(scn, t),

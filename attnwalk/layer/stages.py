@@ -19,7 +19,7 @@ import numpy as np
 from attnwalk.layer import cells, gradcells, ops
 from attnwalk.layer.decodemath import group
 from attnwalk.layer.graph import (MASKED, SIGNED, TOKENS, WEIGHTS, Backward, Graph, Stage,  # noqa: F401
-                                 fixed_terms, get, symbol_of)
+                                 fixed_terms, get, grouped, symbol_of)
 from attnwalk.layer.modes import BASELINE
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ def blocks(symbol: str, heads: int) -> str:
 def projection_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     """"Q = X · W_Q" from what the stage reads and is made with (+ b_Q where a model adds a bias),
     then its heads' blocks: K and V have one block per K/V head."""
-    text = f"{stage.symbol} = {symbol_of(stage.reads[0], scn)} · " + " + ".join(stage.params)
+    text = f"{stage.symbol} = {grouped(symbol_of(stage.reads[0], scn))} · " + " + ".join(stage.params)
     count = scn.groups if stage.shared else scn.heads if stage.split else 1
     return text + (f" = {blocks(stage.symbol, count)}" if count > 1 else "")
 

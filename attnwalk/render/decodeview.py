@@ -166,6 +166,12 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
     Z = dec.walk.matrix("Z", h)[t - 1]
     out.append(_captioned(style.say(opts, "decode.output"), heat_table(
         np.stack([head.z, Z]), ["z_t", style.say(opts, "decode.walk_row", t=t)], d_v, SIGNED, opts)))
+    for key, row in head.later.items():  # a feature's stages after z_t: their rows, beside the walk's
+        stage = dec.walk.stage(key)
+        label = style.plain(row_name(stage.symbol), opts)
+        out.append(heat_table(np.stack([row, dec.walk.matrix(key, h)[t - 1]]),
+                              [label, style.say(opts, "decode.walk_row", t=t)], _dims(dec, stage.cols, row.shape[0], opts),
+                              SIGNED, opts))
     return out
 
 

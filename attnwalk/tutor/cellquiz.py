@@ -15,6 +15,7 @@ import re
 import numpy as np
 
 from attnwalk.layer.axes import axes
+from attnwalk.layer.graph import grouped
 from attnwalk.layer.roles import SCALED, logits
 from attnwalk.layer.stages import stage_named
 from attnwalk.layer.walk import Walk
@@ -93,7 +94,7 @@ def scores_name(walk: Walk, masked: bool = True) -> str:
     name = logits(walk.computed).symbol
     if scn.scorer.divides and not walk.mode.scales(scn.scorer):  # S = QKᵀ in this walk
         name = re.sub(r"(?<![A-Za-z])S(?![A-Za-z])", "QKᵀ", name)
-    return f"{name} + M" if masked and not scn.allowed.all() else name
+    return f"{grouped(name)} + M" if masked and not scn.allowed.all() else name
 
 
 def feature_givens(walk: Walk, tx: Text, key: str, head: int) -> list[str]:
