@@ -83,7 +83,10 @@ def gradient_stages():
 
     cases = json.loads((Path(__file__).resolve().parent / "reference" / "grad_reference.json").read_text())
     scenarios = [scenario_from_text(case["yaml"], "case.yaml") for case in cases["cases"]]
-    scenarios += [load_scenario(name) for name in ("backprop", "saturation", "layer_norm")]
+    from attnwalk.scenario.builtins import builtin_names
+
+    lessons = [load_scenario(name) for name in builtin_names()]  # every lesson with a target
+    scenarios += [scn for scn in lessons if any(hasattr(feature, "loss") for feature in scn.features)]
     rms = (Path(__file__).resolve().parents[1] / "scenarios" / "layer_norm.yaml").read_text(encoding="utf-8")
     scenarios.append(scenario_from_text(rms.replace("\nnorm: layer\n", "\nnorm: rms\n"), "rms.yaml"))
     return {stage.key: stage for scn in scenarios for stage in grad_stages(scn)}

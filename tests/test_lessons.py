@@ -29,7 +29,7 @@ from reference import quantized as reference_quantized
 # numbers); every other built-in, a new one included, is recomputed by the oracle below.
 OWN_ORACLE = {"shapes": "test_multihead.py", "rope": "test_rope_lesson.py", "alibi": "test_alibi.py",
               "grouped_query": "test_gqa.py", "sliding_window": "test_window.py", "kv_cache": "test_decode.py",
-              "saturation": "test_grad_cli.py"}  # random weights at d_k = 64: its claims are checked there
+              "saturation": "test_grad_cli.py", "attention_sink": "test_sinks.py"}  # random weights at d_k = 64: its claims are checked there
 LESSONS = tuple(builtin_names())
 BUILTINS = tuple(name for name in LESSONS if name not in OWN_ORACLE)
 STAGE_KEYS = ("E", "P", "X", "Q", "K", "V", "QK^T", "S", "A", "Z")

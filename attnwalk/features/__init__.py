@@ -20,7 +20,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, quantize, rope, scores, target, tiles
+from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, quantize, rope, scores, sinks, target, tiles
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # stages come before the grouped heads' text, which names them; quantize reads every weight
 # matrix the features before it read, W_O included; a target is read last, against the output's
 # width and the mask).
-FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, model, biases,
+FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, sinks, model, biases,
                                     gqa, norm, quantize, target)
 
 
