@@ -77,13 +77,45 @@ def rope_rotated(x, base=10000.0, pairing="half"):
     return out
 
 
+# The scenario settings this reference computes (each feature's key in Scenario.settings) and those
+# that do not change the layer's numbers (what to train toward, a tiled form of the same Z, the mask
+# already given as `allowed`, quantized weights already read back into W): attention_of refuses
+# any other, so a new feature cannot pass the reference checks by being left out of them.
+COMPUTED = {"score", "alibi", "rope", "sinks", "norm"}
+UNCHANGED = {"target", "tiles", "mask", "quantize", "train"}
+
+
+def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):
+    """attention() with every argument read off the scenario's own mapping (its settings and
+    parameters), not listed by hand in each test: X and X_kv default to the walk's input (E + P,
+    a source's), normalised where the scenario has a norm."""
+    unknown = set(scn.settings) - COMPUTED - UNCHANGED
+    assert not unknown, f"tests/reference.py does not compute {sorted(unknown)}: add it to attention_of"
+    if X is None:
+        from attnwalk.layer.walk import compute
+
+        walk = compute(scn)
+        X = walk.mats["X"]
+        X_kv = walk.source["X"] if walk.source else X
+    X, X_kv = projected_input(scn, X), projected_input(scn, X if X_kv is None else X_kv)
+    scoring, rope = scn.settings.get("score"), scn.settings.get("rope")
+    return attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),
+                     scn.allowed if allowed is None else allowed, mode, heads=scn.heads,
+                     W_O=None if scn.W_O is None else np.array(scn.W_O),
+                     kind="dot" if scoring is None else scoring.score.name, w_a=scn.params.get("w_a"),
+                     qk_norm=bool(scoring and scoring.qk_norm), qk_scale=scoring.qk_scale if scoring else 1.0,
+                     kv_heads=scn.groups, alibi=bool(scn.settings.get("alibi")),
+                     rope=rope and (rope.base, rope.pairing),
+                     sinks=scn.params["sinks"] if "sinks" in scn.settings else None)
+
+
 def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None, kind="dot",
-              w_a=None, qk_norm=False, qk_scale=1.0, rope=None, kv_heads=None, alibi=False):
+              w_a=None, qk_norm=False, qk_scale=1.0, rope=None, kv_heads=None, alibi=False, sinks=None):
     """Every matrix of one (multi-head) layer; `allowed` is the n × m boolean mask. `kind` is
     "dot" or "additive" (then scores are never divided by √d_k). `rope`: (base, pairing) to rotate
     each head's queries and keys by their positions before scoring. `kv_heads` g: query head h
     reads K/V head h // (heads / g); `alibi`: −m_h·|i − j| (the paper's slopes) added to S before
-    softmax."""
+    softmax; `sinks`: one logit per head in every row's softmax sum, no key's."""
     from variants_reference import paper_slopes
 
     Q, K, V = X @ W_Q, X_kv @ W_K, X_kv @ W_V
@@ -115,8 +147,12 @@ def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None,
             A = allowed / allowed.sum(axis=1, keepdims=True)
         else:
             L = S + B[h] + M
-            A = np.exp(L - L.max(axis=1, keepdims=True))
-            A = A / A.sum(axis=1, keepdims=True)
+            top = L.max(axis=1, keepdims=True)
+            if sinks is not None:  # the head's sink logit: in each row's sum, no key's
+                top = np.maximum(top, sinks[h])
+            A = np.exp(L - top)
+            total = A.sum(axis=1, keepdims=True)
+            A = A / (total if sinks is None else total + np.exp(sinks[h] - top))
         per_head.append({"Q": q_head, "K": k_head, "V": v, **rotated, "QK^T": raw, "S": S, "S+B": S + B[h],
                          "A": A, "Z": A @ v})
     out = {"Q": Q, "K": K, "V": V, "heads": per_head}

@@ -173,18 +173,12 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
 
     scn = load_scenario(name)
     walk = compute(scn)
-    X = walk.mats["X"]
-    X_kv = walk.source["X"] if walk.source else X
-    X, X_kv = reference.projected_input(scn, X), reference.projected_input(scn, X_kv)  # behind a norm
 
     def ref(mode="scaled", allowed=scn.allowed):
-        return reference.attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),
-                                   allowed, mode, heads=scn.heads, kind=scn.score, w_a=scn.w_a,
-                                   qk_norm=scn.qk_norm, qk_scale=scn.qk_scale, kv_heads=scn.groups,
-                                   alibi=scn.bias == "alibi",
-                                   rope=scn.rope and (scn.rope.base, scn.rope.pairing))["heads"]
+        return reference.attention_of(scn, mode, allowed)["heads"]
 
     scaled, unscaled, unmasked = ref(), ref("unscaled"), ref(allowed=np.ones_like(scn.allowed))
+    unsunk = reference.attention_of(scn.with_setting("sinks", None))["heads"]  # the sink left out
     checked = set()
     for seed in (None, 0, 1, 2):
         for q in questions(walk, seed=seed):
@@ -199,6 +193,7 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
             column = np.exp(S - S.max(axis=0)) / np.exp(S - S.max(axis=0)).sum(axis=0)  # down each column
             expect = {"no_scale": unscaled[head][key][row, col],
                       "mask_forgotten": unmasked[head][key][row, col],
+                      "sink_forgotten": unsunk[head][key][row, col],
                       "transposed": h[key][col, row] if key in ("QK^T", "S", "A") else None,
                       "column_softmax": {"A": column, "Z": column @ h["V"]}.get(key, np.empty(0)),
                       "k_for_v": (h["A"] @ h["K"])[row, col] if key == "Z" and same else None,

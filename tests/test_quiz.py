@@ -143,15 +143,9 @@ def test_every_quiz_covers_every_mistake_the_lessons_list_that_its_scenario_has(
 def test_numeric_answers_agree_with_the_reference_layer(name):
     scn = load_scenario(name)
     walk = compute(scn, "scaled")
-    X_kv = walk.source["X"] if walk.source else walk.mats["X"]  # cross-attention reads the source
-    X, X_kv = reference.projected_input(scn, walk.mats["X"]), reference.projected_input(scn, X_kv)
 
     def ref(mode):
-        return reference.attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K),
-                                   np.array(scn.W_V), scn.allowed, mode, heads=scn.heads, kind=scn.score,
-                                   w_a=scn.w_a, qk_norm=scn.qk_norm, qk_scale=scn.qk_scale,
-                                   kv_heads=scn.groups, alibi=scn.bias == "alibi",
-                                   rope=scn.rope and (scn.rope.base, scn.rope.pairing))["heads"]
+        return reference.attention_of(scn, mode)["heads"]
 
     refs = {"": ref("scaled"), "unscaled": ref("unscaled")}  # the what-if asks A without √d_k
     for seed in (None, 1, 2, 3):

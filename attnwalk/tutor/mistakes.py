@@ -6,6 +6,7 @@ the mask left off), so a diagnosis can never disagree with the walk's arithmetic
 
     masked_small     a masked weight answered as small but not 0 (any answer but 0: `diagnosis`)
     mask_forgotten   softmax over every key, the mask left off
+    sink_forgotten   softmax without the softmax's extra logit (an attention sink): rows summing to 1
     column_softmax   softmax down the column (over the queries) instead of along the row
     no_scale         S, A, Z with QKᵀ not divided by √d_k
     divided_by_d_k   S = QKᵀ / d_k: the square root forgotten
@@ -47,7 +48,7 @@ from attnwalk.layer.walk import Walk, whole, with_mode
 NAMES = ("masked_small", "mask_forgotten", "column_softmax", "no_scale", "divided_by_d_k",
          "times_sqrt_d_k", "kept_scale", "scaled_anyway", "scaled_additive", "unrotated",
          "transposed", "k_for_v", "uniform", "a_column", "top_value", "itself", "column_argmax",
-         "not_rescaled",
+         "not_rescaled", "sink_forgotten",
          "neighbour_row", "neighbour_col", "rounded")
 # Reading the wrong cell or rounding early: a number they give inside the tolerance is simply not
 # wrong at the precision asked, and is dropped; a misconception inside it makes the question ask
@@ -82,10 +83,14 @@ def _maps(walk: Walk, key: str, head: int) -> tuple[tuple[str, np.ndarray], ...]
     mix = (lambda W: W) if key == "A" else (lambda W: W @ mats["V"])  # noqa: E731  A, or Z = A · V
     if key in ("A", "Z") and mode.smooth:  # softmax rows: the axis and the mask matter
         S = walk.scores(head) * walk.amplify  # S, or S + B under ALiBi
+        logit = walk.stage("A").extra_logit  # a term of each row's sum that is no key's (a sink)
+        extra = None if logit is None else logit(scn, head)
         with np.errstate(invalid="ignore"):  # a column with every query masked has no softmax
             out.append(("column_softmax", mix(ops.softmax(ops.masked(S, scn.allowed).T).T)))
         if not scn.allowed.all():
-            out.append(("mask_forgotten", mix(ops.softmax(S))))
+            out.append(("mask_forgotten", mix(ops.softmax(S, extra))))
+        if extra is not None:
+            out.append(("sink_forgotten", mix(ops.softmax(ops.masked(S, scn.allowed)))))
     if key in ("A", "Z") and mode.reads_scores:
         out.append(("uniform", mix(ops.uniform_weights(scn.allowed))))
     if key in ("S", "A", "Z") and walk.scale != 1.0 and mode.reads_scores:
