@@ -47,6 +47,14 @@ def output_path(raw: str | Path, option: str, example: str) -> Path:
                          "create it first")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option} {text}: cannot write in {folder} ({_why_not_writable(folder)})")
+    from attnwalk import atomic
+
+    try:  # root passes os.access in /proc and /sys, where no file can be made: try one
+        atomic.probe_folder(path)
+    except OSError as exc:
+        why = _why_not_writable(folder) if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) \
+            else exc.strerror or str(exc)
+        raise UsageError(f"{option} {text}: cannot write in {folder} ({why})") from None
     return path
 
 

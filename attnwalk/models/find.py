@@ -42,7 +42,7 @@ def find_model(spec: str | None) -> ModelFiles:
     if spec is None or spec == "":
         return _default_model()
     if spec.startswith(PREFIX):
-        blob, name = find_ollama(spec[len(PREFIX):])
+        blob, name = find_ollama(spec[len(PREFIX):])  # notes the manifest and the blob as inputs
         return ModelFiles(name=name, source=f"Ollama store {blob}", config=None, tokenizer=None,
                           weights=(), gguf=blob)
     path = Path(spec).expanduser()
@@ -94,6 +94,7 @@ def _only_gguf(folder: Path) -> Path:
 
 
 def _gguf(path: Path, source: str) -> ModelFiles:
+    note_input(path)  # a GGUF file is the model whole: no output of this command may replace it
     return ModelFiles(name=path.name, source=source, config=None, tokenizer=None, weights=(), gguf=path)
 
 
