@@ -45,8 +45,26 @@ class Step(NamedTuple):
 
 def gradients(walk: Walk) -> Grads:
     """The loss of `walk`'s scenario (its target) and ∂L/∂ of every matrix: the backward walk."""
-    result = objective(walk.scenario).loss(walk)
-    return backward(walk, result.seeds, result.value)
+    scn = walk.scenario
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is checked below, said in one line
+        result = objective(scn).loss(walk)
+        grads = backward(walk, result.seeds, result.value)
+    if not (np.isfinite(grads.loss) and all(np.all(np.isfinite(g)) for g in _every(grads))):
+        # e.g. target.output [[1e200, …]]: ½(Y − T)² is beyond float64, and no digit of it can be shown
+        line = scn.lines.get("target")
+        where = f"{scn.label}:{line}: target" if line is not None else scn.label
+        raise ComputeError(f"{where}: the loss L or a gradient overflows float64 (beyond ±1.8e308) "
+                           f"under {walk.mode.name} weights: make the target's numbers or the "
+                           "weights smaller", stage="L")
+    return grads
+
+
+def _every(grads: Grads) -> Iterator[np.ndarray]:
+    """Every gradient `grads` holds: the shared ones, each head's, the parameters'."""
+    yield from grads.mats.values()
+    for head in grads.heads:
+        yield from head.values()
+    yield from grads.params.values()
 
 
 def descend(scn: Scenario, mode: Mode | str, steps: int, lr: float) -> Iterator[Step]:
