@@ -38,7 +38,7 @@ NAME = "target"
 KEYS = ("target", "train")
 STAGES: tuple[Stage, ...] = ()  # the loss is not a stage of the layer: see LOSS_STAGE
 KINDS = ("output", "attend")
-MAX_STEPS = 10_000  # a lesson's steps; --steps is bounded by what they cost (layer/train.py)
+MAX_STEPS = 500  # a lesson's steps: half of a run's (layer/train.py), so --compare trains them too
 DEFAULT_STEPS, DEFAULT_LR = 20, 0.1
 
 

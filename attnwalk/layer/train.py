@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 TRAINED = ("W_Q", "W_K", "W_V", "W_O")  # what gradient descent updates (a lesson's other parameters stay)
 MAX_WORK = 15_000_000_000  # multiply-adds of a whole run: a few seconds of numpy on two CPUs (bench_grad.py)
 MAX_BYTES = 300 * 1024 * 1024  # the matrices one step holds at once
+# Steps of one `train` (--compare: of both runs): a step is a forward and a backward walk, ~1 ms of
+# Python even on a 4-token layer (1.2 ms measured on backprop, shared machine), whatever its work.
+MAX_RUN_STEPS = 1_000
 
 
 class Step(NamedTuple):
@@ -143,7 +146,7 @@ def check_cost(scn: Scenario, steps: int, what: str) -> None:
                    f"matrices at once, more than {MAX_BYTES // (1024 * 1024)} MB; use fewer tokens or heads")
     else:
         each = step_work(scn)
-        most = max(MAX_WORK // each - 1, 0)
+        most = min(max(MAX_WORK // each - 1, 0), MAX_RUN_STEPS)
         fix = (f"use --steps {most} or fewer" if most >= 1 and steps > most
                else "use fewer tokens or a narrower layer")
         problem = (f"{what} on this layer ({shape}) would do about {total / 1e9:,.1f} billion "
