@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,7 +116,11 @@ class GGUFFile:
         if rows is not None:
             raw = raw[rows]
         try:
-            values = self._quants.dequantize(raw, info.type_id)
+            # a damaged block (a scale of f16 infinity, a wrong type) makes numpy warn inside gguf's
+            # code before the check below can say so in one line: the warnings are not the learner's
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                values = self._quants.dequantize(raw, info.type_id)
         except NotImplementedError:
             raise ModelError(f"{self.path}: tensor {name} is stored as {info.kind}, which the gguf "
                              f"library cannot dequantize") from None
