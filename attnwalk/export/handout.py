@@ -275,10 +275,11 @@ def csv_text(walk: Walk, opts: ViewOptions) -> str:
     def cells(key: str, head: int | str, M: np.ndarray, rows, cols) -> None:
         # M[i, j] as a script indexes it, then the labels; repr keeps every digit of a float64.
         # Written line by line (the csv module's writer takes twice as long for a 512 × 512 W_Q).
-        # Labels are text cells (_csv_field escapes a formula); values stay numbers, -0.25 and -inf too.
-        cols = [_csv_field(str(c)) for c in cols]
+        # Labels are text cells (spreadsheet_cell: '=SUM(A1)' is shown, not run); values stay
+        # numbers, -0.25 and -inf too, never escaped.
+        cols = [_csv_field(spreadsheet_cell(str(c))) for c in cols]
         for i, row in enumerate(np.asarray(M, dtype=float).tolist()):
-            lead = f"{key},{head},{i},{_csv_field(str(rows[i]))},"
+            lead = f"{key},{head},{i},{_csv_field(spreadsheet_cell(str(rows[i])))},"
             out.extend(f"{lead}{j},{cols[j]},{x!r}" for j, x in enumerate(row))
 
     for stage, head in walk_steps(walk):
@@ -294,10 +295,7 @@ def csv_text(walk: Walk, opts: ViewOptions) -> str:
 
 
 def _csv_field(s: str) -> str:
-    """A text field (a label: a token or a dimension) as csv.writer(lineterminator="\\n") writes it,
-    made safe for a spreadsheet first (safe.spreadsheet_cell: '=SUM(A1)' shown, not run), then
-    quoted when it holds , " or \\n. The values are numbers (repr) and never go through here."""
-    s = spreadsheet_cell(s)
+    """A field as csv.writer(lineterminator="\\n") writes it: quoted when it holds , " or \\n."""
     return '"' + s.replace('"', '""') + '"' if any(ch in s for ch in ',"\n') else s
 
 
