@@ -374,6 +374,18 @@ def test_an_ollama_name_longer_than_ollama_allows_is_exit_2(tmp_path: Path, monk
         assert "too long for an Ollama model name" in message and len(message) < 400
 
 
+LONG = "a" * 5000
+
+
+@pytest.mark.parametrize("args", [["export", "girl_bangs", "-o", f"{LONG}.json"], ["model", "hi", "--model", LONG],
+                                  ["run", "girl_bangs", "--no-pause", "--save", f"{LONG}.svg"],
+                                  ["init", f"{LONG}.yaml"], ["export", "girl_bangs", "-o", f"d/{LONG}/x.json"]])
+def test_a_path_too_long_for_the_file_system_is_exit_2_in_one_short_line(tmp_path: Path, monkeypatch, args) -> None:
+    monkeypatch.chdir(tmp_path)
+    message = one_line(invoke(*args))
+    assert "characters" in message and len(message) < 300
+
+
 @pytest.mark.parametrize("target", ["/proc/version", "/sys/attnwalk.json", "/proc/attnwalk.json"])
 def test_an_output_in_a_folder_no_file_can_be_made_in_is_exit_2(target: str) -> None:
     if not os.path.isdir(os.path.dirname(target)):

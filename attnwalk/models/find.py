@@ -176,6 +176,7 @@ def read_json(path: Path, what: str):
     size = path.stat().st_size
     if size > MAX_JSON:
         raise ModelError(f"{path}: is {size:,} bytes, more than the {MAX_JSON:,} a {what} may be")
+    note_input(path)  # a shards' index too is no file an output may replace
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except RecursionError:

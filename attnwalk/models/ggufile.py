@@ -15,6 +15,7 @@ field and tensor by tensor.
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 import warnings
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attnwalk.atomic import note_input
 from attnwalk.models.data import ModelError
 
 EXTRA = "pip install 'attnwalk[gguf]'"
@@ -73,6 +75,7 @@ class GGUFFile:
         self._quants = gguf.quants
         try:
             with open(path, "rb") as file:
+                note_input(os.fstat(file.fileno()))  # the file as opened: no -o or --save may replace it
                 self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as err:
             raise ModelError(f"{path}: cannot read the GGUF file ({err})") from None
