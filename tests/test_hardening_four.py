@@ -199,6 +199,16 @@ def test_a_target_whose_loss_leaves_float64_is_one_line_in_train(tmp_path: Path)
         assert "overflows float64" in one_line(invoke("train", str(path), *args), f"{path}:{line}: target: ")
 
 
+def test_an_asked_weight_of_exactly_0_names_the_file(tmp_path: Path) -> None:
+    text = builtin_path("layer_norm").read_text(encoding="utf-8")
+    path = tmp_path / "ln.yaml"
+    path.write_text(text.replace("\nnorm: layer\n", "\nnorm: layer\nnorm_gamma: [3e38, 3e38, 3e38, 3e38]\n"),
+                    encoding="utf-8")
+    for command in ("grad", "train"):
+        message = one_line(invoke(command, str(path), "--no-pause"), f"{path}: A[")
+        assert "is exactly 0 in float64 under scaled weights" in message and "try smaller weights" in message
+
+
 def test_a_target_large_but_inside_float64_is_walked(tmp_path: Path) -> None:
     path, _ = huge_target(tmp_path, "1e150")  # L ≈ 5e299: finite, written in scientific notation
     result = invoke("grad", str(path), "--format", "json")

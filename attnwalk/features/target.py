@@ -214,9 +214,10 @@ def loss(walk: Walk) -> Loss:
     seed = np.zeros_like(A)  # (n, m)
     for q, k in target.pairs:
         if A[q, k] <= 0.0:
+            fix = "smaller weights" if walk.mode.divides else "the scaled mode, or smaller weights"
             raise ComputeError(f"A[{person(q)}, {person(k)}] is exactly 0 in float64 under {walk.mode.name} "
-                               "weights, so −log A is infinite: the scores are too far apart (try "
-                               "the scaled mode, or smaller weights)", stage="A")
+                               f"weights, so −log A is infinite: the scores are too far apart (try {fix})",
+                               stage="A")
         rows[q, 0] -= np.log(A[q, k])
         seed[q, k] -= 1.0 / A[q, k]  # ∂(−log a)/∂a = −1/a
     return Loss(float(rows.sum()), rows, "A", target.head, seed)

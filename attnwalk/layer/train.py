@@ -50,7 +50,10 @@ def gradients(walk: Walk) -> Grads:
     """The loss of `walk`'s scenario (its target) and ∂L/∂ of every matrix: the backward walk."""
     scn = walk.scenario
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is checked below, said in one line
-        result = objective(scn).loss(walk)
+        try:
+            result = objective(scn).loss(walk)
+        except ComputeError as exc:  # −log 0: said of this scenario's file
+            raise ComputeError(f"{scn.label}: {exc}", stage=exc.stage) from None
         grads = backward(walk, result.seeds, result.value)
     if not (np.isfinite(grads.loss) and all(np.all(np.isfinite(g)) for g in _every(grads))):
         # e.g. target.output [[1e200, …]]: ½(Y − T)² is beyond float64, and no digit of it can be shown
