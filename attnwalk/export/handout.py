@@ -15,7 +15,8 @@ they are made with (W_Q, W_K, W_V, W_O), labelled by dimension index.
   row_label and col_label are the tokens or dimension indices the screens show. The weights
   come before the stage they make, as stages W_Q, W_K, W_V, W_O (head empty: every head's
   columns side by side, as in the JSON's weights). Every value is at full float64 precision
-  (-inf for masked scores), so a spreadsheet or script can pivot it.
+  (-inf for masked scores), so a spreadsheet or script can pivot it. A label a spreadsheet would
+  run as a formula (=, +, -, @, tab or CR first) gets a leading ' (layer/safe.spreadsheet_cell).
 """
 
 from __future__ import annotations
