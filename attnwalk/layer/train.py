@@ -89,7 +89,8 @@ def descend(scn: Scenario, mode: Mode | str, steps: int, lr: float) -> Iterator[
             raise diverged(scn, k, lr, mode)
         yield Step(k, grads.loss, walk, grads)
         if k < steps:
-            scn = updated(scn, grads, lr)
+            with np.errstate(over="ignore", invalid="ignore"):  # W past float64: the next step says so
+                scn = updated(scn, grads, lr)
 
 
 def diverged(scn: Scenario, k: int, lr: float, mode: Mode) -> ComputeError:
