@@ -107,6 +107,27 @@ def test_no_output_replaces_an_ollama_blob_or_manifest(tmp_path: Path, monkeypat
     assert ok.exit_code == 0 and json.loads((tmp_path / "x.json").read_text(encoding="utf-8"))
 
 
+def test_no_output_replaces_a_sharded_model_s_index_or_shard(tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    source = Path(__file__).resolve().parent / "fixtures" / "models" / "tiny-bert"
+    model = tmp_path / "sharded"
+    model.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(source / name, model / name)
+    shard = "model-00001-of-00001.safetensors"
+    shutil.copy(source / "model.safetensors", model / shard)
+    with safe_open(str(model / shard), framework="numpy") as handle:
+        names = list(handle.keys())
+    (model / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {n: shard for n in names}}),
+                                                        encoding="utf-8")
+    for target in (model / "model.safetensors.index.json", model / shard):
+        before = target.read_bytes()
+        result = invoke("model", "the river bank", "--model", str(model), "-f", "json", "-o", str(target))
+        assert "a file this command reads" in one_line(result, f"--output {target}: ")
+        assert target.read_bytes() == before
+
+
 @pytest.mark.parametrize("which", ["worksheet", "answers"])
 def test_grade_writes_over_neither_the_worksheet_nor_the_answers(tmp_path: Path, which: str) -> None:
     sheet = invoke("quiz", "girl_bangs", "--seed", "1", "--format", "json").stdout
