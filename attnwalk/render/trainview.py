@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-
 from rich.console import Group, NewLine, RenderableType
 from rich.text import Text
 
@@ -113,7 +111,7 @@ def summary(runs: dict[str, list[Step]], opts: ViewOptions) -> RenderableType:
     lines = []
     for mode, steps in runs.items():
         first, last, drop = fall(steps)
-        share = _plain(100 * drop / first, opts.with_(precision=1)) if first else "0"
+        share = style.number(100 * drop / first, opts.with_(precision=1)) if first else "0"
         lines.append(style.say(opts, "train.fell", mode=style.say(opts, f"mode.{mode}.name"),
                                first=style.number(first, opts), last=style.number(last, opts),
                                drop=style.number(drop, opts), share=share, steps=steps[-1].step))
@@ -123,12 +121,6 @@ def summary(runs: dict[str, list[Step]], opts: ViewOptions) -> RenderableType:
         if drop_a > 0:
             lines.append(style.say(opts, "train.ratio", ratio=f"{drop_b / drop_a:.3g}"))  # 3 digits: bounded
     return Group(*(Prose(style.plain(line, opts)) for line in lines))
-
-
-def _plain(x: float, opts: ViewOptions) -> str:
-    """A derived number (a percentage, a ratio) as style.number writes one, at opts.precision."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return style.number(float(x), opts)
 
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
