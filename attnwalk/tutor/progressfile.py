@@ -4,8 +4,10 @@
   cannot hang a quiz, /dev/zero cannot fill the memory, a 400 MB file is refused unread.
 - Changed by read-modify-write under an exclusive lock, so sixteen quizzes ending at once keep
   sixteen records. The lock is fcntl.flock on a lock file beside the progress file as the state
-  folder names it (`progress.json.lock`, there even when progress.json links elsewhere), never removed: the progress file itself is replaced by a rename at every
-  save, so a lock on it would hold the old file while the next process opened the new one. flock
+  folder names it (`progress.json.lock`, there even when progress.json links elsewhere: never
+  beside a device or in a dotfiles folder), never removed: the progress file itself is replaced
+  by a rename at every save, so a lock on it would hold the old file while the next process
+  opened the new one. flock
   rather than lockf: its lock belongs to the open file, so closing some other descriptor of the
   same file cannot drop it, and the kernel lets go of it when the process ends however it ends, so
   a killed attnwalk leaves no stale lock behind (a lock made by creating a file would). Windows
