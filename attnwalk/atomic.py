@@ -79,6 +79,16 @@ def write_whole(path: str | Path, data: str | bytes, *, replace: bool = True, mo
             os.unlink(tmp)  # after os.replace it is gone already; after os.link, a second name
 
 
+def probe_folder(path: str | Path) -> None:
+    """Create and remove a temporary file where write_whole would put one for `path` (through
+    links): the OSError that writing there would meet, raised now, before any work. os.access
+    says yes to root in /proc and /sys, where no file can be created."""
+    fd, tmp = _temporary(Path(os.path.realpath(path)), PRIVATE)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
 def _temporary(path: Path, mode: int) -> tuple[int, str]:
     """A new file `.NAME.<random>.tmp` beside `path`, opened for writing, that no one else has."""
     for _ in range(100):

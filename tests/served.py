@@ -53,14 +53,14 @@ class Served:
         return descendants(self.process.pid)
 
     def stop(self, how: str = "ctrl-c", timeout: float = 20) -> float:
-        """Ctrl-C (SIGINT to the whole group, as a terminal sends it) or SIGTERM (to the server
-        alone, as `kill` does); the seconds until the server has exited."""
+        """Ctrl-C (SIGINT to the whole group, as a terminal sends it), SIGTERM or SIGHUP (to the
+        server alone, as `kill` does); the seconds until the server has exited."""
         start = time.monotonic()
         if self.process.poll() is None:
             if how == "ctrl-c":
                 os.killpg(self.process.pid, signal.SIGINT)
-            else:
-                self.process.send_signal(signal.SIGTERM)
+            else:  # `kill`, or the terminal it ran in closed (SIGHUP)
+                self.process.send_signal(signal.SIGHUP if how == "sighup" else signal.SIGTERM)
         try:
             self.process.wait(timeout)
         finally:

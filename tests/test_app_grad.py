@@ -74,7 +74,7 @@ def run_training(keys, *, name="backprop", compare=False, wait=0.0, steps=None):
 
 def test_training_runs_to_its_last_step_and_shows_the_loss_and_a():
     app, screen = run_training([], wait=30, steps=5)
-    assert app.done and len(app.seen["scaled"]) == 6
+    assert app.done and len(app.losses["scaled"]) == 6
     assert "step 5 / 5 · done: q quits" in screen
     assert "A after step 5 (scaled)" in screen and "bank" in screen
     assert "scaled: L 0.3777 →" in screen
@@ -82,7 +82,7 @@ def test_training_runs_to_its_last_step_and_shows_the_loss_and_a():
 
 def test_space_pauses_and_n_takes_one_step():
     app, screen = run_training(["space"], wait=0, steps=20)
-    shown = len(app.seen["scaled"])
+    shown = len(app.losses["scaled"])
     assert not app.done and "paused" in screen and shown < 21
 
     async def go():
@@ -90,10 +90,10 @@ def test_space_pauses_and_n_takes_one_step():
             await pilot.pause(0.3)
             await pilot.press("space")
             await pilot.pause(0.5)
-            before = len(app.seen["scaled"])
+            before = len(app.losses["scaled"])
             await pilot.press("n")
             await pilot.pause(1.0)
-            return before, len(app.seen["scaled"])
+            return before, len(app.losses["scaled"])
 
     paused = Plan("backprop", 20, None, "scaled", False, None)
     app = TrainApp(paused.runs(), 20, paused.lr, paused.head, ViewOptions())

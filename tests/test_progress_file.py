@@ -253,19 +253,48 @@ def test_any_value_in_any_field_is_read_shown_and_recorded_over(tmp_path_factory
     from attnwalk.render.screens import walk_steps
     from attnwalk.scenario.load import load_scenario
 
+    from attnwalk.errors import UsageError
+
     path = tmp_path_factory.mktemp("progress") / "progress.json"
-    path.write_text(json.dumps({"version": 1, "scenarios": {"g": {"walk": walk, "quiz": {**quiz_record, "last": last}},
-                                                            "h": {"walk": walk, "quiz": quiz_record}}}),
-                    encoding="utf-8")
-    store = Progress(path, warn=lambda message: pytest.fail(message))
+    text = json.dumps({"version": 1, "scenarios": {"g": {"walk": walk, "quiz": {**quiz_record, "last": last}},
+                                                   "h": {"walk": walk, "quiz": quiz_record}}})
+    path.write_text(text, encoding="utf-8")
+    warned: list[str] = []
+    store = Progress(path, warn=warned.append)
     console = Console(width=100, file=io.StringIO(), color_system=None)
-    console.print(progress_view("en", store))
+    # issue 39: a part that is not of the kind attnwalk writes there (the quiz's best a list, its
+    # attempts text, a mistake's count a word) makes the file a damaged one, kept whole aside
+    # rather than read as empty and overwritten; any other value in any field reads as before
+    well_formed = _well_formed(quiz_record) and _well_formed({**quiz_record, "last": last})
+    if well_formed:
+        console.print(progress_view("en", store))
+    else:
+        with pytest.raises(UsageError, match="is damaged"):
+            progress_view("en", store)
     steps = walk_steps(compute(load_scenario("girl_bangs")))
     store.resume_index("g", steps)
     assert store.record_quiz("g", 1, 2, 2, shown=("column_softmax",))
     assert store.record_stage("h", 3, steps, reached=5)
     saved = records(path)
     assert saved["g"]["quiz"]["last"]["score"] == 1 and saved["h"]["walk"]["stage"] == 3
+    kept = [p for p in path.parent.iterdir() if "damaged" in p.name]
+    if well_formed:
+        assert warned == [] and kept == []
+    else:
+        assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == text  # every byte kept
+        assert any(str(kept[0]) in message for message in warned)
+
+
+def _well_formed(quiz: dict) -> bool:
+    """The quiz record's parts are of the kinds the progress module's docstring gives: last and
+    best objects (or null), attempts a whole number, mistakes an object of whole-number counts."""
+    def whole(x):
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    return (all(quiz.get(k) is None or isinstance(quiz[k], dict) for k in ("last", "best"))
+            and ("attempts" not in quiz or whole(quiz["attempts"]))
+            and ("mistakes" not in quiz or (isinstance(quiz["mistakes"], dict)
+                                            and all(whole(n) for n in quiz["mistakes"].values()))))
 
 
 # -- closing the terminal ------------------------------------------------------------------------

@@ -75,6 +75,19 @@ def test_the_quantizer_is_gguf_bit_for_bit(kind: str, seed: int) -> None:
 
 
 @pytest.mark.parametrize("kind", ["q4_1", "q8_0"])
+def test_a_scale_that_underflows_float16_keeps_gguf_s_signs_of_zero(kind: str) -> None:
+    # issue 39: weights of 1e-9 make d = max|w| / 127 underflow float16 to 0; gguf-py reads each
+    # weight back as q · 0, −0.0 where q is negative, and the layer wrote +0.0 (d·q + 0 for Q8_0)
+    W = np.random.default_rng(7).normal(size=(32, 5)) * 1e-9
+    want = gguf_round_trip(W, kind)
+    got = quants.quantized(W, kind)
+    assert np.all(want == 0)
+    if kind == "q8_0":
+        assert np.signbit(want).any() and not np.signbit(want).all()  # both zeros: the case is real
+    assert np.array_equal(np.signbit(got), np.signbit(want)) and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", ["q4_1", "q8_0"])
 def test_a_column_shorter_than_32_is_one_block_of_its_own(kind: str) -> None:
     # a block's values repeated 8 times make a 32-weight block with the same min, max and d:
     # gguf quantizes each copy as the short block's own weight

@@ -224,7 +224,7 @@ def test_a_page_picks_a_lesson_walks_it_and_takes_its_quiz() -> None:
         run(visit(served.url))
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sighup"])
 def test_stopping_the_server_ends_every_session_and_leaves_no_process(how: str) -> None:
     async def classroom(url: str, served: Served) -> set[int]:
         async with aiohttp.ClientSession() as http:
@@ -245,6 +245,10 @@ def test_stopping_the_server_ends_every_session_and_leaves_no_process(how: str) 
     assert len(processes) == 6  # three sessions, each with its activity
     assert served.process.returncode is not None
     assert alive(processes) == set()
+    # its handler ran (SIGHUP killed it outright before issue 39): the listing file is gone too
+    assert served.process.returncode >= 0
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "attnwalk"
+    assert not (cache / f"serve-lessons-{served.process.pid}.json").exists()
 
 
 def test_a_port_in_use_is_said_before_anything_is_announced() -> None:

@@ -72,7 +72,9 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
             keys[key] = [replace(b, description=style.say(opts, b.description))
                          if b.description.startswith("train.") else b for b in found]
         self.runs, self.steps, self.lr, self.head, self.opts = runs, steps, lr, head, opts
-        self.seen: dict[str, list[Step]] = {mode: [] for mode in runs}
+        # of each run only its first step, its latest and every loss so far: memory flat in the steps
+        self.seen: dict[str, list[Step]] = {mode: [] for mode in runs}  # [first] or [first, latest]
+        self.losses: dict[str, list[float]] = {mode: [] for mode in runs}
         self.pause = max(MIN_PAUSE, min(MAX_PAUSE, RUN_SECONDS / max(steps, 1)))
         self.running = threading.Event()
         self.running.set()
@@ -135,15 +137,17 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
 
     def show_step(self, steps: dict[str, Step]) -> None:
         for mode, step in steps.items():
-            self.seen[mode].append(step)
-        if len(self.seen[next(iter(self.seen))]) == 1:
+            seen = self.seen[mode]
+            seen[1 if seen else 0:] = [step]  # the first stays; the latest replaces the one before
+            self.losses[mode].append(step.loss)
+        if len(self.losses[next(iter(self.losses))]) == 1:
             self.query_one("#header", Static).update(run_header(self.seen, self.lr, self.head, self.opts,
                                                                 steps=self.steps))
         width = max(self.size.width // len(self.runs) - 2, 20)
         opts = self.opts.with_(width=width)
         top = max(s.loss for run in self.seen.values() for s in run[:1])  # one scale for every run
         for mode, run in self.seen.items():
-            curve = loss_curve([s.loss for s in run], top, self.steps, width, 4, opts)
+            curve = loss_curve(self.losses[mode], top, self.steps, width, 4, opts)
             self.query_one(f"#curve-{mode}", Static).update(curve)
             self.query_one(f"#numbers-{mode}", Static).update(self._numbers(mode, run, opts))
             self.query_one(f"#weights-{mode}", Static).update(
@@ -163,7 +167,7 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
         return Group(Text(style.say(opts, "train.curve"), style=style.NOTE), Prose(style.plain(line, opts)))
 
     def _status(self) -> None:
-        k = len(self.seen[next(iter(self.seen))]) - 1
+        k = len(self.losses[next(iter(self.losses))]) - 1
         state = "train.done" if self.done else "train.running" if self.running.is_set() else "train.paused"
         self.query_one("#status", Static).update(style.say(self.opts, "train.status", step=k, steps=self.steps,
                                                            state=style.say(self.opts, state)))

@@ -3,8 +3,9 @@ checked before any work, never onto a file the command reads, written whole.
 
 - The path as typed is checked at once: not empty, not a folder, in a folder that exists and can
   be written (a read-only file system is called that).
-- A file the command reads (the scenario, its matrix files, a model's files, found by device and
-  inode however it is spelled or linked: atomic.is_input) and the learner's progress file are
+- A file the command reads (the scenario, its matrix files, a model's files: a GGUF, an Ollama
+  manifest and blob; a worksheet, its answers; found by device and inode however it is spelled
+  or linked: atomic.is_input) and the learner's progress file are
   refused, exit 2: `export s.yaml -f markdown -o s.yaml` would have replaced the scenario.
 - An existing regular file is replaced atomically (that is what -o means); a symbolic link's
   target is replaced and the link kept; a device, a FIFO or /proc/self/fd/1 is written to
@@ -47,6 +48,14 @@ def output_path(raw: str | Path, option: str, example: str) -> Path:
                          "create it first")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option} {text}: cannot write in {folder} ({_why_not_writable(folder)})")
+    from attnwalk import atomic
+
+    try:  # root passes os.access in /proc and /sys, where no file can be made: try one
+        atomic.probe_folder(path)
+    except OSError as exc:
+        why = _why_not_writable(folder) if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) \
+            else exc.strerror or str(exc)
+        raise UsageError(f"{option} {text}: cannot write in {folder} ({why})") from None
     return path
 
 
@@ -77,7 +86,8 @@ def check_not_input(path: str | Path, option: str) -> None:
     shown = os.fspath(path)
     if atomic.is_input(path):
         raise UsageError(f"{option} {shown}: that is a file this command reads (the scenario, one of its "
-                         "matrix files or a model's); writing it would destroy it: give another file name")
+                         "matrix files, a model's, a worksheet or answers); writing it would destroy it: "
+                         "give another file name")
     progress = state_dir() / FILE_NAME
     try:
         same = os.path.samefile(path, progress)

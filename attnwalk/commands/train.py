@@ -8,10 +8,11 @@ A at the start and the end (render/trainview.py); --format json, every step (exp
 
 from __future__ import annotations
 
+import math
 import sys
 
 from attnwalk.errors import ScenarioError, UsageError
-from attnwalk.layer.train import check_cost, descend
+from attnwalk.layer.train import MAX_RUN_STEPS, check_cost, descend
 from attnwalk.render.options import ViewOptions
 from attnwalk.scenario.scenario import Scenario
 
@@ -31,9 +32,16 @@ class Plan:
         target = target_of(self.scenario)
         self.steps = target.steps if steps is None else steps
         self.lr = target.lr if lr is None else lr
-        if not self.lr > 0:
-            raise UsageError(f"--lr {lr:g}: the step size η of W ← W − η · ∂L/∂W must be above 0")
+        if not (math.isfinite(self.lr) and self.lr > 0):  # first: inf would pass "> 0", then overflow
+            raise UsageError(f"--lr {lr:g}: the step size η of W ← W − η · ∂L/∂W must be a finite "
+                             "number above 0, e.g. --lr 0.2")
         self.modes = COMPARED if compare else (mode,)
+        if self.steps * len(self.modes) > MAX_RUN_STEPS:
+            each = MAX_RUN_STEPS // len(self.modes)
+            both = " (--compare trains two runs)" if compare else ""
+            raise UsageError(f"--steps {self.steps:,}: at most {MAX_RUN_STEPS:,} steps in one train{both}: "
+                             "each is a forward and a backward walk, a millisecond or more even on the "
+                             f"smallest layer; use --steps {each} or fewer")
         heads = self.scenario.heads
         if head is not None and not 1 <= head <= heads:
             raise UsageError(f"--head {head}: this scenario has {heads} head(s); choose 1–{heads}")
@@ -85,10 +93,12 @@ def train_command(*, name: str, steps: int | None, lr: float | None, mode: str, 
         return app.return_code or 0
     if not no_pause and sys.stdout.isatty():
         print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
-    from attnwalk.render.trainview import every_default, train_report
+    from attnwalk.render.trainview import every_default, kept, rows_shown, train_report
 
-    runs = {mode: list(run) for mode, run in plan.runs().items()}
-    console.print(train_report(runs, plan.lr, plan.head, every or every_default(plan.steps), opts))
+    every = every or every_default(plan.steps)
+    shown = rows_shown(plan.steps, every)  # only these steps are kept: memory flat in --steps
+    runs = {mode: kept(run, shown) for mode, run in plan.runs().items()}
+    console.print(train_report(runs, plan.lr, plan.head, every, opts))
     return 0
 
 

@@ -15,7 +15,8 @@ they are made with (W_Q, W_K, W_V, W_O), labelled by dimension index.
   row_label and col_label are the tokens or dimension indices the screens show. The weights
   come before the stage they make, as stages W_Q, W_K, W_V, W_O (head empty: every head's
   columns side by side, as in the JSON's weights). Every value is at full float64 precision
-  (-inf for masked scores), so a spreadsheet or script can pivot it.
+  (-inf for masked scores), so a spreadsheet or script can pivot it. A label a spreadsheet would
+  run as a formula (=, +, -, @, tab or CR first) gets a leading ' (layer/safe.spreadsheet_cell).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 from attnwalk.export.latex import document, latex_text, math_text, matrix_env, tabular
 from attnwalk.layer.axes import axes, dim_labels
 from attnwalk.layer.modes import BASELINE
-from attnwalk.layer.safe import escaped
+from attnwalk.layer.safe import escaped, spreadsheet_cell
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk
 from attnwalk.render.heatmap import GAP, shown_indices
@@ -275,9 +276,11 @@ def csv_text(walk: Walk, opts: ViewOptions) -> str:
     def cells(key: str, head: int | str, M: np.ndarray, rows, cols) -> None:
         # M[i, j] as a script indexes it, then the labels; repr keeps every digit of a float64.
         # Written line by line (the csv module's writer takes twice as long for a 512 × 512 W_Q).
-        cols = [_csv_field(str(c)) for c in cols]
+        # Labels are text cells (spreadsheet_cell: '=SUM(A1)' is shown, not run); values stay
+        # numbers, -0.25 and -inf too, never escaped.
+        cols = [_csv_field(spreadsheet_cell(str(c))) for c in cols]
         for i, row in enumerate(np.asarray(M, dtype=float).tolist()):
-            lead = f"{key},{head},{i},{_csv_field(str(rows[i]))},"
+            lead = f"{key},{head},{i},{_csv_field(spreadsheet_cell(str(rows[i])))},"
             out.extend(f"{lead}{j},{cols[j]},{x!r}" for j, x in enumerate(row))
 
     for stage, head in walk_steps(walk):

@@ -38,7 +38,7 @@ NAME = "target"
 KEYS = ("target", "train")
 STAGES: tuple[Stage, ...] = ()  # the loss is not a stage of the layer: see LOSS_STAGE
 KINDS = ("output", "attend")
-MAX_STEPS = 10_000  # a lesson's steps; --steps is bounded by what they cost (layer/train.py)
+MAX_STEPS = 500  # a lesson's steps: half of a run's (layer/train.py), so --compare trains them too
 DEFAULT_STEPS, DEFAULT_LR = 20, 0.1
 
 
@@ -214,9 +214,10 @@ def loss(walk: Walk) -> Loss:
     seed = np.zeros_like(A)  # (n, m)
     for q, k in target.pairs:
         if A[q, k] <= 0.0:
+            fix = "smaller weights" if walk.mode.divides else "the scaled mode, or smaller weights"
             raise ComputeError(f"A[{person(q)}, {person(k)}] is exactly 0 in float64 under {walk.mode.name} "
-                               "weights, so −log A is infinite: the scores are too far apart (try "
-                               "the scaled mode, or smaller weights)", stage="A")
+                               f"weights, so −log A is infinite: the scores are too far apart (try {fix})",
+                               stage="A")
         rows[q, 0] -= np.log(A[q, k])
         seed[q, k] -= 1.0 / A[q, k]  # ∂(−log a)/∂a = −1/a
     return Loss(float(rows.sum()), rows, "A", target.head, seed)

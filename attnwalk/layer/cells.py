@@ -243,7 +243,9 @@ def softmax(c: Cell) -> list:
         lines.append(c.prose(c.say("ui.sink_row", value=c.num(extra))))
     if c.walk.amplify != 1.0:
         lines.append(c.say("ui.amplified_row", k=c.short(c.walk.amplify)))
-    naive = top <= EXP_SAFE
+    # the lesson's form e^s / Σ e^s only where e^max is an ordinary float64: past +700 it overflows,
+    # below −700 every e^s of the row underflows toward 0 and the sum is 0 (a 3e38 norm weight)
+    naive = -EXP_SAFE <= top <= EXP_SAFE
     m = len(SM)
     # Every power is of the score as shown, so e^3.5002 = 33.12 checks on a calculator; the
     # exponentials of each form carry as many digits as let its quotients land on the table's
@@ -286,7 +288,7 @@ def softmax(c: Cell) -> list:
         rows.append((c.say("ui.sink"), cells))
     lines.append(c.exponentials(heads, rows))
     if not naive:
-        lines.append(c.prose(c.say("ui.overflow_note", max=c.num(top))))
+        lines.append(c.prose(c.say("ui.overflow_note" if top > 0 else "ui.underflow_note", max=top_text)))
     row_sum = c.say("ui.row_sum")
     if naive:
         shown_e, total, weight = _quotient(c, e, naive_d, e_x)

@@ -97,7 +97,9 @@ def quantized(W: np.ndarray, kind: str) -> np.ndarray:
     """W (in × out) as the layer reads it back after quantizing to `kind`: float64 holding the
     float32 numbers gguf.quants.dequantize gives."""
     d, m, q = _stored(W, kind)
-    back = d * q.astype(np.float32) + m  # (out, blocks, size), float32 as ggml computes it
+    back = d * q.astype(np.float32)  # (out, blocks, size), float32 as ggml computes it
+    if kind.upper() == "Q4_1":  # Q8_0 adds nothing: + 0.0 would turn gguf's −0.0 (a scale that
+        back = back + m  # underflowed float16 to 0, times a negative q) into +0.0
     return back.reshape(W.shape[1], W.shape[0]).T.astype(np.float64)
 
 

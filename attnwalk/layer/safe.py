@@ -62,3 +62,21 @@ def json_escaped(text: str) -> str:
     import json
 
     return _RAW_IN_JSON.sub(lambda match: json.dumps(match.group())[1:-1], text)  # a surrogate pair beyond U+FFFF
+
+
+# OWASP's rule against CSV injection: a spreadsheet reads a cell that begins with = + - @ (or a tab
+# or carriage return before one) as a formula, and runs it (=cmd|' /C calc'!A0, =HYPERLINK(...)).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A plain number, as Python's repr or a person writes one (-0.25, +3, 1e-05, -inf, nan): a
+# spreadsheet reads it as that number, never as a formula, so it is written as it is.
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|nan)", re.IGNORECASE)
+
+
+def spreadsheet_cell(text: str) -> str:
+    """A text cell of a CSV file, safe to open in a spreadsheet: one that begins with = + - @, a
+    tab or a carriage return gets a leading apostrophe (OWASP), so it is shown, not computed. The
+    rule is on text cells only, and a cell that is a plain number (-0.25, -inf) stays as it is:
+    a negative number in an export must stay a number a spreadsheet can add up."""
+    if text.startswith(_FORMULA_START) and not _NUMBER.fullmatch(text):
+        return "'" + text
+    return text

@@ -82,7 +82,9 @@ def tiled_cell(c: Cell) -> list:
             alpha = 0.0
             lines.append(f"α = e^({ninf}) = 0")
         visible = np.isfinite(s.scores[0])
-        p = [c.printed(float(np.exp(x - m_new))) if ok else 0.0 for x, ok in zip(s.scores[0], visible)]
+        # each score as printed above (m_new is the printed max): e^(s − m) then has s ≤ m and
+        # cannot overflow, even where a raw score of 1e77 sits past its rounded maximum
+        p = [c.printed(float(np.exp(c.printed(x) - m_new))) if ok else 0.0 for x, ok in zip(s.scores[0], visible)]
         shown_p = [k for k in range(len(p)) if visible[k]]
         p_sum = c.printed(alpha * l + sum(p))
         terms = " + ".join(c.num(p[k]) for k in shown_p)

@@ -42,7 +42,7 @@ def find_model(spec: str | None) -> ModelFiles:
     if spec is None or spec == "":
         return _default_model()
     if spec.startswith(PREFIX):
-        blob, name = find_ollama(spec[len(PREFIX):])
+        blob, name = find_ollama(spec[len(PREFIX):])  # notes the manifest and the blob as inputs
         return ModelFiles(name=name, source=f"Ollama store {blob}", config=None, tokenizer=None,
                           weights=(), gguf=blob)
     path = Path(spec).expanduser()
@@ -94,6 +94,7 @@ def _only_gguf(folder: Path) -> Path:
 
 
 def _gguf(path: Path, source: str) -> ModelFiles:
+    note_input(path)  # a GGUF file is the model whole: no output of this command may replace it
     return ModelFiles(name=path.name, source=source, config=None, tokenizer=None, weights=(), gguf=path)
 
 
@@ -175,6 +176,7 @@ def read_json(path: Path, what: str):
     size = path.stat().st_size
     if size > MAX_JSON:
         raise ModelError(f"{path}: is {size:,} bytes, more than the {MAX_JSON:,} a {what} may be")
+    note_input(path)  # a shards' index too is no file an output may replace
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except RecursionError:

@@ -15,12 +15,15 @@ field and tensor by tensor.
 from __future__ import annotations
 
 import mmap
+import os
 import struct
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from attnwalk.atomic import note_input
 from attnwalk.models.data import ModelError
 
 EXTRA = "pip install 'attnwalk[gguf]'"
@@ -72,6 +75,7 @@ class GGUFFile:
         self._quants = gguf.quants
         try:
             with open(path, "rb") as file:
+                note_input(os.fstat(file.fileno()))  # the file as opened: no -o or --save may replace it
                 self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as err:
             raise ModelError(f"{path}: cannot read the GGUF file ({err})") from None
@@ -115,7 +119,11 @@ class GGUFFile:
         if rows is not None:
             raw = raw[rows]
         try:
-            values = self._quants.dequantize(raw, info.type_id)
+            # a damaged block (a scale of f16 infinity, a wrong type) makes numpy warn inside gguf's
+            # code before the check below can say so in one line: the warnings are not the learner's
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                values = self._quants.dequantize(raw, info.type_id)
         except NotImplementedError:
             raise ModelError(f"{self.path}: tensor {name} is stored as {info.kind}, which the gguf "
                              f"library cannot dequantize") from None

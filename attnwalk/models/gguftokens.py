@@ -34,16 +34,37 @@ def gguf_tokenizer(fields: dict, path: Path):
     if not isinstance(tokens, list) or not tokens:
         raise ModelError(f"{path}: no tokenizer.ggml.tokens: the file carries no vocabulary to cut "
                          f"the sentence with")
-    if kind == "gpt2":
-        tokenizer = _byte_level(fields, tokens, path)
-    elif kind == "llama":
-        tokenizer = _sentencepiece(fields, tokens, path)
-    else:
-        raise ModelError(f"{path}: tokenizer.ggml.model {kind!r} is not a tokenizer attnwalk builds "
+    if kind not in ("gpt2", "llama"):
+        raise ModelError(f"{path}: tokenizer.ggml.model {_said(kind)} is not a tokenizer attnwalk builds "
                          f"(it builds gpt2, byte-level BPE, and llama, SentencePiece BPE)")
-    _mark_control(tokenizer, fields, tokens)
-    _add_bos_eos(tokenizer, fields, tokens, default_bos=kind == "llama")
+    if not all(isinstance(token, str) for token in tokens):
+        raise ModelError(f"{path}: tokenizer.ggml.tokens holds something that is not a string")
+    if len(set(tokens)) != len(tokens):  # llama.cpp refuses such a vocabulary too (one id a token)
+        seen: dict[str, int] = {}
+        first, again = next((seen[t], i) for i, t in enumerate(tokens) if seen.setdefault(t, i) != i)
+        raise ModelError(f"{path}: tokenizer.ggml.tokens holds the token {_said(tokens[first])} twice "
+                         f"(ids {first} and {again}): a vocabulary names each token once")
+    try:
+        tokenizer = (_byte_level if kind == "gpt2" else _sentencepiece)(fields, tokens, path)
+        _mark_control(tokenizer, fields, tokens)
+        _add_bos_eos(tokenizer, fields, tokens, default_bos=kind == "llama")
+    except ModelError:
+        raise
+    except Exception as err:  # tokenizers raises a bare Exception: a merge of tokens not in the vocabulary
+        raise ModelError(f"{path}: its tokenizer.ggml.tokens and tokenizer.ggml.merges do not fit "
+                         f"together, so no tokenizer can be built from them ({_said(err)}): the "
+                         "file's vocabulary was changed or cut") from None
     return tokenizer
+
+
+def _said(value: object) -> str:
+    """A value from the file, or the tokenizers library's words about it, for a message line: its
+    first line, cut to 120 characters, every control or bidirectional character escaped."""
+    from attnwalk.layer.safe import escaped
+
+    text = str(value).splitlines()[0] if str(value) else type(value).__name__
+    text = text if isinstance(value, BaseException) else repr(value)
+    return escaped(text if len(text) <= 120 else text[:120] + "…")
 
 
 def _byte_level(fields: dict, tokens: list[str], path: Path):
@@ -54,6 +75,9 @@ def _byte_level(fields: dict, tokens: list[str], path: Path):
         raise ModelError(f"{path}: a gpt2 tokenizer without tokenizer.ggml.merges")
     pre = fields.get("tokenizer.ggml.pre")
     vocab = {token: index for index, token in enumerate(tokens)}
+    if not all(isinstance(merge, str) and " " in merge for merge in merges):
+        raise ModelError(f"{path}: tokenizer.ggml.merges holds an entry that is not two tokens "
+                         "joined by a space")
     pairs = [tuple(merge.split(" ", 1)) for merge in merges]
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs, ignore_merges=False))
     if pre in SPLITS:  # Llama 3, Qwen2: their own split, then bytes as characters

@@ -5,7 +5,7 @@ at the start and at the end. The live view (app/train.py) shows the same pieces 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.console import Group, NewLine, RenderableType
 from rich.text import Text
@@ -33,12 +33,27 @@ def rows_shown(steps: int, every: int) -> list[int]:
     return sorted({0, steps, *range(0, steps + 1, every)})
 
 
+def kept(run: Iterable[Step], shown: Sequence[int]) -> list[Step]:
+    """The steps of `run` numbered in `shown`, and the last one: the run is read as it comes and
+    every other step let go, so a printed run's memory stays flat however many steps it takes
+    (each Step holds a whole forward and backward walk)."""
+    wanted, out = set(shown), []
+    last = None
+    for step in run:
+        if step.step in wanted:
+            out.append(step)
+        last = step
+    if last is not None and (not out or out[-1] is not last):
+        out.append(last)
+    return out
+
+
 def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOptions,
                steps: int | None = None) -> RenderableType:
     """What is trained and how: the scenario, steps, modes, η, the rule, the head whose A is shown."""
     scn = next(iter(runs.values()))[0].walk.scenario
     modes = style.say(opts, "ui.list_sep").join(style.say(opts, f"mode.{m}.name") for m in runs)
-    steps = len(next(iter(runs.values()))) - 1 if steps is None else steps
+    steps = next(iter(runs.values()))[-1].step if steps is None else steps
     line = style.say(opts, "train.header", name=scn.name, modes=modes, lr=style.short(lr, opts), steps=steps)
     parts: list[RenderableType] = [Text(style.plain(line, opts), style=style.SCREEN_TITLE)]
     parts.append(Text(style.plain(style.say(opts, "train.rule"), opts), style=style.FORMULA))
@@ -72,8 +87,9 @@ def steps_table(runs: dict[str, list[Step]], shown: Sequence[int], head: int,
         table.add_column(Text(style.plain("|∂L/∂W|", opts) + named[mode]), justify="right", no_wrap=True)
     for q, k in pairs:
         table.add_column(Text(f"A[{tokens[q]}, {keys[k]}]"), justify="right", no_wrap=True)
+    numbered = [{step.step: step for step in run} for run in runs.values()]
     for i in shown:
-        steps = [run[i] for run in runs.values()]
+        steps = [run[i] for run in numbered]
         cells = [Text(str(i))]
         cells += [Text(style.number(step.loss, opts)) for step in steps]
         cells += [Text(style.number(step.grad_norm, opts)) for step in steps]
@@ -89,19 +105,21 @@ def fall(steps: list[Step]) -> tuple[float, float, float]:
 
 
 def summary(runs: dict[str, list[Step]], opts: ViewOptions) -> RenderableType:
-    """How far each run's loss fell, and with --compare how the two falls compare."""
+    """How far each run's loss fell, and with --compare how the two falls compare. The loss and
+    the percentage in the walk's number format (style.number: a run that diverged to 1e273 says
+    -3.8997e+275%, not 274 digits)."""
     lines = []
     for mode, steps in runs.items():
         first, last, drop = fall(steps)
-        share = f"{100 * drop / first:.1f}" if first else "0"
+        share = style.number(100 * drop / first, opts.with_(precision=1)) if first else "0"
         lines.append(style.say(opts, "train.fell", mode=style.say(opts, f"mode.{mode}.name"),
                                first=style.number(first, opts), last=style.number(last, opts),
-                               drop=style.number(drop, opts), share=share, steps=len(steps) - 1))
+                               drop=style.number(drop, opts), share=share, steps=steps[-1].step))
     if len(runs) == 2:
         (_, a), (_, b) = runs.items()
         drop_a, drop_b = fall(a)[2], fall(b)[2]
         if drop_a > 0:
-            lines.append(style.say(opts, "train.ratio", ratio=f"{drop_b / drop_a:.3g}"))
+            lines.append(style.say(opts, "train.ratio", ratio=f"{drop_b / drop_a:.3g}"))  # 3 digits: bounded
     return Group(*(Prose(style.plain(line, opts)) for line in lines))
 
 
@@ -148,7 +166,7 @@ def weights_view(step: Step, head: int, opts: ViewOptions, label: str) -> Render
 def train_report(runs: dict[str, list[Step]], lr: float, head: int, every: int,
                  opts: ViewOptions) -> RenderableType:
     """The whole printed run: header, the table of every k-th step, the summary, A before and after."""
-    steps = len(next(iter(runs.values()))) - 1
+    steps = next(iter(runs.values()))[-1].step
     parts: list[RenderableType] = [run_header(runs, lr, head, opts), NewLine(),
                                    steps_table(runs, rows_shown(steps, every), head, opts), NewLine(),
                                    summary(runs, opts)]
@@ -156,5 +174,5 @@ def train_report(runs: dict[str, list[Step]], lr: float, head: int, every: int,
         name = style.say(opts, f"mode.{mode}.name")
         parts += [NewLine(), weights_view(run[0], head, opts, style.say(opts, "train.a_start", mode=name)),
                   NewLine(), weights_view(run[-1], head, opts,
-                                          style.say(opts, "train.a_end", mode=name, step=len(run) - 1))]
+                                          style.say(opts, "train.a_end", mode=name, step=run[-1].step))]
     return Group(*parts)

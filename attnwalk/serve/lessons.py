@@ -45,12 +45,19 @@ class Offered:
 
     def lessons(self) -> list[Lesson]:
         """The teacher's files first (what the class was sent to do, in view without scrolling past
-        every built-in), then the built-ins."""
+        every built-in), then the built-ins. A link that leads out of the folder is not offered:
+        a teacher shares a folder, not the disk (checked_folder refuses one at the start)."""
         found = []
         if self.folder is not None:
-            files = sorted(p for p in self.folder.iterdir() if p.suffix.lower() in SUFFIXES and p.is_file())
+            files = [p for p in self.files() if inside(self.folder, p)]
             found += [Lesson(p.name, p, False) for p in files[:MAX_FILES]]
         return found + [Lesson(name, builtin_path(name), True) for name in builtin_names()]
+
+    def files(self) -> list[Path]:
+        """The folder's *.yaml and *.yml files (through links), wherever a link leads."""
+        if self.folder is None:
+            return []
+        return sorted(p for p in self.folder.iterdir() if p.suffix.lower() in SUFFIXES and p.is_file())
 
     def find(self, key: str) -> Lesson | None:
         """The lesson `key` names, or None: a built-in's name, or the name of a file directly in the
@@ -63,7 +70,26 @@ class Offered:
         if self.folder is None:
             return None
         path = self.folder / key
-        return Lesson(key, path, False) if path.is_file() else None
+        return Lesson(key, path, False) if path.is_file() and inside(self.folder, path) else None
+
+
+def inside(folder: Path, path: Path) -> bool:
+    """True when `path`, followed through every link, is a file within `folder` (itself followed)."""
+    home, real = os.path.realpath(folder), os.path.realpath(path)
+    return real.startswith(home.rstrip(os.sep) + os.sep)
+
+
+def not_offered(lesson_path: Path, exc: AttnwalkError) -> str:
+    """What is said of a teacher's file that does not load, at the start and in the picker: the
+    file, the line and that it is no scenario, never the file's own text (its first line would be
+    quoted: for a file that is not a lesson at all, someone else's words)."""
+    from attnwalk.errors import ScenarioError
+
+    if not isinstance(exc, ScenarioError):
+        return str(exc)  # a file that cannot be read: said by its path and kind, nothing of its text
+    where = f"{lesson_path}:{exc.line}" if exc.line is not None else str(lesson_path)
+    return (f"{where}: not a scenario attnwalk can offer; `attnwalk run {lesson_path}` says what is "
+            "wrong there")
 
 
 def checked_folder(folder: Path) -> Offered:
@@ -75,11 +101,19 @@ def checked_folder(folder: Path) -> Offered:
         raise AttnwalkError(f"--lessons {folder}: no such folder" if not folder.exists()
                             else f"--lessons {folder}: not a folder; give the folder of your scenario files")
     offered = Offered(folder)
+    for path in offered.files():
+        if not inside(folder, path):
+            raise AttnwalkError(f"--lessons {folder}: {path.name} is a link to a file outside the folder; "
+                                "serve offers only the folder's own files: copy the lesson in, or "
+                                "remove the link")
     own = [lesson for lesson in offered.lessons() if not lesson.builtin]
     if not own:
         raise AttnwalkError(f"--lessons {folder}: no scenario files (*.yaml) in it")
     for lesson in own:
-        load_scenario(str(lesson.path))  # raises ScenarioError: file:line: field: what was expected
+        try:
+            load_scenario(str(lesson.path))
+        except AttnwalkError as exc:
+            raise AttnwalkError(not_offered(lesson.path, exc)) from None
     return offered
 
 
@@ -100,7 +134,7 @@ def rows(offered: Offered, lang: str) -> list[dict[str, object]]:
         try:
             scn = load(lesson)
         except AttnwalkError as exc:
-            row["problem"] = escaped(str(exc))
+            row["problem"] = escaped(not_offered(lesson.path, exc) if not lesson.builtin else str(exc))
         else:
             shape, mask = lesson_facts(scn, lang)
             row.update(title=escaped(pick(scn.title, lang)), facts=f"{shape} · {mask}",

@@ -1,7 +1,7 @@
 """`attnwalk serve`: textual-serve's Server, each browser tab running the one fixed session command
 (session.py), the page from templates/, at most --max-sessions tabs at once.
 
-Stopping it (Ctrl-C, SIGTERM) closes every tab's connection first, so each session ends its
+Stopping it (Ctrl-C, SIGTERM, SIGHUP) closes every tab's connection first, so each session ends its
 activity and itself at once (rather than after aiohttp's 60 s of waiting for open connections),
 and the server exits once they have.
 """
@@ -9,9 +9,11 @@ and the server exits once they have.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -43,6 +45,18 @@ class ClassroomServer(Server):
         self.max_sessions, self.lessons = max_sessions, lessons
         self.fixed_url = public_url
         self.open: set = set()  # the transports of the tabs connected now
+
+    def serve(self, debug: bool = False) -> None:
+        """textual-serve's serve, with SIGHUP (the teacher's terminal closed, or `kill -HUP`)
+        stopping it as SIGTERM does, its sessions first, rather than killing it outright (which
+        left every session running and the listing file in the cache)."""
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)  # the loop textual-serve's serve then takes as its own
+        hangup = getattr(signal, "SIGHUP", None)
+        if hangup is not None:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(hangup, self.request_exit)
+        super().serve(debug)
 
     async def handle_index(self, request: web.Request):
         """The page, its websocket at the address the browser used: textual-serve would write

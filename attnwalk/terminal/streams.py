@@ -63,8 +63,23 @@ def handles_errors(func: Callable) -> Callable:
         except BrokenPipeError:  # `attnwalk run x | head`: the reader left, nothing is wrong
             silence_stdout()
             raise SystemExit(0) from None
+        except OSError as exc:
+            if exc.errno not in _TYPED or _state["debug"]:
+                raise
+            # a path no file system holds (5,000 letters, a loop of links): the user's input,
+            # however deep it was found, not output that could not be written (exit 1)
+            from attnwalk.layer.safe import escaped
+
+            name = os.fspath(exc.filename) if exc.filename is not None else ""
+            name = name if len(name) <= 100 else f"{name[:100]}… ({len(name):,} characters)"
+            say(f"attnwalk: {escaped(str(name))}: {exc.strerror or exc}")
+            raise SystemExit(2) from None
 
     return wrapper
+
+
+# OSErrors that say what was typed cannot name a file: a name too long, too many links
+_TYPED = (errno.ENAMETOOLONG, errno.ELOOP)
 
 
 def say(line: str) -> None:

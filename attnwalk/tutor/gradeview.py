@@ -15,7 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attnwalk.layer.safe import UNSAFE, escaped
+from attnwalk.layer.safe import UNSAFE, escaped, spreadsheet_cell
 from attnwalk.text import MissingTextError, text
 from attnwalk.tutor.grade import ClassReport, StudentResult
 
@@ -142,8 +142,11 @@ def as_csv(report: ClassReport, lang: str = "en") -> str:
     tx = text(lang)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([tx.t("grade.student"), tx.t("grade.score"), tx.t("grade.of")]
-                    + [label(m.name, lang) for m in report.mistakes])
+    # Text cells (the header, a student's name) go through spreadsheet_cell: a name such as
+    # =HYPERLINK(...) or -2+3 is shown, not computed; the counts are numbers, written as they are.
+    writer.writerow([spreadsheet_cell(cell) for cell in [tx.t("grade.student"), tx.t("grade.score"), tx.t("grade.of")]
+                     + [escaped(label(m.name, lang)) for m in report.mistakes]])
     for s in report.students:
-        writer.writerow([escaped(s.student), s.score, s.of] + [s.mistakes.get(m.name, 0) for m in report.mistakes])
+        writer.writerow([spreadsheet_cell(escaped(s.student)), s.score, s.of]
+                        + [s.mistakes.get(m.name, 0) for m in report.mistakes])
     return out.getvalue()

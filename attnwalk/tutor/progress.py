@@ -141,7 +141,7 @@ class Progress:
         whole. A damaged file is renamed aside first (the warning says where); a file that cannot
         be used otherwise (not a regular file, too large, unreadable) is left as it is, unsaved."""
         path = progressfile.target(self.path)
-        with progressfile.locked(path) as held:
+        with progressfile.locked(progressfile.lock_file(self.path)) as held:
             if not self._held(held):
                 return False
             snapshot = progressfile.read(path)
@@ -272,7 +272,7 @@ class Progress:
             saved = self.change(lambda scenarios: forgotten.append(scenarios.pop(key, None)))
             return 1 if saved and forgotten and forgotten[0] is not None else 0
         path = progressfile.target(self.path)
-        with progressfile.locked(path) as held:
+        with progressfile.locked(progressfile.lock_file(self.path)) as held:
             if not self._held(held):
                 return 0
             snapshot = progressfile.read(path)

@@ -3,9 +3,11 @@
 - Read only when it is a regular file of at most MAX_BYTES (scenario/files.open_regular): a FIFO
   cannot hang a quiz, /dev/zero cannot fill the memory, a 400 MB file is refused unread.
 - Changed by read-modify-write under an exclusive lock, so sixteen quizzes ending at once keep
-  sixteen records. The lock is fcntl.flock on a lock file beside the progress file
-  (`progress.json.lock`), never removed: the progress file itself is replaced by a rename at every
-  save, so a lock on it would hold the old file while the next process opened the new one. flock
+  sixteen records. The lock is fcntl.flock on a lock file beside the progress file as the state
+  folder names it (`progress.json.lock`, there even when progress.json links elsewhere: never
+  beside a device or in a dotfiles folder), never removed: the progress file itself is replaced
+  by a rename at every save, so a lock on it would hold the old file while the next process
+  opened the new one. flock
   rather than lockf: its lock belongs to the open file, so closing some other descriptor of the
   same file cannot drop it, and the kernel lets go of it when the process ends however it ends, so
   a killed attnwalk leaves no stale lock behind (a lock made by creating a file would). Windows
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -78,10 +81,36 @@ def read(path: Path) -> Snapshot:
         scenarios = document["scenarios"]
         if not isinstance(scenarios, dict):
             raise TypeError("'scenarios' is not an object")
+        _check_records(scenarios)
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         reason = f"no {exc}" if isinstance(exc, KeyError) else str(exc) or type(exc).__name__
         return Snapshot(problem=f"is damaged ({reason[:200]})", kept_as="damaged")
-    return Snapshot({key: record for key, record in scenarios.items() if isinstance(record, dict)})
+    return Snapshot(scenarios)
+
+
+# What each part of a scenario's record is, where it is there at all (a missing one is a record
+# written before it was kept): a part of another kind is a damaged file, kept aside with all it
+# holds rather than shown as empty and overwritten by the next save.
+_OBJECTS = {"walk": dict, "quiz": dict}
+_QUIZ = {"last": (dict, type(None)), "best": (dict, type(None)), "mistakes": dict, "attempts": int}
+
+
+def _check_records(scenarios: dict) -> None:
+    """A TypeError naming the first record, or part of one, that is not of its kind."""
+    for key, record in scenarios.items():
+        name = json.dumps(key, ensure_ascii=False)[:60]
+        if not isinstance(record, dict):
+            raise TypeError(f"the record of {name} is not an object")
+        for part, kind in _OBJECTS.items():
+            if part in record and not isinstance(record[part], kind):
+                raise TypeError(f"the {part} of {name} is not an object")
+        quiz = record.get("quiz", {})
+        for part, kinds in _QUIZ.items():
+            if part in quiz and (not isinstance(quiz[part], kinds) or isinstance(quiz[part], bool)):
+                raise TypeError(f"the quiz's {part} of {name} is not what attnwalk writes there")
+        counts = quiz.get("mistakes", {})
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values()):
+            raise TypeError(f"the quiz's mistakes of {name} are not all counts")
 
 
 def _safe_name(text: str) -> str:
@@ -95,17 +124,28 @@ def keep(path: Path, snapshot: Snapshot) -> Path:
     return keep_aside(path, f"{snapshot.kept_as}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
 
 
+def lock_file(path: Path) -> Path:
+    """The lock file of the progress file at `path` as the learner's settings name it (the state
+    folder's progress.json, not a link's target): `progress.json.lock` beside it, in the state
+    folder, so a progress file linked to /dev/null or elsewhere puts no lock file there."""
+    return path.with_name(path.name + ".lock")
+
+
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[bool]:
-    """Hold the exclusive lock of the progress file at `path` (a target, not a link) while the
-    block runs; yields False when another process held it for LOCK_WAIT seconds. Where no lock
-    file can be made (a folder that cannot be written), the block runs unlocked: its save then
-    fails and says why."""
+def locked(lock: Path) -> Iterator[bool]:
+    """Hold the exclusive lock file `lock` (lock_file) while the block runs; yields False when
+    another process held it for LOCK_WAIT seconds. Where no lock file can be made (a folder that
+    cannot be written), or the name is taken by a link or anything but a regular file, the block
+    runs unlocked: its save then fails, or succeeds, and says so."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                     0o600)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0), 0o600)
     except OSError:
+        yield True
+        return
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device put in its place: not ours to lock
+        os.close(fd)
         yield True
         return
     try:
