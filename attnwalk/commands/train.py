@@ -21,13 +21,14 @@ COMPARED = ("scaled", "unscaled")
 class Plan:
     """What one `attnwalk train` runs: the scenario, the modes, steps, η and the watched head."""
 
-    def __init__(self, name: str, steps: int | None, lr: float | None, mode: str, compare: bool,
+    def __init__(self, name: str | Scenario, steps: int | None, lr: float | None, mode: str, compare: bool,
                  head: int | None, json: bool = False) -> None:
         from attnwalk.commands.grad import with_target
         from attnwalk.features.target import target_of
         from attnwalk.scenario.load import load_scenario
 
-        self.scenario: Scenario = with_target(load_scenario(name), "attnwalk train")
+        given = name if isinstance(name, Scenario) else load_scenario(name)  # the API gives one loaded
+        self.scenario: Scenario = with_target(given, "attnwalk train")
         target = target_of(self.scenario)
         self.steps = target.steps if steps is None else steps
         self.lr = target.lr if lr is None else lr
