@@ -29,15 +29,11 @@ def model(sentence: str, layer: int = 1, model: str | None = None, *, head: int 
     """One layer of a real model on `sentence` (`attnwalk model SENTENCE --layer L --model M`):
     the model a directory, a cached hub name, a .gguf file or ollama:NAME, None for the default.
     `export()` is `attnwalk model … --format json`'s contract, for `head`."""
-    from attnwalk.commands.model import load_layer, model_data, scenario_from_model
-    from attnwalk.errors import UsageError
+    from attnwalk.commands.model import check_request, load_layer, model_data, scenario_from_model
     from attnwalk.layer.axes import pick_head
     from attnwalk.layer.walk import compute
 
-    if not sentence.strip():
-        raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
-    if layer < 1:
-        raise UsageError(f"--layer {layer}: layers are numbered from 1")
+    check_request(sentence, layer)
     scn = scenario_from_model(load_layer(sentence, model, layer, quantize))
     chosen = pick_head(scn, head)
     return WalkResult(compute(scn, mode), chosen, lang=lang, exporter=model_data)
@@ -74,15 +70,12 @@ def quiz(scenario: ScenarioLike, count: int | None = None, seed: int | None = No
     the worksheet: each a dict with its prompt, kind, answer, tolerance and the known mistakes."""
     import json
 
-    from attnwalk.layer.walk import compute
-    from attnwalk.scenario.limits import check_work
+    from attnwalk.commands.quiz import quiz_walk
     from attnwalk.text import detect_lang
     from attnwalk.tutor.questions import questions
     from attnwalk.tutor.worksheet import as_json
 
     lang = detect_lang(lang)
     scn = scenario_of(scenario)
-    check_work(scn, 2, "the quiz computes the walk, and the layer again in another mode for the "
-               "mistakes it names")
-    asked = questions(compute(scn), lang, seed=seed)
+    asked = questions(quiz_walk(scn), lang, seed=seed)
     return json.loads(as_json(asked[:count] if count is not None else asked, lang, scn.name, seed))["questions"]

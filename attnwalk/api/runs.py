@@ -89,15 +89,9 @@ class TrainRun:
         import json
 
         from attnwalk.export.data import to_json
-        from attnwalk.export.graddata import train_data
+        from attnwalk.export.graddata import runs_data
 
-        data = {m: train_data(run, self.head, self.lr) for m, run in self.runs.items()}
-        if len(data) == 1:
-            return json.loads(to_json(next(iter(data.values()))))
-        first = next(iter(data.values()))
-        out = {key: first[key] for key in ("name", "tokens", "lr", "head")}
-        out["modes"] = {m: {"steps": d["steps"]} for m, d in data.items()}
-        return json.loads(to_json(out))
+        return json.loads(to_json(runs_data(self.runs, self.head, self.lr)))
 
     def _repr_html_(self) -> str:
         from attnwalk.api.display import html_of, options

@@ -97,14 +97,7 @@ def train_json(*, name: str, steps: int | None, lr: float | None, mode: str, com
                head: int | None) -> str:
     """`train --format json`: every step's loss and A; with --compare each mode's under "modes"."""
     from attnwalk.export.data import to_json
-    from attnwalk.export.graddata import train_data
+    from attnwalk.export.graddata import runs_data
 
     plan = Plan(name, steps, lr, mode, compare, head, json=True)
-    runs = plan.runs()
-    if not compare:
-        return to_json(train_data(runs[mode], plan.head, plan.lr)) + "\n"
-    data = {m: train_data(run, plan.head, plan.lr) for m, run in runs.items()}
-    first = data[COMPARED[0]]
-    out = {key: first[key] for key in ("name", "tokens", "lr", "head")}
-    out["modes"] = {m: {"steps": d["steps"]} for m, d in data.items()}
-    return to_json(out) + "\n"
+    return to_json(runs_data(plan.runs(), plan.head, plan.lr)) + "\n"
