@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnwalk.api.result import WalkResult
+from attnwalk.api.result import WalkResult, head_index
 from attnwalk.api.runs import GradResult, TrainRun
 from attnwalk.api.source import ScenarioLike, scenario_of
 
@@ -16,11 +16,10 @@ def walk(scenario: ScenarioLike, mode: str = "scaled", head: int | str | None = 
     """Every stage of one attention layer (`attnwalk run SCENARIO --mode MODE --head HEAD`):
     `w["A"]`, `w.head(2)["A"]`, `w.explain("A", "bank", "river")`, `w.export()`."""
     from attnwalk.features.tiles import with_tiles
-    from attnwalk.layer.axes import pick_head
     from attnwalk.layer.walk import compute
 
     scn = with_tiles(scenario_of(scenario), tiles)
-    chosen = pick_head(scn, head)
+    chosen = head_index(scn, head)
     return WalkResult(compute(scn, mode), chosen, lang=lang)
 
 
@@ -30,12 +29,11 @@ def model(sentence: str, layer: int = 1, model: str | None = None, *, head: int 
     the model a directory, a cached hub name, a .gguf file or ollama:NAME, None for the default.
     `export()` is `attnwalk model … --format json`'s contract, for `head`."""
     from attnwalk.commands.model import check_request, load_layer, model_data, scenario_from_model
-    from attnwalk.layer.axes import pick_head
     from attnwalk.layer.walk import compute
 
     check_request(sentence, layer)
     scn = scenario_from_model(load_layer(sentence, model, layer, quantize))
-    chosen = pick_head(scn, head)
+    chosen = head_index(scn, head)
     return WalkResult(compute(scn, mode), chosen, lang=lang, exporter=model_data)
 
 
@@ -44,10 +42,9 @@ def grad(scenario: ScenarioLike, mode: str = "scaled", head: int | str | None = 
     """The backward walk from the scenario's loss to its weights (`attnwalk grad SCENARIO`):
     `g.loss`, `g["dA"]`, `g["dW_Q"]`; the scenario needs a target."""
     from attnwalk.commands.grad import backward_walk, with_target
-    from attnwalk.layer.axes import pick_head
 
     scn = with_target(scenario_of(scenario), "attnwalk grad")
-    chosen = pick_head(scn, head)
+    chosen = head_index(scn, head)
     return GradResult(backward_walk(scn, mode), chosen, lang=lang)
 
 

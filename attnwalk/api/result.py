@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from attnwalk.layer.graph import Stage
     from attnwalk.layer.walk import Walk
     from attnwalk.render.options import ViewOptions
+    from attnwalk.scenario.scenario import Scenario
 
 Exporter = Callable[["Walk", int], dict]
 
@@ -25,6 +26,13 @@ def _walk_data(walk: Walk, head: int) -> dict[str, Any]:
     from attnwalk.export.data import walk_data
 
     return walk_data(walk)
+
+
+def head_index(scn: Scenario, head: int | str | None) -> int:
+    """A head counted from 1 (None: head 1), checked as --head is, 0-based."""
+    from attnwalk.layer.axes import pick_head
+
+    return pick_head(scn, head) or 0  # None only for "all", which only the printed walk takes
 
 
 class WalkResult:
@@ -101,9 +109,7 @@ class WalkResult:
 
     def head(self, number: int | str) -> WalkResult:
         """The same walk read at head `number`, counted from 1 (as --head counts)."""
-        from attnwalk.layer.axes import pick_head
-
-        return self._with(self._walk, pick_head(self._walk.scenario, number))
+        return self._with(self._walk, head_index(self._walk.scenario, number))
 
     def _with(self, walk: Walk, head: int) -> WalkResult:
         return type(self)(walk, head, lang=self._lang, exporter=self._exporter)

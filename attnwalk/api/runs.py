@@ -4,21 +4,29 @@ shown as a loss curve where matplotlib is installed, as train's table where not)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from attnwalk.api.result import WalkResult
 
 if TYPE_CHECKING:
+    from attnwalk.layer.backward import Grads
     from attnwalk.layer.gradwalk import GradWalk
     from attnwalk.layer.train import Step
+    from attnwalk.layer.walk import Walk
 
 
-def _grad_data(walk: GradWalk, head: int) -> dict[str, Any]:
+def _grad_data(walk: Walk, head: int) -> dict[str, Any]:
     from attnwalk.export.graddata import grad_data
 
-    return grad_data(walk.grads)
+    return grad_data(_grads(walk))
+
+
+def _grads(walk: Walk) -> Grads:
+    grads = cast("GradWalk", walk).grads
+    assert grads is not None, "a GradWalk is made from its gradients"
+    return grads
 
 
 class GradResult(WalkResult):
@@ -31,17 +39,17 @@ class GradResult(WalkResult):
 
     @property
     def loss(self) -> float:
-        return float(self.walk.grads.loss)
+        return float(_grads(self.walk).loss)
 
     @property
     def forward(self) -> WalkResult:
         """The forward walk the gradients are of."""
-        return WalkResult(self.walk.forward, self._head, lang=self._lang)
+        return WalkResult(_grads(self.walk).walk, self._head, lang=self._lang)
 
     def in_mode(self, mode: str) -> GradResult:
         from attnwalk.layer.gradwalk import in_mode
 
-        return self._with(in_mode(self.walk, mode), self._head)
+        return GradResult(in_mode(cast("GradWalk", self.walk), mode), self._head, lang=self._lang)
 
     def __repr__(self) -> str:
         return f"<attnwalk gradients of {self.name!r} ({self.mode}): L = {self.loss:.6g}, {' '.join(self.stages)}>"

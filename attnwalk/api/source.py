@@ -4,7 +4,7 @@ path, YAML text, a dict of the scenario file's keys, or a Scenario already loade
 from __future__ import annotations
 
 from collections.abc import Mapping
-from os import PathLike
+from os import PathLike, fspath
 from typing import Any, Union
 
 from attnwalk.scenario.scenario import Scenario
@@ -25,7 +25,7 @@ def scenario_of(scenario: ScenarioLike) -> Scenario:
     if isinstance(scenario, str) and _is_yaml_text(scenario):
         return scenario_from_text(scenario, "<yaml>", default_name="scenario")
     if isinstance(scenario, (str, PathLike)):
-        return load_scenario(scenario)
+        return load_scenario(fspath(scenario))
     from attnwalk.errors import UsageError
 
     raise UsageError(f"a scenario is a built-in name, a path, YAML text or a dict of its keys, "

@@ -33,7 +33,8 @@ class Stepper:
         from attnwalk.api.display import options
         from attnwalk.layer.modes import WALK_MODES
 
-        self.result, self.index, self.cell = result, 0, None
+        self.result, self.index = result, 0
+        self.cell: tuple[int, int] | None = None  # the cell clicked, else the screen's own
         self.opts = options(result._lang)
         self.back = w.Button(description="◀ back", layout=w.Layout(width="7em"))
         self.next = w.Button(description="next ▶", layout=w.Layout(width="7em"))

@@ -13,7 +13,7 @@ heads that read it). S is the scaled scores before the mask and the bias.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -78,7 +78,7 @@ def train_data(steps: Iterable[Step], head: int, lr: float) -> dict[str, Any]:
             "head": shown(head), "steps": rows}
 
 
-def runs_data(runs: dict[str, Iterable[Step]], head: int, lr: float) -> dict[str, Any]:
+def runs_data(runs: Mapping[str, Iterable[Step]], head: int, lr: float) -> dict[str, Any]:
     """`train --format json`: one mode's run as train_data; with --compare, each mode's steps under
     "modes", beside the first's name, tokens, η and head."""
     data = {mode: train_data(run, head, lr) for mode, run in runs.items()}
