@@ -64,8 +64,6 @@ def test_the_package_says_it_is_typed() -> None:
     assert (Path(attnwalk.__file__).parent / "py.typed").is_file()
     assert set(attnwalk.__all__) >= {"walk", "model", "grad", "train", "quiz", "AttnwalkError"}
     assert "walk" in dir(attnwalk)
-    with pytest.raises(AttributeError):
-        attnwalk.heads  # noqa: B018  (no heads command on this branch: nothing to wrap)
 
 
 def test_a_walk_is_every_stage_of_the_cli_export() -> None:
@@ -178,6 +176,10 @@ def test_a_bad_yaml_string_names_its_line() -> None:
     with pytest.raises(attnwalk.ScenarioError, match=r"^<yaml>:3: "):
         attnwalk.walk("tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\nW_Q: [[1, 0]]\nW_K: [[1, 0], [0, 1]]\n"
                       "W_V: [[1, 0], [0, 1]]\n")
+    wrong = {**RIVER_BANK, "W_K": RIVER_BANK["W_K"][:3]}
+    with pytest.raises(attnwalk.ScenarioError, match=r"^<dict>: W_K: .*3 rows") as raised:
+        attnwalk.walk(wrong)  # the key named, and no line: a dict has none
+    assert raised.value.line is None
     with pytest.raises(attnwalk.UsageError, match="unknown stage 'B'"):
         attnwalk.walk("river_bank")["B"]
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from os import PathLike, fspath
 from typing import Any, Union
 
+from attnwalk.errors import ScenarioError
 from attnwalk.scenario.scenario import Scenario
 
 ScenarioLike = Union[str, "PathLike[str]", Mapping[str, Any], Scenario]
@@ -20,8 +21,11 @@ def scenario_of(scenario: ScenarioLike) -> Scenario:
 
     if isinstance(scenario, Scenario):
         return scenario
-    if isinstance(scenario, Mapping):
-        return scenario_from_text(_yaml_of(scenario), "<dict>", default_name="scenario")
+    if isinstance(scenario, Mapping):  # its messages name the key; a line of YAML it never had, not
+        try:
+            return scenario_from_text(_yaml_of(scenario), "<dict>", default_name="scenario")
+        except ScenarioError as exc:
+            raise ScenarioError(exc.detail, file="<dict>", field=exc.field) from None
     if isinstance(scenario, str) and _is_yaml_text(scenario):
         return scenario_from_text(scenario, "<yaml>", default_name="scenario")
     if isinstance(scenario, (str, PathLike)):
