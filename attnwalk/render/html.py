@@ -69,8 +69,9 @@ _TAG = re.compile(r"(<[^>]*>)")
 # A notebook's output cell is part of the notebook's own page: no <html> or <body> to style, and
 # Rich's class names (.r1, …) would clash between two outputs. So every span carries its style, the
 # block sets its own colours (a dark notebook theme keeps the terminal's readable ones), and the
-# stylesheet reaches no further than the block.
-FRAGMENT = """<div class="attnwalk-output" lang="@LANG@">
+# stylesheet reaches no further than the block. The colours are on the block itself too, for a
+# notebook that drops <style> from an output it does not trust.
+FRAGMENT = """<div class="attnwalk-output" lang="@LANG@" style="color: {foreground}; background-color: {background}">
 <style>
 .attnwalk-output pre {{
     font-family: @FONTS@;
