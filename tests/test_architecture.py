@@ -29,7 +29,10 @@ FORBIDDEN = {
     # the Textual walk and quiz: given the quiz's loop and the predictions by the commands
     "app": {"terminal", "tutor", "export", "commands", "cli", "typer", "yaml", "scenario"},
     # the command bodies and completion callbacks sit under the CLI (typer); Textual only through app/
-    "commands": {"cli", "textual"},
+    "commands": {"cli", "textual", "api"},
+    # the Python API (import attnwalk): the commands' steps without printing, beside the CLI; no
+    # Textual app, no server, no typer
+    "api": {"cli", "typer", "app", "textual", "serve"},
     # attnwalk serve: above the commands (it runs the apps and the quiz's loop), under the CLI
     "serve": {"cli", "typer"},
     # real checkpoints: numpy, the layer's ops, safetensors and tokenizers (lazily); never torch

@@ -8,7 +8,7 @@ live in a terminal),
 progress and reset (progress.py), list (lessons.py), init (init.py), and the shell-completion
 callbacks (complete.py).
 
-May import every package but cli.py, which alone imports this package; Textual only through
-app/. A command returns its exit code or raises an AttnwalkError; terminal/streams.py turns
+May import every package but cli.py, which alone imports this package, and api/ (the Python
+API, which sits beside the commands and calls their steps); Textual only through app/. A command returns its exit code or raises an AttnwalkError; terminal/streams.py turns
 errors into one line and an exit code.
 """

@@ -62,6 +62,14 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
         dimensions={**stats, "h": {"": tuple(str(person(h)) for h in range(heads))}})
 
 
+def check_request(sentence: str, layer: int) -> None:
+    """A sentence to walk and a layer counted from 1, checked before any model is read."""
+    if not sentence.strip():
+        raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
+    if layer < 1:
+        raise UsageError(f"--layer {layer}: layers are numbered from 1")
+
+
 def load_layer(sentence: str, model: str | None, layer: int, quantize: str | None = None) -> ModelLayer:
     """The layer `layer` (1-based, as --layer counts) of `model` on `sentence` (models/); with
     `quantize`, its weight matrices quantized to that type by gguf's quantizer."""
@@ -152,10 +160,7 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
                          "csv for an export)")
     if count is not None and not quiz:
         raise UsageError("--count sets how many questions --quiz asks: add --quiz")
-    if not sentence.strip():
-        raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
-    if layer < 1:
-        raise UsageError(f"--layer {layer}: layers are numbered from 1")
+    check_request(sentence, layer)
     from attnwalk.features.tiles import with_tiles
     from attnwalk.layer.axes import pick_head
 

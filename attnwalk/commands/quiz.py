@@ -277,21 +277,17 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
     `write` takes the worksheet instead of stdout (`attnwalk model --quiz --format json -o FILE`)."""
     from attnwalk.errors import UsageError
     from attnwalk.text import detect_lang
-    from attnwalk.layer.walk import compute
     from attnwalk.tutor.progress import Progress, scenario_key
     from attnwalk.tutor.questions import questions
     from attnwalk.terminal.console import interactive, make_console
     from attnwalk.commands.walk import chosen_scenario
-    from attnwalk.scenario.limits import check_work
 
     lang = detect_lang(lang)
     if format is not None and format.strip().lower() not in ("json", "markdown", "md"):
         raise UsageError(f"unknown --format '{format}'; choose json or markdown")
     scenario = chosen_scenario(name, scenario_file, scenario)  # `attnwalk model --quiz` gives its own
-    check_work(scenario, 2, "the quiz computes the walk, and the layer again in another mode for the "
-               "mistakes it names")
+    walk = quiz_walk(scenario)
     key = scenario_key(scenario)
-    walk = compute(scenario)
     store = Progress()
     missed: list[str] | None = None
     if review:
@@ -343,6 +339,16 @@ def quiz_command(*, name: str | None, scenario_file: Path | None, count: int | N
         store.record_quiz(key, result.score, result.answered, result.questions, full=len(whole),
                           seed=seed, missed=result.missed, shown=result.shown)
     return code
+
+
+def quiz_walk(scenario) -> Walk:
+    """The walk a quiz asks about, refused first if the quiz would cost too much."""
+    from attnwalk.layer.walk import compute
+    from attnwalk.scenario.limits import check_work
+
+    check_work(scenario, 2, "the quiz computes the walk, and the layer again in another mode for the "
+               "mistakes it names")
+    return compute(scenario)
 
 
 def _quiz_app(walk: Walk, asked: list[Question], intro: list[Text], lang: str) -> tuple[QuizResult | None, int]:

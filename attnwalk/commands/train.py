@@ -22,13 +22,14 @@ COMPARED = ("scaled", "unscaled")
 class Plan:
     """What one `attnwalk train` runs: the scenario, the modes, steps, η and the watched head."""
 
-    def __init__(self, name: str, steps: int | None, lr: float | None, mode: str, compare: bool,
+    def __init__(self, name: str | Scenario, steps: int | None, lr: float | None, mode: str, compare: bool,
                  head: int | None, json: bool = False) -> None:
         from attnwalk.commands.grad import with_target
         from attnwalk.features.target import target_of
         from attnwalk.scenario.load import load_scenario
 
-        self.scenario: Scenario = with_target(load_scenario(name), "attnwalk train")
+        given = name if isinstance(name, Scenario) else load_scenario(name)  # the API gives one loaded
+        self.scenario: Scenario = with_target(given, "attnwalk train")
         target = target_of(self.scenario)
         self.steps = target.steps if steps is None else steps
         self.lr = target.lr if lr is None else lr
@@ -106,14 +107,7 @@ def train_json(*, name: str, steps: int | None, lr: float | None, mode: str, com
                head: int | None) -> str:
     """`train --format json`: every step's loss and A; with --compare each mode's under "modes"."""
     from attnwalk.export.data import to_json
-    from attnwalk.export.graddata import train_data
+    from attnwalk.export.graddata import runs_data
 
     plan = Plan(name, steps, lr, mode, compare, head, json=True)
-    runs = plan.runs()
-    if not compare:
-        return to_json(train_data(runs[mode], plan.head, plan.lr)) + "\n"
-    data = {m: train_data(run, plan.head, plan.lr) for m, run in runs.items()}
-    first = data[COMPARED[0]]
-    out = {key: first[key] for key in ("name", "tokens", "lr", "head")}
-    out["modes"] = {m: {"steps": d["steps"]} for m, d in data.items()}
-    return to_json(out) + "\n"
+    return to_json(runs_data(plan.runs(), plan.head, plan.lr)) + "\n"

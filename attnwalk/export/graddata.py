@@ -13,7 +13,7 @@ heads that read it). S is the scaled scores before the mask and the bias.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -76,3 +76,15 @@ def train_data(steps: Iterable[Step], head: int, lr: float) -> dict[str, Any]:
     scn = first.walk.scenario
     return {"name": scn.name, "tokens": list(scn.tokens), "mode": first.walk.mode.name, "lr": lr,
             "head": shown(head), "steps": rows}
+
+
+def runs_data(runs: Mapping[str, Iterable[Step]], head: int, lr: float) -> dict[str, Any]:
+    """`train --format json`: one mode's run as train_data; with --compare, each mode's steps under
+    "modes", beside the first's name, tokens, η and head."""
+    data = {mode: train_data(run, head, lr) for mode, run in runs.items()}
+    if len(data) == 1:
+        return next(iter(data.values()))
+    first = next(iter(data.values()))
+    out = {key: first[key] for key in ("name", "tokens", "lr", "head")}
+    out["modes"] = {mode: {"steps": d["steps"]} for mode, d in data.items()}
+    return out

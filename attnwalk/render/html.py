@@ -66,11 +66,60 @@ pre, code {{
 _TAG = re.compile(r"(<[^>]*>)")
 
 
+# A notebook's output cell is part of the notebook's own page: no <html> or <body> to style, and
+# Rich's class names (.r1, …) would clash between two outputs. So every span carries its style, the
+# block sets its own colours (a dark notebook theme keeps the terminal's readable ones), and the
+# stylesheet reaches no further than the block. The colours are on the block itself too, for a
+# notebook that drops <style> from an output it does not trust.
+FRAGMENT = """<div class="attnwalk-output" lang="@LANG@" style="color: {foreground}; background-color: {background}">
+<style>
+.attnwalk-output pre {{
+    font-family: @FONTS@;
+    font-variant-east-asian: normal;
+    line-height: 1.25;
+    color: {foreground};
+    background-color: {background};
+    padding: 0.5em 1ch;
+    margin: 0;
+    max-height: @HEIGHT@;
+    overflow: auto;
+}}
+.attnwalk-output .w, .attnwalk-output .n {{
+    display: inline-block;
+    white-space: pre;
+    vertical-align: bottom;
+}}
+.attnwalk-output .w {{
+    letter-spacing: calc(2ch - 1em);
+    padding-left: calc(1ch - 0.5em);
+    box-sizing: border-box;
+}}
+</style>
+<pre><code>{code}</code></pre>
+</div>
+"""
+
+
 def walk_html(console: Console, title: str, lang: str = "en") -> str:
     """The recording on `console` as HTML whose columns line up as on the terminal."""
     page = TEMPLATE.replace("@LANG@", "zh-Hans" if lang == "zh" else lang)
     page = page.replace("@TITLE@", html.escape(title)).replace("@FONTS@", FONT_STACK)
-    exported = console.export_html(code_format=page)
+    return _lined_up(console.export_html(code_format=page))
+
+
+def walk_fragment(console: Console, lang: str = "en", height: str = "none") -> str:
+    """The recording on `console` as a block of HTML to put inside another page (a notebook's
+    output), its colours those of a light terminal, its columns lined up as walk_html's, at most
+    `height` tall (CSS; scrolled beyond it)."""
+    from rich.terminal_theme import DEFAULT_TERMINAL_THEME
+
+    block = FRAGMENT.replace("@LANG@", "zh-Hans" if lang == "zh" else lang)
+    block = block.replace("@FONTS@", FONT_STACK).replace("@HEIGHT@", height)
+    return _lined_up(console.export_html(theme=DEFAULT_TERMINAL_THEME, code_format=block,
+                                         inline_styles=True))
+
+
+def _lined_up(exported: str) -> str:
     head, code = exported.split("<pre><code>", 1)
     code, tail = code.rsplit("</code></pre>", 1)
     cells = "".join(part if part.startswith("<") else _on_cells(part) for part in _TAG.split(code))

@@ -135,9 +135,11 @@ class _Console(Console):
 def make_console(*, record: bool = False, width: int | None = None, stderr: bool = False,
                  file: Optional[TextIO] = None, color_system: Optional[str] = "auto") -> Console:
     """A Console for stdout (or stderr, or `file`). Wide tables are never squeezed: renderers
-    split them."""
+    split them. One given a `file` writes there even inside Jupyter (where Rich would display
+    what it prints as the cell's output: the library records walks so, and prints nothing)."""
     return _Console(record=record, width=width, stderr=stderr, file=file, color_system=color_system,
-                    highlight=False, soft_wrap=False, emoji=False)
+                    highlight=False, soft_wrap=False, emoji=False,
+                    force_jupyter=False if file is not None else None)
 
 
 def dumb_terminal() -> bool:
