@@ -103,14 +103,14 @@ def test_the_last_lesson_points_at_decode_and_a_real_model_in_chinese() -> None:
     assert "再按n或Enter结束讲解；按b返回。" in said
 
 
-def test_the_course_is_every_built_in_lesson_in_the_readme_s_order() -> None:
+def test_the_course_is_every_built_in_lesson_in_docs_lessons_order() -> None:
     import re
     from pathlib import Path
 
     from attnwalk.scenario.builtins import course, next_lesson
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    table = readme.split("## The lessons", 1)[1].split("## Architecture", 1)[0]
+    lessons = (Path(__file__).resolve().parents[1] / "docs" / "lessons.md").read_text(encoding="utf-8")
+    table = lessons.split("# The lessons", 1)[1]
     assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.M)) == course()
     assert sorted(course()) == builtin_names()
     assert next_lesson("girl_bangs") == "word_order" and next_lesson("kv_cache") is None

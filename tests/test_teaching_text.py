@@ -136,7 +136,7 @@ def test_the_chinese_phrasings():
 
 # -- one set of terms --------------------------------------------------------------------------
 
-# README: the Chinese text writes 查询 / 键 / 值, as textbooks (d2l-zh) do; a parenthesised English
+# docs/lessons.md: the Chinese text writes 查询 / 键 / 值, as textbooks (d2l-zh) do; a parenthesised English
 # word after its Chinese one, 查询（query）, is the one place the English may stand.
 ENGLISH_TERM = re.compile(r"(?<![{_A-Za-z（(])(quer(?:y|ies)|keys?|values?)(?![}_A-Za-z）)])")
 
