@@ -208,6 +208,14 @@ def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
     return [("decode.note_mask", {})] if mask.kind == "explicit" else []
 
 
+def list_mask(scn: Scenario) -> list[tuple[str, dict]]:
+    """The lesson list's mask column (render/lessons.py): the mask's kind, a window's width."""
+    mask = _mask(scn)
+    if mask.kind == "window":
+        return [("window.list_causal" if mask.causal else "window.list_symmetric", {"window": mask.window})]
+    return [(f"list.mask_{mask.kind}", {})]
+
+
 def concepts(scn: Scenario) -> tuple[str, ...]:
     """A causal window narrower than the sentence: what a query further back can still reach."""
     mask = _mask(scn)

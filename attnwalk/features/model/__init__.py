@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
 
 NAME = layout.NAME
+# The word-order question trades two tokens' embeddings (tutor/wordorder.py): a model's stream
+# comes from the model (past layer 1 from the layers below), not from rows that can trade places.
+SWAPPABLE = False
 
 
 def active(scn: Scenario) -> bool:
@@ -151,6 +154,12 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     insert_after(stages, "O", _BY_KEY["R"]._replace(reads=(layout.residual_input(scn), "O")))
     if layout.post_norm(scn):
         insert_after(stages, "R", _BY_KEY["Y"])
+
+
+def next_steps(scn: Scenario) -> list[tuple[str, dict]]:
+    """What the end of the walk suggests (render/lesson.py): the quiz and compare, as options of
+    `attnwalk model` (the layer has no file to name)."""
+    return [("end.model_quiz", {}), ("end.model_compare", {})]
 
 
 def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
