@@ -4,6 +4,7 @@ lazy import inside a function counts too)."""
 from __future__ import annotations
 
 import ast
+import graphlib
 import re
 from pathlib import Path
 
@@ -13,9 +14,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
 
 # package -> what it must never import: attnwalk packages, and third-party libraries
 FORBIDDEN = {
+    # the YAML reader, its syntax errors and the field checks: below the scenario and the features
+    "reading": {"layer", "features", "scenario", "text", "render", "terminal", "tutor", "export",
+                "commands", "cli", "rich", "typer", "app", "textual", "atomic", "models", "serve"},
     "layer": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
-              "typer", "app", "textual", "atomic", "features"},  # the core does no I/O
-    # one module per feature: the layer's math and the scenario's reading primitives, no I/O
+              "typer", "app", "textual", "atomic", "features", "reading"},  # the core does no I/O
+    # one module per feature: the layer's math and the reading primitives, no I/O (the scenario
+    # package above them for types only: test_the_lower_packages_import_the_scenario_only_for_types)
     "features": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml",
                  "typer", "app", "textual", "atomic", "models"},
     "scenario": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "typer",
@@ -62,13 +67,85 @@ def test_each_package_imports_only_what_it_may(package: str) -> None:
     assert {name: bad for name, bad in wrong.items() if bad} == {}
 
 
-def test_the_layer_imports_the_scenario_only_for_types() -> None:
-    # The numeric core is given a Scenario; it never reads files (the scenario package does).
-    for path in (PACKAGE / "layer").glob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:  # module level, outside `if TYPE_CHECKING:`
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attnwalk.scenario"):
-                pytest.fail(f"{path.name} imports {node.module} at run time")
+def runtime_imports(path: Path) -> dict[str, list[int]]:
+    """attnwalk's packages (and top-level modules) that `path` imports when it runs, each with the
+    lines: module level and inside functions alike, but not under `if TYPE_CHECKING:`, whose
+    imports serve annotations only and are never executed."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only |= {id(inner) for stmt in node.body for inner in ast.walk(stmt)}
+    here = path.relative_to(PACKAGE.parent).with_suffix("").parts  # ("attnwalk", "layer", "walk")
+    found: dict[str, list[int]] = {}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package this module is in
+                base = ".".join([*here[:len(here) - node.level], *([base] if base else [])])
+            # `from attnwalk import numbering` names a module; `from attnwalk.layer import ops`, a package's
+            names = [f"{base}.{alias.name}" for alias in node.names] if base == "attnwalk" else [base]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "attnwalk" and len(parts) > 1:
+                found.setdefault(parts[1], []).append(node.lineno)
+    return found
+
+
+def package_of(path: Path) -> str:
+    """The package a module belongs to (attnwalk/layer/walk.py: layer), or the top-level module."""
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def import_graph() -> dict[str, dict[str, list[str]]]:
+    """package -> package it imports at run time -> where ("layer/walk.py:12")."""
+    graph: dict[str, dict[str, list[str]]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = package_of(path)
+        for other, lines in runtime_imports(path).items():
+            if other != own:
+                where = [f"{path.relative_to(PACKAGE).as_posix()}:{line}" for line in lines]
+                graph.setdefault(own, {}).setdefault(other, []).extend(where)
+    return graph
+
+
+@pytest.mark.parametrize("package", ["layer", "features"])
+def test_the_lower_packages_import_the_scenario_only_for_types(package: str) -> None:
+    # The numeric core and the features are given a Scenario (or a Draft); they never read files
+    # and never call up into the loader: what they need of it is handed in (Draft.sequence).
+    wrong = [f"{path.relative_to(PACKAGE).as_posix()}:{line}"
+             for path in sorted((PACKAGE / package).rglob("*.py"))
+             for line in runtime_imports(path).get("scenario", [])]
+    assert wrong == []
+
+
+def test_no_import_circle_between_packages() -> None:
+    # One direction, from the commands down to the numeric core: scenario -> features -> layer,
+    # reading below them. A circle, however lazy its imports, means two packages that can only
+    # be understood (and changed) together.
+    graph = import_graph()
+    try:
+        graphlib.TopologicalSorter({pkg: set(imported) for pkg, imported in graph.items()}).prepare()
+    except graphlib.CycleError as error:
+        cycle = error.args[1][::-1]  # [a, b, …, a]: each imports the one after it
+        edges = [f"{a} -> {b}: {', '.join(graph[a][b][:6])}" for a, b in zip(cycle, cycle[1:])]
+        pytest.fail("import circle " + " -> ".join(cycle) + "\n" + "\n".join(edges))
+
+
+def test_the_import_graph_is_read_from_the_code() -> None:
+    # what the circle test reads: a function-local import counts, a TYPE_CHECKING one does not
+    graph = import_graph()
+    assert "features" in graph["scenario"]  # scenario.py's graph, a function-local import
+    assert "layer" in graph["features"] and "reading" in graph["features"]
+    assert "scenario" not in graph["features"]  # only Draft and Scenario, for annotations
+    assert "scenario" not in graph.get("reading", {})
 
 
 def test_no_module_is_left_outside_a_package() -> None:

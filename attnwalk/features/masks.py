@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from attnwalk.layer import masks
 from attnwalk.layer.graph import MASKED, Stage, amend, get, has, insert_before, replace
 from attnwalk.layer.masks import Mask
-from attnwalk.scenario.fields import quoted, shape_text
-from attnwalk.scenario.yamltree import indexed
+from attnwalk.reading.fields import quoted, shape_text
+from attnwalk.reading.yamltree import indexed
 from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
