@@ -26,19 +26,19 @@ FORBIDDEN = {
     "scenario": {"text", "render", "terminal", "tutor", "export", "commands", "cli", "rich", "typer",
                  "app", "textual"},
     "text": {"render", "terminal", "tutor", "export", "commands", "cli", "rich", "yaml", "typer", "app",
-             "textual"},
+             "textual", "reading"},
     "render": {"terminal", "tutor", "export", "commands", "cli", "typer", "app", "textual"},
     "export": {"terminal", "tutor", "commands", "cli", "typer", "app", "textual"},
     "terminal": {"tutor", "export", "commands", "cli", "typer", "app", "textual"},
     "tutor": {"terminal", "export", "commands", "cli", "typer", "app", "textual"},
     # the Textual walk and quiz: given the quiz's loop and the predictions by the commands
-    "app": {"terminal", "tutor", "export", "commands", "cli", "typer", "yaml", "scenario"},
+    "app": {"terminal", "tutor", "export", "commands", "cli", "typer", "yaml", "scenario", "reading"},
     # the command bodies and completion callbacks sit under the CLI (typer); Textual only through app/
     "commands": {"cli", "textual"},
     # attnwalk serve: above the commands (it runs the apps and the quiz's loop), under the CLI
     "serve": {"cli", "typer"},
     # real checkpoints: numpy, the layer's ops, safetensors and tokenizers (lazily); never torch
-    "models": {"scenario", "text", "render", "terminal", "tutor", "export", "commands", "cli", "rich",
+    "models": {"scenario", "reading", "text", "render", "terminal", "tutor", "export", "commands", "cli", "rich",
                "yaml", "typer", "app", "textual", "torch", "transformers", "huggingface_hub",
                "sentence_transformers"},
 }
