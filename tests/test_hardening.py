@@ -20,7 +20,8 @@ import pytest
 
 from bounded import attnwalk, benchmark_layer, refused
 
-from attnwalk.scenario import fields, limits
+from attnwalk.reading import fields
+from attnwalk.scenario import limits
 from attnwalk.scenario.load import load_scenario, scenario_from_text
 
 BROKEN = Path(__file__).resolve().parent / "fixtures" / "broken"

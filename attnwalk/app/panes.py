@@ -67,7 +67,7 @@ def lesson_pointer(walk: Walk, opts: ViewOptions) -> str:
     """The first screen's message where the lesson has an introduction (extras_view puts it after
     the first stage's notes, below the fold at 80 × 24): its title and where to find it."""
     scn = walk.scenario
-    title = pick(scn.title, opts.lang) if scn.model is None else ""  # a model's walk opens otherwise
+    title = pick(scn.title, opts.lang)  # a model's layer has none: its walk opens with the model
     return style.say(opts, "lesson.below", title=style.plain(title, opts)) if title else ""
 
 

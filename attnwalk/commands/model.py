@@ -84,9 +84,10 @@ def model_data(walk, head: int) -> dict:
     the model's own stages under their keys, the biases and LayerNorm parameters beside the
     weights, and what was walked (`model`, `tokenization`)."""
     from attnwalk.export.data import walk_data
+    from attnwalk.features.model.layout import layer_of
 
     scn = walk.scenario
-    layer = scn.setting("model")
+    layer = layer_of(scn)  # the ModelLayer scenario_from_model put in it
     data = walk_data(walk)
     stages = data["stages"]
     if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's

@@ -10,9 +10,10 @@ features for what a feature offers (a target's `loss`, the start of the backward
 Adding a feature is a module here and its line in FEATURES, its text in attnwalk/text/*.toml,
 and a lesson in scenarios/ (README, "Architecture").
 
-May import numpy, attnwalk.errors, the layer (its graph, stages and math) and the scenario's
-reading primitives (scenario.fields, scenario.yamltree, scenario.scenario); never text, rendering
-or the terminal.
+May import numpy, attnwalk.errors, the layer (its graph, stages and math) and the reading
+primitives (attnwalk.reading: fields, yamltree); the scenario package above only for types (a
+Draft hands a feature what it reads with, such as `Draft.sequence`); never text, rendering or the
+terminal.
 """
 
 from __future__ import annotations

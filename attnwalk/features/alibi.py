@@ -132,5 +132,14 @@ def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
     return [("decode.variant.note_alibi", {})]
 
 
+def word_order(scn: Scenario) -> str:
+    """How ALiBi makes Z depend on where a token stands (tutor/wordorder.py)."""
+    return "quiz.word_order.by_alibi"
+
+
+def list_mask(scn: Scenario) -> list[tuple[str, dict]]:
+    return [("alibi.list", {})]  # the lesson list's mask column: ", ALiBi" after the mask
+
+
 def concepts(scn: Scenario) -> tuple[str, ...]:
     return ("alibi",)  # a distance penalty, not a mask and not a position added to X

@@ -33,13 +33,11 @@ def active(scn: Scenario) -> bool:
 def read_shape(d: Draft) -> None:
     """`source: {tokens, embeddings, ids, positional}`: the sequence the keys and values come from,
     with the main sequence's d_model."""
-    from attnwalk.scenario.load import sequence
-
     if "source" not in d.top:
         return
     f = d.f
     src = f.mapping(d.top["source"], "source", SOURCE_KEYS, ("tokens", "embeddings"))
-    d.source = sequence(f, src, "source.")
+    d.source = d.sequence(src, "source.")
     if d.source.d_model != d.main.d_model:
         raise f.error("source.embeddings", src["embeddings"],
                       f"source.embeddings has {d.source.d_model} columns, but the main "

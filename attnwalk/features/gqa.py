@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from attnwalk.layer.gqa import kv_head_of
 from attnwalk.layer.graph import amend, has
-from attnwalk.scenario.fields import whole
+from attnwalk.reading.fields import whole
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from attnwalk.layer import masks
 from attnwalk.layer.graph import MASKED, Stage, amend, get, has, insert_before, replace
 from attnwalk.layer.masks import Mask
-from attnwalk.scenario.fields import quoted, shape_text
-from attnwalk.scenario.yamltree import indexed
+from attnwalk.reading.fields import quoted, shape_text
+from attnwalk.reading.yamltree import indexed
 from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
@@ -209,6 +209,14 @@ def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
                                                 "kept": cache_numbers(scn, window_rows(scn, n)),
                                                 "numbers": cache_numbers(scn, n)})]
     return [("decode.note_mask", {})] if mask.kind == "explicit" else []
+
+
+def list_mask(scn: Scenario) -> list[tuple[str, dict]]:
+    """The lesson list's mask column (render/lessons.py): the mask's kind, a window's width."""
+    mask = _mask(scn)
+    if mask.kind == "window":
+        return [("window.list_causal" if mask.causal else "window.list_symmetric", {"window": mask.window})]
+    return [(f"list.mask_{mask.kind}", {})]
 
 
 def concepts(scn: Scenario) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from attnwalk.layer import cells
 from attnwalk.layer.graph import Stage, amend, insert_after
 from attnwalk.layer.stages import PRODUCT_BACK, projection, projection_formula
 
-from attnwalk.scenario.fields import shape_text
+from attnwalk.reading.fields import shape_text
 
 if TYPE_CHECKING:
     from attnwalk.scenario.load import Draft

@@ -13,6 +13,7 @@ behind its column's first weight, and the column as written.
 
 from __future__ import annotations
 
+from dataclasses import replace as replaced
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,6 +62,27 @@ def read(d: Draft) -> None:
 
 def _held(scn: Scenario) -> Quantization:
     return scn.setting(NAME)
+
+
+def kind_of(scn: Scenario) -> str:
+    """What `scn`'s weights are: none (float, as written), q4_1 or q8_0."""
+    held = _held(scn)
+    return "none" if held is None else held.kind.lower()
+
+
+def requantized(scn: Scenario, kind: str) -> Scenario:
+    """Scenario `scn` with its weight matrices as written ("none") or quantized to `kind`, from the
+    floats the file wrote (a quantized scenario keeps them). Unchecked: scenario/variant.py checks
+    the blocks and names the result for compare."""
+    held = _held(scn)
+    floats = held.floats if held is not None else {
+        name: scn.param(name) for name in quants.WEIGHTS if name != "W_O" or scn.W_O is not None}
+    if kind == "none":
+        return replaced(scn.with_setting(NAME, None), **floats)
+    made = {name: quants.quantized(W, kind) for name, W in floats.items()}
+    for W in made.values():
+        W.flags.writeable = False
+    return replaced(scn.with_setting(NAME, Quantization(kind.upper(), floats)), **made)
 
 
 def _with_block(stage: Stage):
@@ -139,7 +161,7 @@ def _finer(walk: Walk) -> dict | None:
     if said is None or scn.focus is None:
         return None
     i, keys = scn.focus, token_labels(scn.key_tokens)
-    top = {kind: int(np.argmax(compute(quants.requantized(scn, kind)).matrix("A", 0)[i]))
+    top = {kind: int(np.argmax(compute(requantized(scn, kind)).matrix("A", 0)[i]))
            for kind in ("none", "q8_0")}
     q4 = int(np.argmax(walk.matrix("A", 0)[i]))
     if top["none"] == q4 or top["q8_0"] != top["none"]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attnwalk.errors import UsageError
 from attnwalk.layer import gradcells
 from attnwalk.layer.graph import Backward, Stage, amend, fixed_terms, get, has, insert_before, replace, reroute
 from attnwalk.layer.rope import PAIRINGS, SHIFT, Rope, pair_of
@@ -77,6 +78,19 @@ def read(d: Draft) -> None:
         if "pairing" in fields:
             rope = rope._replace(pairing=f.choice(fields["pairing"], "rope.pairing", PAIRINGS))
     d.settings[NAME] = rope
+
+
+def with_rope(scn: Scenario, turned: bool) -> Scenario:
+    """`scn` with its queries and keys turned (by its own RoPE, else the default base) or not: the
+    rotation `compare --positional` sets (scenario/variant.py). UsageError where it has no meaning."""
+    if not turned:
+        return scn.with_setting(NAME, None)
+    if scn.d_k % 2:
+        raise UsageError(f"--positional rope: {scn.name} has d_k {scn.d_k}; RoPE turns pairs, so d_k must be even")
+    if scn.source is not None or scn.scorer.name == "additive":
+        raise UsageError(f"--positional rope: {scn.name} has "
+                         f"{'a source' if scn.source is not None else 'additive scores'}, which RoPE cannot turn")
+    return scn.with_setting(NAME, _rope(scn) or Rope())
 
 
 def _turned(ctx: Context, M: np.ndarray) -> np.ndarray:
@@ -233,6 +247,11 @@ def note_values(scn: Scenario) -> dict[str, Any]:
 def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
     """The mistake RoPE invites in a cache (turning cached keys again), and why it does not happen."""
     return [("decode.variant.mistake_rope", {}), ("decode.variant.note_rope", {})]
+
+
+def word_order(scn: Scenario) -> str:
+    """How RoPE makes Z depend on where a token stands (tutor/wordorder.py)."""
+    return "quiz.word_order.by_rope"
 
 
 def concepts(scn: Scenario) -> tuple[str, ...]:

@@ -67,6 +67,22 @@ def read(d: Draft) -> None:
         d.settings[NAME] = Scoring(SCORES[score], qk_norm, qk_scale)
 
 
+def without_qk_norm(scn: Scenario) -> Scenario:
+    """`scn` scoring as it does without QK-norm (the qk_norm lesson's plain dot scores)."""
+    plain = _scoring(scn)._replace(qk_norm=False, qk_scale=1.0)
+    return scn.with_setting(NAME, None if plain.score.name == "dot" else plain)
+
+
+def look_given(scn: Scenario, head: int) -> list[tuple[str, dict]]:
+    """What the look question adds to q and the keys (tutor/tokenquiz.py): how the two make a
+    score here, with this head's w_a for additive scores (its numbers as arrays)."""
+    scoring = _scoring(scn)
+    if scoring.score.name == "additive":
+        w_a, d_k = scn.param("w_a"), scn.d_k
+        return [("quiz.given.look_additive", {"w_a": w_a[head * d_k:(head + 1) * d_k] if len(w_a) > d_k else w_a})]
+    return [("quiz.given.look_qk_norm", {})] if scoring.qk_norm else []
+
+
 def raw(scn: Scenario, q: np.ndarray, k: np.ndarray, w_a: np.ndarray | None = None) -> np.ndarray:
     """(n, d_k), (m, d_k) -> (n, m): the scores before any scaling, as `scn` makes them."""
     scoring = _scoring(scn)

@@ -23,8 +23,8 @@ import numpy as np
 from attnwalk.errors import ComputeError
 from attnwalk.layer.graph import Stage
 from attnwalk.numbering import shown as person
-from attnwalk.scenario.fields import quoted, shape_text, whole
-from attnwalk.scenario.yamltree import shown
+from attnwalk.reading.fields import quoted, shape_text, whole
+from attnwalk.reading.yamltree import shown
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from attnwalk.layer.walk import Walk
     from attnwalk.scenario.load import Draft
     from attnwalk.scenario.scenario import Scenario
-    from attnwalk.scenario.yamltree import Node
+    from attnwalk.reading.yamltree import Node
 
 NAME = "target"
 KEYS = ("target", "train")

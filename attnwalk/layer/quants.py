@@ -76,23 +76,6 @@ def refusal(name: str, W: np.ndarray, kind: str) -> str | None:
     return None
 
 
-def requantized(scn, kind: str):
-    """Scenario `scn` with its weight matrices as written ("none") or quantized to `kind`, from the
-    floats the file wrote (a quantized scenario keeps them). Unchecked: scenario/variant.py checks
-    the blocks and names the result for compare."""
-    from dataclasses import replace
-
-    held = scn.setting("quantize")
-    floats = held.floats if held is not None else {
-        name: scn.param(name) for name in WEIGHTS if name != "W_O" or scn.W_O is not None}
-    if kind == "none":
-        return replace(scn.with_setting("quantize", None), **floats)
-    made = {name: quantized(W, kind) for name, W in floats.items()}
-    for W in made.values():
-        W.flags.writeable = False
-    return replace(scn.with_setting("quantize", Quantization(kind.upper(), floats)), **made)
-
-
 def quantized(W: np.ndarray, kind: str) -> np.ndarray:
     """W (in × out) as the layer reads it back after quantizing to `kind`: float64 holding the
     float32 numbers gguf.quants.dequantize gives."""

@@ -69,11 +69,3 @@ def rms_normalize_grad(d: np.ndarray, M: np.ndarray) -> np.ndarray:
         hat = rms_normalize(M)
         out = (d - hat * np.mean(d * hat, axis=-1, keepdims=True)) / np.where(rms > 0, rms, 1.0)
     return np.where(top > 0, out, 0.0)
-
-
-def raw_scores(scn, q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """QKᵀ of one head as `scn` scores it: its Score kind, after QK-norm and times qk_scale if asked."""
-    if scn.qk_norm:
-        q, k = rms_normalize(q), rms_normalize(k)  # (n, d_k), (m, d_k)
-    raw = SCORES[scn.score].raw(q, k, scn.w_a)
-    return raw * scn.qk_scale if scn.qk_norm else raw

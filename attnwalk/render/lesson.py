@@ -22,15 +22,13 @@ def lesson_panel(walk: Walk, opts: ViewOptions) -> RenderableType | None:
     """The lesson as the walk opens: its title, its description and the names of E's columns;
     None for a scenario that gives none of them."""
     scn = walk.scenario
-    if scn.model is not None:  # a real model's layer: the model and the tokenization instead
-        from attnwalk.render.modelintro import model_opening
-
-        return model_opening(walk, opts)
     title = style.plain(pick(scn.title, opts.lang), opts)
     description = style.plain(pick(scn.description, opts.lang), opts)
     names = scn.dimension_names("d_model", opts.lang)
-    if not (title or description or names):
-        return None
+    if not (title or description or names):  # a real model's layer says none: the model instead
+        from attnwalk.render.modelintro import model_opening
+
+        return model_opening(walk, opts)
     body: list[RenderableType] = []
     paragraphs = [p.strip() for p in description.split("\n") if p.strip()]  # the file's blank lines
     if opts.predicting and len(paragraphs) > 1:  # "what to notice" names numbers asked later
@@ -84,8 +82,10 @@ def walk_end(walk: Walk, opts: ViewOptions, following: tuple[str, str] | None = 
 
     scn = walk.scenario
     lines = [style.say(opts, "end.next")]
-    if scn.model is not None:  # `attnwalk model` takes these as options of the same command
-        lines += [style.say(opts, "end.model_quiz"), style.say(opts, "end.model_compare")]
+    # a feature may say what to try in its own words (`attnwalk model` takes them as its options)
+    offered = [step for feature in scn.features if hasattr(feature, "next_steps") for step in feature.next_steps(scn)]
+    if offered:
+        lines += [style.say(opts, key, **values) for key, values in offered]
     elif scn.builtin or (scn.path and scn.path != "-"):
         name = scn.name if scn.builtin else quote(scn.path)
         quiz = f"attnwalk quiz {name}" if scn.builtin else f"attnwalk quiz --scenario {name}"

@@ -37,11 +37,9 @@ def lesson_facts(scn, lang: str) -> tuple[str, str]:
         shape += tx.t("gqa.list", kv_heads=scn.groups)
     if scn.source is not None:
         shape += tx.t("list.source", m=scn.m)
-    if scn.mask_kind == "window":
-        mask = tx.t("window.list_causal" if scn.window_causal else "window.list_symmetric",
-                    window=scn.window)
-    else:
-        mask = tx.t(f"list.mask_{scn.mask_kind}")
-    if scn.bias == "alibi":
-        mask += tx.t("alibi.list")
-    return shape, mask
+    # what each feature says there (a mask's kind, ALiBi's bias), in the features' order
+    said = [] if scn.masked else [("list.mask_none", {})]
+    for feature in scn.features:
+        if hasattr(feature, "list_mask"):
+            said += feature.list_mask(scn)
+    return shape, "".join(tx.t(key, **values) for key, values in said)

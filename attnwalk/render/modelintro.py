@@ -7,6 +7,7 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from attnwalk.features.model.layout import layer_of
 from attnwalk.layer.safe import escaped
 from attnwalk.layer.walk import Walk
 from attnwalk.render import style
@@ -31,10 +32,12 @@ def bytes_text(size: int) -> str:
     return f"{max(size, 0) / 1024:.1f} KiB"
 
 
-def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType:
-    """The model, its size, the layer walked and its heads, and the tokenization."""
-    scn = walk.scenario
-    layer = scn.model
+def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType | None:
+    """The model, its size, the layer walked and its heads, and the tokenization; None for a
+    scenario not taken from a real model."""
+    layer = layer_of(walk.scenario)
+    if layer is None:
+        return None
     info, tok = layer.info, layer.tokens
     say = lambda key, **values: style.say(opts, f"model.opening.{key}", **values)  # noqa: E731
     dot = f" {style.markers(opts).dot} "

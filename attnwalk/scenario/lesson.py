@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from attnwalk.scenario.fields import Fields, quoted
-from attnwalk.scenario.yamltree import Node, shown
+from attnwalk.reading.fields import Fields, quoted
+from attnwalk.reading.yamltree import Node, shown
 
 DIMENSIONS = ("d_model", "d_k", "d_v")
 

@@ -19,10 +19,10 @@ import numpy as np
 from attnwalk.errors import ScenarioError
 from attnwalk.scenario import lesson, limits
 from attnwalk.scenario.builtins import builtin_names, builtin_path
-from attnwalk.scenario.fields import Fields, kind, quoted, shape_text, shown, suggest, whole
+from attnwalk.reading.fields import Fields, kind, quoted, shape_text, shown, suggest, whole
 from attnwalk.scenario.files import read_text
 from attnwalk.scenario.scenario import LayerShape, Scenario, Sequence
-from attnwalk.scenario.yamltree import Node, indexed, parse
+from attnwalk.reading.yamltree import Node, indexed, parse
 
 CORE_KEYS = ("name", "title", "description", "tokens", "ids", "embeddings", "positional",
              "W_Q", "W_K", "W_V", "heads", "focus", "dimensions", "notes")
@@ -56,6 +56,12 @@ class Draft(LayerShape):
     allowed: np.ndarray | None = None  # (n, m): every key, unless a mask says otherwise
     settings: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
+
+    def sequence(self, fields: dict[str, Node], prefix: str) -> Sequence:
+        """A sequence read as the main one is (tokens, ids, embeddings, positional) from `fields`,
+        its messages naming `prefix` + field: a feature's own sequence (cross's `source.`), read
+        without the feature importing this module above it."""
+        return sequence(self.f, fields, prefix)
 
 
 def load_scenario(ref: str | Path) -> Scenario:
@@ -114,11 +120,26 @@ def scenario_from_text(text: str, file: str, default_name: str = "scenario",
                             "be small", file=file) from None
 
 
+def _file_matrix(f: Fields, node: Node, field: str, boolean: bool = False) -> np.ndarray:
+    """`{file: wq.npy}`, read for the fields (reading/fields.py opens no file)."""
+    from attnwalk.scenario.matrixfile import load_matrix_file  # only scenarios that refer to files pay for it
+
+    return load_matrix_file(f, node, field, boolean=boolean)
+
+
+def _seeded_matrix(f: Fields, node: Node, field: str, boolean: bool = False) -> np.ndarray:
+    """`{random: {seed: 0, …}}`, made for the fields."""
+    from attnwalk.scenario.randommatrix import random_matrix
+
+    return random_matrix(f, node, field)
+
+
 def _validated(text: str, file: str, default_name: str, path: str | None,
                builtin: bool) -> Scenario:
     from attnwalk.features import FEATURES
 
-    f = Fields(file, str(Path(path).parent) if path else None)
+    f = Fields(file, str(Path(path).parent) if path else None, matrix_file=_file_matrix,
+               random_matrix=_seeded_matrix)
     root = parse(text, file)
     top = f.mapping(root, "", keys(), REQUIRED)
 

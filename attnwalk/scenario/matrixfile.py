@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from attnwalk.errors import ScenarioError
-from attnwalk.scenario.fields import Fields, kind
+from attnwalk.reading.fields import Fields, kind
 from attnwalk.scenario.files import NotAFileError, megabytes, open_regular, read_capped
 from attnwalk.scenario.numpyfile import MAX_NPZ_BYTES, NUMERIC, PICKLED, BadArray, read_npy, read_npz
-from attnwalk.scenario.yamltree import Node
+from attnwalk.reading.yamltree import Node
 from attnwalk.numbering import shown as person
 
 KEYS = ("file", "key")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnwalk.scenario.fields import Fields, whole
+from attnwalk.reading.fields import Fields, whole
 from attnwalk.scenario.limits import MAX_MATRIX
-from attnwalk.scenario.yamltree import Node
+from attnwalk.reading.yamltree import Node
 
 KEYS = ("seed", "rows", "cols", "scale")
 MAX_VALUES = MAX_MATRIX  # 2048 × 2048, 32 MB of float64: beyond any lesson, and still quick

@@ -14,9 +14,10 @@ from dataclasses import replace
 import numpy as np
 
 from attnwalk.errors import UsageError
+from attnwalk.features.quantize import kind_of, requantized
+from attnwalk.features.rope import with_rope
 from attnwalk.layer import masks, quants
 from attnwalk.layer.masks import Mask
-from attnwalk.layer.rope import Rope
 from attnwalk.scenario.scenario import Scenario
 
 POSITIONALS = ("none", "sinusoidal", "rope")
@@ -38,14 +39,8 @@ def with_positional(scn: Scenario, kind: str) -> Scenario:
     """`scn` with its positions replaced: none (P = 0), sinusoidal, or rope (default base)."""
     if kind not in POSITIONALS:
         raise UsageError(f"--positional {kind}: choose one of {', '.join(POSITIONALS)}")
-    if kind == "rope":
-        if scn.d_k % 2:
-            raise UsageError(f"--positional rope: {scn.name} has d_k {scn.d_k}; RoPE turns pairs, so d_k must be even")
-        if scn.source is not None or scn.score == "additive":
-            raise UsageError(f"--positional rope: {scn.name} has "
-                             f"{'a source' if scn.source is not None else 'additive scores'}, which RoPE cannot turn")
-    rope = (scn.setting("rope") or Rope()) if kind == "rope" else None
-    return replace(scn.with_setting("rope", rope), main=replace(scn.main, positional=kind, P_given=None))
+    turned = with_rope(scn, kind == "rope")  # the rotation is RoPE's own to set (features/rope.py)
+    return replace(turned, main=replace(scn.main, positional=kind, P_given=None))
 
 
 def with_mask(scn: Scenario, kind: str) -> Scenario:
@@ -70,14 +65,13 @@ def with_quantize(scn: Scenario, kind: str) -> Scenario:
             why = None if W is None else quants.refusal(name, W, kind)
             if why is not None:
                 raise UsageError(f"--quantize {kind}: {scn.name}: {why}")
-    made = quants.requantized(scn, kind)
+    made = requantized(scn, kind)
     return replace(made, name=quantized_name(made))
 
 
 def quantized_kind(scn: Scenario) -> str:
     """What `scn`'s weights are: none (float, as written), q4_1 or q8_0."""
-    held = scn.setting("quantize")
-    return "none" if held is None else held.kind.lower()
+    return kind_of(scn)
 
 
 def quantized_name(scn: Scenario) -> str:

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.kvcache import refusal
+from attnwalk.layer.masks import causal
 from attnwalk.layer.walk import Walk
 from attnwalk.text import Text
 from attnwalk.tutor.quiz import CHOICE, Question
@@ -36,7 +39,9 @@ def cache_questions(walk: Walk, tx: Text, pick: random.Random | None = None) -> 
     values = {"token": tokens[t - 1], "t": t, "prefix": _listed(tokens[:t], sep),
               "cached": _listed(tokens[:t - 1], sep)}
     out = [_choice(tx, "kv_reuse", values, t)]
-    if scn.mask_kind == "causal":  # the answer's 1 + 2 + … + t: another mask allows other pairs
+    # the answer's 1 + 2 + … + t holds where the layer's mask is the causal triangle (a window, or
+    # a mask written out, allows other pairs): read from the mask itself, whichever feature made it
+    if np.array_equal(scn.allowed, causal(scn.n)):
         values.update(pairs=int(scn.allowed[:t, :t].sum()), square=t * t)
         out.append(_choice(tx, "kv_scores", values, t))
     return out

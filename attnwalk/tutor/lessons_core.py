@@ -166,9 +166,9 @@ def length_query(w: Walk) -> dict | None:
 
 def _plain(w: Walk) -> Walk:
     """The same scenario without QK-norm."""
-    scoring = w.scenario.setting("score")  # the qk_norm lesson's dot scores, without the norm
-    plain = scoring._replace(qk_norm=False, qk_scale=1.0)
-    return compute(w.scenario.with_setting("score", None if plain.score.name == "dot" else plain), w.mode)
+    from attnwalk.features.scores import without_qk_norm
+
+    return compute(without_qk_norm(w.scenario), w.mode)  # the qk_norm lesson's dot scores, without the norm
 
 
 def norm_left(w: Walk) -> dict | None:

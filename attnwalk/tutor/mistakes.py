@@ -33,13 +33,13 @@ Pure: no text, no printing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import weakref
 
 import numpy as np
 
 from attnwalk.layer import ops
-from attnwalk.layer.scores import raw_scores
 from attnwalk.layer.stages import stage_named
 from attnwalk.layer.walk import Walk, whole, with_mode
 
@@ -103,8 +103,11 @@ def _maps(walk: Walk, key: str, head: int) -> tuple[tuple[str, np.ndarray], ...]
             out += [("divided_by_d_k", QK / scn.d_k), ("times_sqrt_d_k", QK * np.sqrt(scn.d_k))]
         if not scn.scorer.divides:
             out.append(("scaled_additive", QK / np.sqrt(scn.d_k)))
-    if key in ("QK^T", "S") and stage_named("QK^T", scn.graph).reads != ("Q",):  # RoPE's: dotted before turning
-        raw = raw_scores(scn, mats["Q"], mats["K"])  # (n, m)
+    scoring = stage_named("QK^T", scn.graph)
+    if key in ("QK^T", "S") and scoring.reads != ("Q",):  # RoPE's: dotted before turning
+        # the graph's own score, made from Q and K instead of what it reads (Q_rot, K_rot)
+        ctx = dataclasses.replace(whole(scn, mode, walk.amplify), head=head)
+        raw = scoring.compute(ctx, mats["Q"], mats["K"], *(scn.param(p) for p in scoring.params))  # (n, m)
         out.append(("unrotated", raw if key == "QK^T" else raw / walk.scale))
     if key == "Z":
         A, V = mats["A"], mats["V"]

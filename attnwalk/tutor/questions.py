@@ -26,6 +26,7 @@ import random
 
 import numpy as np
 
+from attnwalk.features import note_values
 from attnwalk.layer.axes import axes, default_cell
 from attnwalk.layer.stages import stage_named
 from attnwalk.layer.walk import Walk
@@ -258,8 +259,8 @@ def _concepts(walk: Walk, tx: Text, head: int, row: int, pick: random.Random | N
         cell = {"read_a": read, "mask": blocked, "rope": read}.get(topic, (row, row))  # rope: two tokens
         if cell is None:
             return None
-        values = {"row_token": rows[cell[0]], "col_token": cols[cell[1]], "heads": scn.heads,
-                  "kv_heads": scn.groups, "group": scn.heads // scn.groups, "window": scn.window or 0}
+        # the layer's shape ({heads}, {kv_heads}, {group}) and what its features add ({window})
+        values = {"row_token": rows[cell[0]], "col_token": cols[cell[1]], **note_values(scn, topic)}
         return _concept(tx, topic, values, "biased" if "b_Q" in scn.params else "")
 
     return concept

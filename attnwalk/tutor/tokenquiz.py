@@ -56,11 +56,9 @@ def look_question(walk: Walk, tx: Text, head: int, row: int, qid: str = "look") 
     keys = tx.t("ui.list_sep").join(f"{cols[j]} {vector(mats[k_key][j])}" for j in range(scn.m))
     name = "quiz.given.look" if q_key == "Q" else "quiz.given.look_rope"
     given = tx.t(name, row_token=rows[row], q=vector(mats[q_key][row]), keys=keys)
-    if scn.score == "additive":
-        given += " " + tx.t("quiz.given.look_additive", w_a=vector(scn.w_a[head * scn.d_k:(head + 1) * scn.d_k]
-                                                                    if len(scn.w_a) > scn.d_k else scn.w_a))
-    elif scn.qk_norm:
-        given += " " + tx.t("quiz.given.look_qk_norm")
+    for feature in scn.features:  # how a feature makes the score from them (additive, QK-norm)
+        for key, values in getattr(feature, "look_given", lambda scn, head: [])(scn, head):
+            given += " " + tx.t(key, **{name: vector(v) for name, v in values.items()})
     worked = tx.t("quiz.look.worked", token=rows[row],
                   scores=" · ".join(f"{cols[j]} {number_text(scores[j])}" for j in range(scn.m)))
     return Question("look", TOKEN, in_head(walk, tx, head, tx.t("quiz.look.question", row_token=rows[row])),

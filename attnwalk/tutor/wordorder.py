@@ -60,19 +60,18 @@ def mechanism(walk: Walk, tx: Text) -> str:
     scn = walk.scenario
     if not scn.allowed.all():
         return tx.t("quiz.word_order.by_mask")
-    if scn.rope is not None:
-        return tx.t("quiz.word_order.by_rope")
-    if scn.bias == "alibi":
-        return tx.t("quiz.word_order.by_alibi")
+    for feature in scn.features:  # a feature that makes scores depend on position (RoPE, ALiBi)
+        if hasattr(feature, "word_order"):
+            return tx.t(feature.word_order(scn))
     return tx.t("quiz.word_order.by_position")
 
 
 def word_order_question(walk: Walk, tx: Text, rng: random.Random | None = None) -> Question | None:
-    """The word-order question for `walk`, or None for a real model's layer (its stream comes
-    from the model, not from embeddings that can trade places) or one token that cannot trade."""
+    """The word-order question for `walk`, or None where a feature's tokens cannot trade places
+    (SWAPPABLE: a real model's layer, whose stream comes from the model) or none can."""
     scn = walk.scenario
     pair = swap_pair(walk)
-    if scn.model is not None or pair is None:
+    if pair is None or not all(getattr(feature, "SWAPPABLE", True) for feature in scn.features):
         return None
     i, j = pair
     x_changes, z_changes = outcome(walk, i, j)

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
 
 NAME = layout.NAME
+# The word-order question trades two tokens' embeddings (tutor/wordorder.py): a model's stream
+# comes from the model (past layer 1 from the layers below), not from rows that can trade places.
+SWAPPABLE = False
 
 
 def active(scn: Scenario) -> bool:
@@ -164,6 +167,12 @@ def refuse_decode(scn: Scenario) -> str | None:
         return None
     return (f"decode needs a causal mask, and this model attends both ways (an encoder such as BERT: "
             f"every token reads the later ones too): {CAUSAL_REASON}; decode a causal model such as GPT-2")
+
+
+def next_steps(scn: Scenario) -> list[tuple[str, dict]]:
+    """What the end of the walk suggests (render/lesson.py): the quiz and compare, as options of
+    `attnwalk model` (the layer has no file to name)."""
+    return [("end.model_quiz", {}), ("end.model_compare", {})]
 
 
 def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:

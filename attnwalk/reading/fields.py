@@ -9,13 +9,14 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from attnwalk.errors import ScenarioError
-from attnwalk.scenario.yamlerrors import fullwidth_fix
-from attnwalk.scenario.yamltree import Node, indexed, shown
+from attnwalk.reading.yamlerrors import fullwidth_fix
+from attnwalk.reading.yamltree import Node, indexed, shown
 
 LANGUAGES = ("en", "zh")  # the languages of text/*.toml (text/ is not the scenario's to import)
 SEPARATORS = "，、"  # a Chinese comma typed where a YAML list needs ', '
@@ -35,12 +36,25 @@ REQUIRED_HINTS = {
 }
 
 
+MatrixReader = Callable[..., np.ndarray]  # (fields, node, field, boolean=False) -> the matrix
+
+
+def _not_here(f: Fields, node: Node, field: str, boolean: bool = False) -> np.ndarray:
+    raise f.error(field, node, "expected a matrix written out: these fields were given no reader "
+                  "for a matrix from a file or a seed")
+
+
 class Fields:
     """The checkers for one file, so every error names it."""
 
-    def __init__(self, file: str, base_dir: str | None = None) -> None:
+    def __init__(self, file: str, base_dir: str | None = None, *, matrix_file: MatrixReader | None = None,
+                 random_matrix: MatrixReader | None = None) -> None:
         self.file = file
         self.base_dir = base_dir  # where `{file: ...}` matrices are looked for; None: the cwd
+        # how a `{file: ...}` and a `{random: ...}` matrix become numbers: handed in by the loader
+        # (scenario/matrixfile.py, randommatrix.py), which opens files this package does not
+        self._matrix_file = matrix_file or _not_here
+        self._random_matrix = random_matrix or _not_here
 
     def error(self, field: str, node: Node | None, message: str) -> ScenarioError:
         """`file:line: field: message`; a message that starts with the field's own name
@@ -199,12 +213,10 @@ class Fields:
     def matrix(self, node: Node, field: str) -> np.ndarray:
         """A rectangular list of rows of numbers, as float64 (rows × columns)."""
         if isinstance(node.value, dict) and "random" in node.value:  # {random: {seed: 0, ...}}
-            from attnwalk.scenario.randommatrix import random_matrix
-            return random_matrix(self, node, field)
+            return self._random_matrix(self, node, field)
         if isinstance(node.value, dict):  # {file: wq.npy}; a misspelt key is reported there
             self._matrix_mapping(node, field)
-            from attnwalk.scenario.matrixfile import load_matrix_file  # only scenarios that refer to files pay for it
-            return load_matrix_file(self, node, field)
+            return self._matrix_file(self, node, field)
         rows = self.items(node, field, "a matrix: a list of rows, each a list of numbers")
         if not rows:
             raise self.error(field, node, "expected a matrix with at least one row, got an "
@@ -241,8 +253,7 @@ class Fields:
         if isinstance(node.value, dict):  # {file: mask.npy}
             self._matrix_mapping(node, field, "a mask is a list of rows of true/false or a file "
                                  "({file: mask.npy})")
-            from attnwalk.scenario.matrixfile import load_matrix_file
-            return load_matrix_file(self, node, field, boolean=True)
+            return self._matrix_file(self, node, field, boolean=True)
         rows = self.items(node, field, "a matrix of true/false: a list of rows")
         if not rows:
             raise self.error(field, node, "expected a matrix of true/false with one row per "

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from attnwalk.errors import ScenarioError
-from attnwalk.scenario.yamlerrors import syntax_error
+from attnwalk.reading.yamlerrors import syntax_error
 from attnwalk.numbering import shown as person
 
 MAX_DEPTH = 32  # a scenario is at most a mapping of lists of lists; deeper is a mistake
