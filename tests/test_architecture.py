@@ -181,26 +181,9 @@ SCENARIO = PACKAGE / "scenario" / "scenario.py"
 # arithmetic the layer calls, and the rest are how a feature module itself reads and sets its
 # setting (`setting`, `with_setting`, `param`) or what the features make (`graph`, `features`).
 NOT_A_FLAG = {"masked", "scorer", "param", "setting", "with_setting", "graph", "features"}
-# Temporary: comparisons in modules being rewritten on main for issue 36 (roles, decode, compare,
-# the quiz's cells); the integrator empties this as each is moved to the graph or a feature's hook.
-# (module under attnwalk/, the line stripped)
-NOT_YET = {
-    ("layer/kvcache.py", 'if scn.setting("model") is not None:  # `model --decode` on an encoder: no file, no mask line'),
-    ("layer/kvcache.py", 'field = "source" if scn.source is not None else "mask" if scn.setting("model") is None else None'),
-    ("layer/kvcache.py", "return t if scn.window is None else min(t, scn.window)"),
-    ("layer/train.py", 'if scn.score == "additive":  # tanh(q_i + k_j) · w_a: d_k terms per score, and its backward'),
-    ("layer/train.py", 'if scn.score == "additive":'),
-    ("render/compareview.py", 'if scn.score != "dot" or scn.qk_norm:  # every mode starts from these scores'),
-    ("render/decodeview.py", "if scn.window is not None and t > scn.window:  # what a rolling buffer would keep"),
-    ("render/decodeview.py", 'query = style.say(opts, "decode.variant.query_rope", pos=t - 1) if scn.rope is not None else \\'),
-    ("render/decodeview.py", "if scn.rope is not None:"),
-    ("render/decodeview.py", 'key = ("decode.variant.summary_totals_window" if scn.window is not None  # work capped by w'),
-    ("tutor/cellquiz.py", 'additive = walk.scenario.score == "additive" and key == "QK^T"'),
-    ("tutor/cellquiz.py", 'base = "S" if walk.mode.scales(scn.scorer) or scn.score != "dot" else "QKᵀ"'),
-    ("tutor/cellquiz.py", 'base = f"{base} + B" if scn.bias == "alibi" else base'),
-    ("tutor/cellquiz.py", 'if scn.score == "additive":  # and how the two make a score'),
-    ("tutor/cellquiz.py", 'tx.t("alibi.what_if_hint" if walk.scenario.bias == "alibi" else "quiz.what_if.hint",'),
-}
+# Comparisons not yet moved to the graph or a feature's hook: (module under attnwalk/, the line
+# stripped). Empty: every one has moved; a line here fails the test once it no longer matches.
+NOT_YET: set[tuple[str, str]] = set()
 
 
 def feature_flags() -> set[str]:
