@@ -60,6 +60,15 @@ def causal_mistake():
     return row_softmax(Sc)[0, 1]  # T1's weight on T2 had the mask been left off
 
 
+def sinkless():
+    """attention_sink's A[the, cat] by a softmax without the sink, over the keys the mask allows."""
+    scn = load_scenario("attention_sink")
+    X = np.array(scn.main.E)  # no positions in that lesson
+    S = (X @ np.array(scn.W_Q)) @ (X @ np.array(scn.W_K)).T / np.sqrt(scn.d_k)
+    seen = S[2, :3]  # the (row 3) reads cat, sat and itself
+    return float(np.exp(seen[0]) / np.exp(seen).sum())
+
+
 # (scenario, stage, row, col, what_if, mistake, the mistaken answer)
 CASES = [
     ("girl_bangs", "A", 1, 0, False, "column_softmax", COLUMN_A[1, 0]),
@@ -89,6 +98,8 @@ CASES = [
     ("girl_bangs", "Z", 1, 1, False, "top_value", V[2, 1]),
     # a masked weight answered as small: causal_mask's A[T1, T2] is exactly 0
     ("causal_mask", "A", 0, 1, False, "masked_small", 0.004),
+    # attention_sink's the → cat worked out as if the softmax had no sink: its row sums to 1
+    ("attention_sink", "A", 2, 0, False, "sink_forgotten", sinkless()),
 ]
 # mistakes named outside a cell of QKᵀ, S, A or Z (tokens, the online softmax): tests/test_judging.py
 ELSEWHERE = {"itself", "column_argmax", "not_rescaled"}

@@ -39,7 +39,7 @@ def legend(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> tuple[tupl
     walk's note under the table; h's message points to it); then the same with the heads' blocks
     in short, or () where there are none."""
     masked = walk.scenario.masked and stage.kind == WEIGHTS
-    marks = tuple(matrix_legend(stage, walk.matrix(stage.key, head), opts, masked_mark=masked))
+    marks = tuple(matrix_legend(stage, walk.view(head).matrix(stage.key), opts, masked_mark=masked))
     blocks = head_blocks_line(walk, stage, opts)
     if blocks is None:
         return marks, ()
@@ -48,9 +48,9 @@ def legend(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> tuple[tupl
 
 def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,
                 old: np.ndarray | None = None) -> MatrixView:
-    scn = walk.scenario
-    M = walk.matrix(stage.key, head)
-    rows, cols = axes(walk, stage, head, opts.lang)
+    scn, view = walk.scenario, walk.view(head)  # the head shown, taken once
+    M = view.matrix(stage.key)
+    rows, cols = view.axes(stage, opts.lang)
     allowed = scn.allowed if stage.kind in (MASKED, WEIGHTS) and scn.masked else None
     whole, brief = legend(walk, stage, head, opts)
     return MatrixView(M, rows, cols, stage.kind, opts, allowed=allowed, changed=changed_cells(old, M),

@@ -82,7 +82,7 @@ class Section:
         self.formula = stage.formula_in(scn, walk.mode)
         self.per_head = stage.per_head and scn.heads > 1
         self.head_text = tx.t("ui.head", head=person(head), heads=scn.heads) if self.per_head else ""
-        self.shape = "" if stage.kind == TOKENS else shape_text(walk, stage, head, opts)
+        self.shape = "" if stage.kind == TOKENS else shape_text(walk.view(head), stage, opts)
         self.weight = _weight(walk, stage, opts)
         self.caption = tx.t("handout.activation", symbol=self.symbol) if self.weight else ""
         self.corner = tx.t("ui.token")

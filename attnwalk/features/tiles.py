@@ -73,7 +73,7 @@ def _cell(c) -> list:
 STAGES = (
     Stage("tiled", "Z_tiled", "Z_tiled[i, :] = Õ_i / l_i", "n", "d_v", _tiled, reads=("S",), keys=("V",),
           per_head=True, in_mode=tiled.defined_in, formula_for=_formula, variants=_variants,
-          notes=_notes, worked=_cell, exported=False, aliases=("tiles", "online", "flash")),
+          notes=_notes, worked=_cell, exported=False, aliases=("tiles", "online", "flash"), panel="tiles"),
 )
 
 

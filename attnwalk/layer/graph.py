@@ -111,6 +111,7 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     step: Callable[..., str] | None = None  # step(scn, mode, *reads' rows): its row t as decoding writes it
     backward: Backward | None = None  # its gradients (None: the backward pass cannot go through it)
     learned: tuple[str, ...] = ()  # parameters besides `weight` that training moves (attention sinks)
+    panel: str = ""  # a panel its screen shows beside the matrix, by name: "cost", "tiles", "glance" (render/)
     # a softmax's logit besides the keys, for head h (an attention sink): it takes part in the
     # normaliser but is no key's, so a row's weights sum to 1 minus its share (cells, tiles)
     extra_logit: Callable[[Scenario, int], float] | None = None

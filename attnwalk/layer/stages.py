@@ -255,6 +255,7 @@ BASE: Graph = (
           backward=Backward(dot_scores_grad, fixed_terms("{d} · {1}", "{d}ᵀ · {0}"), gradcells.dot_scores)),
     Stage("S", "S", "S = QKᵀ / √d_k", "n", "m", scaled, reads=("QK^T",), per_head=True,
           formula_for=_s_formula, variants=_s_variants, notes=mode_notes, worked=cells.scaled, step=_s_step,
+          panel="cost",  # the direct form's cost, the layer's, beside the first head's S
           backward=Backward(scaled_grad, _s_terms, gradcells.scaled)),
     Stage("A", "A", "A[i, :] = softmax(($0 + M)[i, :])", "n", "m", weights, reads=("S",), kind=WEIGHTS,
           per_head=True, formula_for=_a_formula, variants=mode_variants, notes=mode_notes,

@@ -43,6 +43,7 @@ class Walk:
     mats: dict[str, np.ndarray]  # the stages computed once (E, P, X, Q, K, V, concat, O)
     heads: list[Head]  # the per-head stages of each head
     source: dict[str, np.ndarray] = field(default_factory=dict)  # E, P, X of a cross-attention source
+    views: dict = field(default_factory=dict, repr=False)  # head -> its HeadView, taken once
 
     @property
     def computed(self) -> Graph:
@@ -70,6 +71,15 @@ class Walk:
     def scores(self, head: int = 0) -> np.ndarray:
         """The scores softmax reads before the mask and --amplify: S, or S + B under ALiBi."""
         return self.matrix(get(self.graph, "A").reads[0], head)
+
+    def view(self, head: int = 0):  # -> headview.HeadView
+        """Head `head` of this walk as one object: its matrices, labels and worked cells, each
+        computed once (what every screen of that head reads)."""
+        if head not in self.views:
+            from attnwalk.layer.headview import HeadView
+
+            self.views[head] = HeadView(self, head)
+        return self.views[head]
 
     def matrix(self, key: str, head: int = 0) -> np.ndarray:
         """The matrix of stage `key` (for per-head stages, of head `head`)."""

@@ -71,7 +71,7 @@ def shapes_overview(walk: Walk, opts: ViewOptions) -> RenderableType:
         elif scn.heads > 1 and stage.per_head:
             note = style.say(opts, "shapes.each_head",
                              heads=scn.heads)
-        grid.add_row(style.plain(stage.symbol, opts), shape_text(walk, stage, 0, opts), Prose(note))
+        grid.add_row(style.plain(stage.symbol, opts), shape_text(walk.view(0), stage, opts), Prose(note))
     title = style.say(opts, "shapes.title")
     parts = [Text(f" {style.markers(opts).dot} ".join(facts), style=style.LABEL), grid]
     if scn.groups < scn.heads:

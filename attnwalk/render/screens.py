@@ -14,6 +14,7 @@ from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_head, pick_in
 from attnwalk.layer.ops import row_maxima
 from attnwalk.features import catalog
 from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
+from attnwalk.layer.headview import HeadView
 from attnwalk.layer.walk import Walk, segments
 from attnwalk.text import stage_notes, stage_text, text
 from attnwalk.render import style
@@ -36,6 +37,7 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
 
     `explained_at`: the step that already printed this stage's explanation (head 1's, in a walk
     printed whole); the screen then points there instead of repeating it for every head."""
+    view = walk.view(head)  # the head this screen shows, taken once: its matrices, labels, cell
     parts: list[RenderableType] = [header(walk, stage, head, opts, index=index, count=count)]
     opening = lesson_panel(walk, opts) if stage is walk.stages[0] else None  # it opens the walk
     if opening is not None:
@@ -47,8 +49,8 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     if stage.kind == TOKENS:
         parts.append(token_table(walk, opts))
     else:
-        parts += matrix_view(walk, stage, head, opts)
-    parts += stage_panels(walk, stage, head, opts)
+        parts += matrix_view(view, stage, opts)
+    parts += stage_panels(view, stage, opts)
     source = source_view(walk, stage, opts)
     if source is not None:
         parts.append(source)
@@ -61,9 +63,9 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
         parts.append(Prose(style.say(opts, "heads.same_text",
                                     index=explained_at), style=style.NOTE))
     if stage.kind != TOKENS:
-        row, col = cell if cell is not None else default_cell(walk, stage.key, head)
+        row, col = cell if cell is not None else view.cell(stage.key)
         parts.append(worked_cell(walk, stage.key, row, col, head, opts))
-        blocked = masked_cell(walk, stage, head, row) if cell is None else None
+        blocked = masked_cell(view, stage, row) if cell is None else None
         if blocked is not None:  # the mask at work: a key it hides, beside the one it allows
             parts.append(worked_cell(walk, stage.key, *blocked, head, opts))
     spaced: list[RenderableType] = []
@@ -72,29 +74,30 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     return Group(*spaced[:-1])
 
 
-def stage_panels(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[RenderableType]:
-    """What a stage shows besides its matrix: the cost of the direct form under S (the layer's,
-    once: on the first head's screen), the tiled stage's blocks and memory."""
-    if stage.key == "S" and head == 0:
+def stage_panels(view: HeadView, stage: Stage, opts: ViewOptions) -> list[RenderableType]:
+    """What a stage shows besides its matrix: the panel its stage names (the cost of the direct
+    form under S, the layer's, once: on the first head's screen; the tiled stage's blocks and
+    memory), and each row's sum where a weights matrix's rows do not sum to 1."""
+    if stage.panel == "cost" and view.head == 0:
         from attnwalk.render.costview import cost_panel
 
-        return [cost_panel(walk.scenario, opts)]
-    if stage.key == "tiled":
+        return [cost_panel(view.scenario, opts)]
+    if stage.panel == "tiles":
         from attnwalk.render.tiles import tiles_view
 
-        return tiles_view(walk, head, opts)
+        return tiles_view(view.walk, view.head, opts)
     if stage.kind == WEIGHTS:
-        return _row_sums(walk, stage, head, opts)
+        return _row_sums(view, stage, opts)
     return []
 
 
-def _row_sums(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[RenderableType]:
+def _row_sums(view: HeadView, stage: Stage, opts: ViewOptions) -> list[RenderableType]:
     """Where a stage's weights do not sum to 1 a row (an attention sink took a share), each row's
     sum, read off the matrix itself."""
-    sums = walk.matrix(stage.key, head).sum(axis=1)  # (n,)
+    sums = view.matrix(stage.key).sum(axis=1)  # (n,)
     if np.all(np.abs(sums - 1.0) < 1e-12):
         return []
-    rows = token_labels(walk.scenario.tokens)
+    rows = token_labels(view.scenario.tokens)
     shown = [f"{rows[i]} {sums[i]:.{opts.precision}f}" for i in range(len(sums))]
     if len(shown) > 8:
         shown = shown[:6] + ["…", shown[-1]]
@@ -110,16 +113,16 @@ def walk_renderables(walk: Walk, opts: ViewOptions) -> Iterator[RenderableType]:
                            explained_at=explained_at(steps, i - 1))
 
 
-def masked_cell(walk: Walk, stage: Stage, head: int, row: int) -> tuple[int, int] | None:
+def masked_cell(view: HeadView, stage: Stage, row: int) -> tuple[int, int] | None:
     """On the masked scores' screen, a cell the mask hides to work out beside the default one: in
     `row` if the mask hides a key there (else in the first row where it does), the hidden key
     with the highest score, the one the mask overrules most. None on other screens."""
-    allowed = walk.scenario.allowed
+    allowed = view.scenario.allowed
     if stage.kind != MASKED or allowed.all():
         return None
     if allowed[row].all():
         row = int(np.flatnonzero(~allowed.all(axis=1))[0])
-    S = walk.scores(head)[row]
+    S = view.scores[row]
     hidden = np.flatnonzero(~allowed[row])
     return row, int(hidden[np.argmax(S[hidden])])
 
@@ -165,7 +168,7 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     facts.add_row(Text(style.say(opts, "ui.formula")),
                   Text(style.plain(stage.formula_in(scn, walk.mode), opts), style=style.FORMULA))
     if stage.kind != TOKENS:
-        shape = Text(shape_text(walk, stage, head, opts), style=style.SHAPE)
+        shape = Text(shape_text(walk.view(head), stage, opts), style=style.SHAPE)
         if scn.heads > 1 and stage.per_head:
             shape.append("   (" + style.say(opts, "ui.per_head")
                          + ")", style=style.NOTE)
@@ -178,10 +181,10 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     return Group(title, facts)
 
 
-def shape_text(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> str:
+def shape_text(view: HeadView, stage: Stage, opts: ViewOptions) -> str:
     """"3 × 2 = n × d_k": the matrix's shape in numbers and in named dimensions."""
-    scn = walk.scenario
-    rows, cols = walk.matrix(stage.key, head).shape
+    scn = view.scenario
+    rows, cols = view.matrix(stage.key).shape
     cross = scn.source is not None
     names = [stage.rows, stage.cols]
     if not cross:  # in self-attention the keys are the same tokens as the queries
@@ -199,11 +202,11 @@ def token_table(walk: Walk, opts: ViewOptions) -> RenderableType:
     return tokens_table(scn.tokens, scn.main.ids, opts)
 
 
-def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[RenderableType]:
+def matrix_view(view: HeadView, stage: Stage, opts: ViewOptions) -> list[RenderableType]:
     """The stage's matrix as a heat table, its legend, and for A the per-query bars."""
-    scn = walk.scenario
-    M = walk.matrix(stage.key, head)
-    rows, cols = axes(walk, stage, head, opts.lang)
+    walk, scn = view.walk, view.scenario
+    M = view.matrix(stage.key)
+    rows, cols = view.axes(stage, opts.lang)
     if opts.ascii and not stage.square:  # dimension names such as a LayerNorm's μ, σ
         cols = tuple(style.plain(label, opts) for label in cols)
     if opts.ascii and stage.rows not in ("n", "m"):  # a weight's rows are dimensions too (∂L/∂W_Q)
@@ -218,7 +221,7 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions) -> list[
     blocks = head_blocks(walk, stage, opts)
     if blocks is not None:
         out.append(blocks)
-    if stage.key == "glance":  # a real model's heads: each one's map and where it looks most
+    if stage.panel == "glance":  # a real model's heads: each one's map and where it looks most
         from attnwalk.render.headmaps import heads_glance
 
         out.append(heads_glance(walk, opts))
@@ -292,7 +295,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: str | in
     title.append("  " + style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts),
                  style=style.SCREEN_TITLE)
     title.append("   " + style.plain(stage.formula_in(scn, walk.mode), opts), style=style.FORMULA)
-    facts = Text(shape_text(walk, stage, h, opts), style=style.SHAPE)
+    facts = Text(shape_text(walk.view(h), stage, opts), style=style.SHAPE)
     facts.append("   " + style.say(opts, "ui.mode") + style.say(opts, "ui.colon")
                  + style.plain(text(opts.lang).t(f"mode.{walk.mode.name}.name"), opts), style=style.NOTE)
     if scn.heads > 1 and stage.per_head:
