@@ -38,7 +38,7 @@ def grad_prediction(walk: Walk, key: str, head: int = 0, lang: str = "en") -> Qu
     if key == "dS":
         zeros = int(np.count_nonzero(M == 0.0))
         return Question("predict", NUMBER, tx.t("quiz.grad_predict.zeros", cells=M.size), "", zeros,
-                        str(zeros), tolerance=0.0, qid=f"predict:dS:{head}")
+                        str(zeros), tolerance=0.0, qid=f"predict:dS:{head}", worked=_zeros_worked(walk, M, tx))
     row, col = default_cell(walk, key, head)
     X = walk.matrix(walk.stage("Q").reads[0])  # what W_Q multiplies: X (or a norm's output)
     dQ = walk.matrix("dQ")
@@ -52,6 +52,21 @@ def grad_prediction(walk: Walk, key: str, head: int = 0, lang: str = "en") -> Qu
                                             x=_vector(x), g=_vector(g), tol=f"{tol:g}"),
                     "", value, number_text(value), tolerance=tol, cell=(key, head, row, col),
                     qid=f"predict:dW_Q:{row}:{col}")
+
+
+def _zeros_worked(walk: Walk, dS: np.ndarray, tx: Text) -> str:
+    """How ∂L/∂S's exact zeros add up: the masked cells (a weight of exactly 0 passes nothing
+    back), the rows the softmax passes nothing back through (a row the loss never reads, or one
+    with a single key, whose weight is 1 whatever its score), and any others."""
+    allowed = walk.scenario.allowed
+    zero = dS == 0.0
+    masked = int(np.count_nonzero(zero & ~allowed))
+    still = np.array([allowed[r].any() and zero[r][allowed[r]].all() for r in range(dS.shape[0])])
+    rows = int(np.count_nonzero(zero & allowed & still[:, None]))
+    others = int(np.count_nonzero(zero)) - masked - rows
+    line = tx.t("quiz.grad_predict.zeros_worked", zeros=int(np.count_nonzero(zero)), masked=masked,
+                rows=rows)
+    return line + (" " + tx.t("quiz.grad_predict.zeros_others", others=others) if others else "")
 
 
 def _vector(v: np.ndarray) -> str:

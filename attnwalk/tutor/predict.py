@@ -169,6 +169,8 @@ def _why(walk: Walk, q: Question, raw: str, tx) -> list[str]:
     if q.kind == TOKEN:
         shown = [tx.t(f"quiz.diagnosis.{name}", value=q.tokens[int(v)]) for name, v in found]
         return shown or [q.worked]
+    if q.cell is None:  # a count (∂L/∂S's zeros, tutor/gradquiz.py): how it is reached
+        return [q.worked]
     if found:
         key, head, row, col = q.cell
         rows, cols = axes(walk, walk.stage(key), head, tx.lang)
