@@ -234,7 +234,8 @@ def test_the_installed_program_predicts_in_a_real_terminal(tmp_path):
 
 def _forms(x: float) -> set[str]:
     """How a lesson's text might write x: 4, 3 or 2 decimals, or a percentage."""
-    out = {f"{x:.4f}", f"{x:.3f}", f"{x:.2f}"} | ({f"{round(100 * x)}%"} if 0 < x < 1 else set())
+    out = {f"{x:.4f}"} | {f"{x:.{d}f}" for d in (3, 2) if x >= 10.0 ** (1 - d)}  # two digits at least
+    out |= {f"{round(100 * x)}%"} if 0.1 <= x < 1 else set()
     return {f for f in out if float(f.rstrip("%")) not in (0.0, 1.0, 100.0)}
 
 

@@ -185,7 +185,7 @@ def _why(walk: Walk, q: Question, raw: str, tx) -> list[str]:
                 for name, v in found]
     key, head, row, col = q.cell
     if (row, col) != default_cell(walk, key, head):  # not the screen's worked cell: its arithmetic here
-        line = worked_line(walk, key, head, row, col, tx.lang)
+        line = q.worked or worked_line(walk, key, head, row, col, tx.lang)
         if line:
             return [tx.t("quiz.predict.worked_here", line=line)]
     rows, cols = axes(walk, walk.stage(key), head, tx.lang)

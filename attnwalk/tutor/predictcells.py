@@ -38,10 +38,11 @@ def cells(walk: Walk, key: str, head: int) -> Iterator[tuple[int, int]]:
 
 
 def forms(x: float) -> set[str]:
-    """How a screen or a note may write |x|: 4, 3 or 2 decimals, or a whole percentage; none that
-    reads 0 or 1 (those are everywhere and name nothing)."""
+    """How a screen or a note may write |x|: 4, 3 or 2 decimals, or a whole percentage, each only
+    where it keeps two significant digits (0.02 names nothing of 0.0176), none that reads 0 or 1."""
     x = abs(x)
-    out = {f"{x:.4f}", f"{x:.3f}", f"{x:.2f}"} | ({f"{round(100 * x)}%"} if 0 < x < 1 else set())
+    out = {f"{x:.{d}f}" for d in (4, 3, 2) if x >= 10.0 ** (1 - d)}
+    out |= {f"{round(100 * x)}%"} if 0.1 <= x < 1 else set()
     return {f for f in out if float(f.rstrip("%")) not in (0.0, 1.0, 100.0)}
 
 
@@ -68,6 +69,17 @@ def shown_before(walk: Walk, key: str, value: float, lang: str) -> bool:
     return any(re.search(rf"(?<![\d.]){re.escape(f)}(?!\d)", text) for f in forms(value))
 
 
+def term(x: float) -> str:
+    """A factor of a worked sum as the worked cells write it: a negative one in brackets."""
+    s = number_text(float(x))
+    return f"({s})" if s.startswith("-") else s
+
+
+def products(a, b) -> str:
+    """a₁ × b₁ + a₂ × b₂ + …, as the worked cells write a dot product."""
+    return " + ".join(f"{term(x)} × {term(y)}" for x, y in zip(a, b))
+
+
 def worked_line(walk: Walk, key: str, head: int, row: int, col: int, lang: str) -> str:
     """The arithmetic of a cell in one line, from the numbers the screens show: Z as the row of A
     times the column of V, A as its row's softmax, S as QKᵀ over √d_k; "" for another stage."""
@@ -77,9 +89,7 @@ def worked_line(walk: Walk, key: str, head: int, row: int, col: int, lang: str) 
     cell = f"{symbol}[{rows[row]}, {cols[col]}]"
     value = number_text(float(walk.matrix(key, head)[row, col]))
     if key == "Z":
-        a, v = mats["A"][row], mats["V"][:, col]
-        terms = " + ".join(f"{number_text(x)} × {number_text(y)}" for x, y in zip(a, v))
-        return f"{cell} = {terms} = {value}"
+        return f"{cell} = {products(mats['A'][row], mats['V'][:, col])} = {value}"
     if key == "A":
         S = np.where(walk.scenario.allowed[row], walk.scores(head)[row] * walk.amplify, -np.inf)
         e = np.exp(S - S.max())
