@@ -19,7 +19,7 @@ import numpy as np
 
 from attnwalk.layer.backward import backward
 from attnwalk.layer.stages import stage_named
-from attnwalk.tutor.mistakes import ROUND, SLIPS, in_mode
+from attnwalk.tutor.mistakes import EXACT_ONLY, ROUND, in_mode
 
 
 def grad_candidates(walk, key: str, param: str, row: int, col: int,
@@ -49,7 +49,7 @@ def grad_candidates(walk, key: str, param: str, row: int, col: int,
     out.append(("rounded", float(np.round(x, ROUND) @ np.round(g, ROUND))))
     out += [("neighbour_row", float(M[r, col])) for r in (row - 1, row + 1) if 0 <= r < M.shape[0]]
     out += [("neighbour_col", float(M[row, c])) for c in (col - 1, col + 1) if 0 <= c < M.shape[1]]
-    return [(name, v) for name, v in out if np.isfinite(v) and (name not in SLIPS or abs(v - right) > 1e-12)]
+    return [(name, v) for name, v in out if np.isfinite(v) and (name not in EXACT_ONLY or abs(v - right) > 1e-12)]
 
 
 def _missing_term(walk) -> dict[str, np.ndarray] | None:

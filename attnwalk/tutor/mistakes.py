@@ -54,10 +54,13 @@ NAMES = ("masked_small", "mask_forgotten", "column_softmax", "no_scale", "divide
          "transposed", "k_for_v", "uniform", "uniform_unmasked", "a_column", "top_value", "itself",
          "column_argmax", "not_rescaled", "missing_term", "sign_flipped",
          "neighbour_row", "neighbour_col", "rounded")
-# Reading the wrong cell or rounding early: a number they give inside the tolerance is simply not
-# wrong at the precision asked, and is dropped; a misconception inside it makes the question ask
-# for more precision (tutor/quiz.py `fair`).
-SLIPS = frozenset({"neighbour_row", "neighbour_col", "rounded"})
+# Reading the wrong cell: a number it gives inside the tolerance is simply not wrong at the
+# precision asked, and is dropped; a misconception inside it makes the question ask for more
+# precision (tutor/quiz.py `fair`), or where none tells them apart, another cell. Rounding early
+# counts as a misconception (issue 37), except where it gives the right number exactly: inputs
+# already at one decimal, nothing rounded.
+SLIPS = frozenset({"neighbour_row", "neighbour_col"})
+EXACT_ONLY = SLIPS | {"rounded"}  # dropped where they give the right number
 ROUND = 1  # decimal places of a learner's early rounding: 2 would mostly stay within tolerance
 
 
@@ -75,7 +78,7 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
     out += [("neighbour_row", float(M[r, col])) for r in (row - 1, row + 1) if 0 <= r < M.shape[0]]
     out += [("neighbour_col", float(M[row, c])) for c in (col - 1, col + 1) if 0 <= c < M.shape[1]]
     return [(name, value) for name, value in out
-            if np.isfinite(value) and (name not in SLIPS or abs(value - right) > 1e-9)]
+            if np.isfinite(value) and (name not in EXACT_ONLY or abs(value - right) > 1e-9)]
 
 
 @functools.lru_cache(maxsize=32)  # a quiz tries many cells of one stage: each map is made once

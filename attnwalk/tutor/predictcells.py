@@ -57,8 +57,9 @@ def shown_before(walk: Walk, key: str, value: float, lang: str) -> bool:
         mats = [walk.heads[h].mats[k] for h in range(walk.scenario.heads) if k in walk.heads[h].mats] \
             or ([walk.mats[k]] if k in walk.mats else [])
         for M in mats:
-            finite = np.abs(np.asarray(M, dtype=float))
-            if any(number_text(v) == target for v in finite[np.isfinite(finite)].ravel()):
+            values = np.abs(np.asarray(M, dtype=float))
+            near = values[np.abs(values - abs(value)) <= max(1e-4, 1e-3 * abs(value))]  # only these can print alike
+            if any(number_text(v) == target for v in near.ravel()):
                 return True
     scn = walk.scenario
     description = pick(scn.description, lang) or ""
