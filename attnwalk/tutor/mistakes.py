@@ -54,13 +54,12 @@ NAMES = ("masked_small", "mask_forgotten", "column_softmax", "no_scale", "divide
          "transposed", "k_for_v", "uniform", "uniform_unmasked", "a_column", "top_value", "itself",
          "column_argmax", "not_rescaled", "missing_term", "sign_flipped",
          "neighbour_row", "neighbour_col", "rounded")
-# Reading the wrong cell: a number it gives inside the tolerance is simply not wrong at the
-# precision asked, and is dropped; a misconception inside it makes the question ask for more
-# precision (tutor/quiz.py `fair`), or where none tells them apart, another cell. Rounding early
-# counts as a misconception (issue 37), except where it gives the right number exactly: inputs
-# already at one decimal, nothing rounded.
-SLIPS = frozenset({"neighbour_row", "neighbour_col"})
-EXACT_ONLY = SLIPS | {"rounded"}  # dropped where they give the right number
+# Reading the wrong cell or rounding early: a number they give inside the tolerance is simply not
+# wrong at the precision asked (4.51 for 4.5140 at ±0.005 is right to two decimals), and is
+# dropped; a misconception inside it makes the question ask for more precision (tutor/quiz.py
+# `fair`), or where none tells them apart, another cell. Outside it, each is named.
+SLIPS = frozenset({"neighbour_row", "neighbour_col", "rounded"})
+EXACT_ONLY = SLIPS  # dropped where they give the right number
 ROUND = 1  # decimal places of a learner's early rounding: 2 would mostly stay within tolerance
 
 
