@@ -213,6 +213,8 @@ def test_no_zero_cell_and_no_what_if_stating_its_answer(name, asked):
         if q.cell is None or q.masked or q.topic == "tiled":
             continue
         assert q.answer != 0, (name, lang, seed, q.text)  # a zero key or a zero column of V
+        if q.cell[0] == "Z":  # a one-hot column of V picks a weight the question gives
+            assert number_text(q.answer) not in q.given, (name, lang, seed, q.text)
         if q.mode:  # "A[r, c] is 0.3333. Without √d_k …?": the answer is not the number stated
             key, head, r, c = q.cell
             before = float(walk.matrix("A", head)[r, c])

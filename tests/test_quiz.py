@@ -156,6 +156,7 @@ def test_every_quiz_covers_every_mistake_the_lessons_list_that_its_scenario_has(
         for r in range(scn.n):
             for c in range(mats["V"].shape[1]):
                 assert (_level(walk, r) or mats["Z"][r, c] == 0
+                        or np.isclose(mats["Z"][r, c], mats["A"][r], atol=5e-5).any()  # a one-hot V: a given weight
                         or (mats["K"].shape == mats["V"].shape and np.array_equal(mats["K"][:, c], mats["V"][:, c]))), (name, r, c)
         asked.add("Z")
     if not {"QK^T", "S"} & asked and expected & {"QK^T", "S"}:  # every cell 0 but the one worked on screen

@@ -168,13 +168,13 @@ def _cell(walk: Walk, key: str, head: int, row: int,
     others = sorted(range(M.shape[0]), key=lambda r: (abs(r - row), r))[:CANDIDATES]
     # Rather a cell whose answer is not among its inputs; else one whose answer is, with its inputs
     # all the same: a dot product is still worked out when it equals an entry of q or k (1 · 1 +
-    # 1 · 0 = 1), and Z from a one-hot column of V asks which weight lands there. Never without
-    # the inputs: a cell nobody can work out by hand is not asked.
+    # 1 · 0 = 1). Never Z from a one-hot column of V: its answer is a weight the question gives
+    # (issue 37). Never without the inputs: a cell nobody can work out by hand is not asked.
     # On the diagonal only where no cell off it can be asked (a symmetric QKᵀ: reading it
     # transposed gives every number off the diagonal, issue 37).
     for diagonal, strict in ((False, True), (False, False), (True, True), (True, False)):
-        if diagonal and not square:
-            break
+        if (diagonal and not square) or (key == "Z" and not strict):
+            continue
         # a bounded look (a real-size layer has 262,144 cells a head): the focus row, then the
         # cells of the nearest rows, until CANDIDATES fit
         choices = [(row, c) for c in order if fits(row, c, strict, diagonal)]
