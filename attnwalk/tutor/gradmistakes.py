@@ -15,6 +15,8 @@ Pure: no text, no printing.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from attnwalk.layer.backward import backward
@@ -27,8 +29,6 @@ def grad_candidates(walk, key: str, param: str, row: int, col: int,
     """(name, value) of each mistake for cell (row, col) of gradient screen `key` (the gradient of
     parameter `param`, a GradWalk's), whose value is x · g. A misconception that gives the right
     number is kept (the cell is then not asked, quiz.fair); a slip that does is dropped."""
-    from attnwalk.layer.train import gradients
-
     M = walk.matrix(key)
     right = float(M[row, col])
     fwd = walk.forward
@@ -36,14 +36,11 @@ def grad_candidates(walk, key: str, param: str, row: int, col: int,
     missing = _missing_term(walk)
     if missing is not None and param in missing:
         out.append(("missing_term", float(missing[param][row, col])))
-    if fwd.mode.reads_scores and fwd.mode.smooth and fwd.scale != 1.0:
-        other = gradients(in_mode(fwd, "unscaled")).params.get(param)
+    if fwd.mode.reads_scores and fwd.mode.smooth and (fwd.scale != 1.0 or fwd.scenario.scorer.divides):
+        name, mode = ("no_scale", "unscaled") if fwd.scale != 1.0 else ("scaled_anyway", "scaled")
+        other = _params(fwd, mode).get(param)
         if other is not None:
-            out.append(("no_scale", float(other[row, col])))
-    elif fwd.mode.reads_scores and fwd.mode.smooth and fwd.scenario.scorer.divides:
-        other = gradients(in_mode(fwd, "scaled")).params.get(param)
-        if other is not None:
-            out.append(("scaled_anyway", float(other[row, col])))
+            out.append((name, float(other[row, col])))
     if M.shape[0] == M.shape[1] and row != col:
         out.append(("transposed", float(M[col, row])))
     out.append(("rounded", float(np.round(x, ROUND) @ np.round(g, ROUND))))
@@ -52,6 +49,15 @@ def grad_candidates(walk, key: str, param: str, row: int, col: int,
     return [(name, v) for name, v in out if np.isfinite(v) and (name not in EXACT_ONLY or abs(v - right) > 1e-12)]
 
 
+@functools.lru_cache(maxsize=8)  # a prediction tries up to 32 cells of one walk
+def _params(fwd, mode: str) -> dict[str, np.ndarray]:
+    """Every parameter's gradient of `fwd`'s layer under another mode."""
+    from attnwalk.layer.train import gradients
+
+    return gradients(in_mode(fwd, mode)).params
+
+
+@functools.lru_cache(maxsize=8)
 def _missing_term(walk) -> dict[str, np.ndarray] | None:
     """Every parameter's gradient had the softmax passed back A ⊙ ∂L/∂A alone, or None where the
     weights are not a softmax of the scores."""
