@@ -100,9 +100,12 @@ CASES = [
     ("causal_mask", "A", 0, 1, False, "masked_small", 0.004),
     # attention_sink's the → cat worked out as if the softmax had no sink: its row sums to 1
     ("attention_sink", "A", 2, 0, False, "sink_forgotten", sinkless()),
+    # issue 37: every key weighted alike, the mask forgotten too: T2 shares among all 3 keys
+    ("causal_mask", "A", 1, 0, False, "uniform_unmasked", 1 / 3),
 ]
 # mistakes named outside a cell of QKᵀ, S, A or Z (tokens, the online softmax): tests/test_judging.py
-ELSEWHERE = {"itself", "column_argmax", "not_rescaled"}
+ELSEWHERE = {"itself", "column_argmax", "not_rescaled",
+             "missing_term", "sign_flipped"}  # and gradients: tests/test_judging_rules.py
 
 
 def test_every_named_mistake_has_a_case():
@@ -191,7 +194,7 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
     scaled, unscaled, unmasked = ref(), ref("unscaled"), ref(allowed=np.ones_like(scn.allowed))
     unsunk = reference.attention_of(scn.with_setting("sinks", None))["heads"]  # the sink left out
     checked = set()
-    for seed in (None, 0, 1, 2):
+    for seed in (None, 0, 1, 2, 3, 4, 5):  # (issue 37: a head whose cells coincide is asked less)
         for q in questions(walk, seed=seed):
             if q.kind != "number" or q.mode or q.topic == "tiled":  # m and l: tests/test_tiled.py
                 continue
@@ -217,4 +220,7 @@ def test_every_quizs_mistake_values_agree_with_the_reference_layer(name):
                 if mistake in expect and expect[mistake] is not None:
                     assert value == pytest.approx(expect[mistake], abs=1e-9), (name, seed, q.text, mistake)
                     checked.add(mistake)
-    assert {"transposed", "column_softmax"} <= checked
+    # (issue 37: alibi's and grouped_query's weights off the mask coincide with a mistake's in every
+    # head, no √d_k or the mask forgotten: none is asked, so no column softmax is listed)
+    assert {"transposed", "column_softmax"} <= checked or (
+        name in ("alibi", "grouped_query") and "transposed" in checked), (name, checked)

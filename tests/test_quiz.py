@@ -125,7 +125,20 @@ def test_every_quiz_covers_every_mistake_the_lessons_list_that_its_scenario_has(
     assert ("scale" in topics) == divides
     # the what-if asks an unscaled weight, on the first cell where cellquiz.fair can judge it (on
     # saturation most unscaled weights are 0 or 1, as a misreading gives them too: another cell)
-    assert ("what_if" in topics) == (divides and asks_a)
+    assert ("what_if" not in topics) or (divides and asks_a)
+    if divides and asks_a and "what_if" not in topics:
+        # issue 37: no cell whose answer is not given away: every row of head 1's QKᵀ is level over
+        # the keys it may read (without √d_k nothing changes: the question states its own answer),
+        # or reads every key (the mask forgotten gives the same number: alibi's last row)
+        # or, unscaled, hides keys whose weights are all but 0 already (saturation: forgetting the
+        # mask moves no weight of the unscaled layer by a thousandth of itself)
+        QK = walk.heads[0].mats["QK^T"]
+        e = lambda S: np.exp(S - S.max(axis=1, keepdims=True))  # noqa: E731
+        masked = e(np.where(scn.allowed, QK, -np.inf))
+        masked /= masked.sum(axis=1, keepdims=True)
+        free = e(QK) / e(QK).sum(axis=1, keepdims=True)
+        assert all(_level(walk, r) or np.all(np.abs(free[r] - masked[r])[scn.allowed[r]]
+                                             <= 1e-3 * masked[r][scn.allowed[r]]) for r in range(scn.n)), name
     assert ("mask" in topics) == (not scn.allowed.all())  # only about what the scenario has
     assert ("heads" in topics) == (scn.heads > 1 and scn.groups == scn.heads)  # not "own W_K" under GQA
     assert ("gqa" in topics) == (scn.groups < scn.heads)
@@ -135,8 +148,31 @@ def test_every_quiz_covers_every_mistake_the_lessons_list_that_its_scenario_has(
     # S = QKᵀ for additive scores: its QKᵀ question already asks S
     by_hand = scn.m <= 32  # a row of A or a column of V short enough to give: else no A or Z cell
     dots = {"QK^T"} if scn.d_k <= 8 else set()  # q and k short enough to give (shapes: d_k = 64)
-    assert {q.cell[0] for q in qs if q.cell} == dots | ({"A", "Z"} if by_hand else set()) | (
+    expected = dots | ({"A", "Z"} if by_hand else set()) | (
         {"S"} if divides else set()) | ({"tiled"} if scn.tiles else set())  # tiled: m and l after a block
+    asked = {q.cell[0] for q in qs if q.cell}
+    if "Z" not in asked and by_hand:  # issue 37: every Z cell of head 1 would be a mistake's number too
+        mats = walk.heads[0].mats
+        for r in range(scn.n):
+            for c in range(mats["V"].shape[1]):
+                assert (_level(walk, r) or mats["Z"][r, c] == 0
+                        or np.isclose(mats["Z"][r, c], mats["A"][r], atol=5e-5).any()  # a one-hot V: a given weight
+                        or (mats["K"].shape == mats["V"].shape and np.array_equal(mats["K"][:, c], mats["V"][:, c]))), (name, r, c)
+        asked.add("Z")
+    if not {"QK^T", "S"} & asked and expected & {"QK^T", "S"}:  # every cell 0 but the one worked on screen
+        QK = walk.heads[0].mats["QK^T"]
+        assert np.count_nonzero(QK[scn.allowed]) <= 1, name
+        asked |= expected & {"QK^T", "S"}
+    assert asked == expected
+
+
+def _level(walk, r: int) -> bool:
+    """Row r of head 1's A is given away by a mistake whatever the cell: its scores are level over
+    the keys it may read (uniform weights, and no √d_k, give the same row), or it reads every key
+    of a masked layer (the mask forgotten gives the same row)."""
+    scn = walk.scenario
+    seen = walk.heads[0].mats["QK^T"][r][scn.allowed[r]]
+    return np.ptp(seen) < 1e-12 or (scn.allowed[r].all() and not scn.allowed.all())
 
 
 @pytest.mark.parametrize("name", builtin_names())
@@ -427,9 +463,11 @@ def test_cli_quiz_options_and_language(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(TWO_HEADS, encoding="utf-8")
     result = runner.invoke(app, ["quiz", "--scenario", str(path), "-n", "1"], input="1\n")
-    # row c works out QKᵀ[c, c] on screen (its most attended key), so the quiz asks c → a
-    assert result.exit_code == 0 and "head 1 / 2 · What is QKᵀ[3, 1]" in result.stdout
-    assert "Score: 1 / 1" in result.stdout  # q_c · k_a = [1, 1] · [1, 0] = 1
+    # head 1's Q and K are the same ([1, 0], [0, 1], [1, 1]), so QKᵀ is symmetric: off the diagonal
+    # reading it transposed gives the right number (issue 37). Row c works out QKᵀ[c, c] on screen,
+    # so the quiz asks the diagonal's next cell, b → b
+    assert result.exit_code == 0 and "head 1 / 2 · What is QKᵀ[2, 2]" in result.stdout
+    assert "Score: 1 / 1" in result.stdout  # q_b · k_b = [0, 1] · [0, 1] = 1
 
 
 def test_cli_quiz_errors_are_one_line():

@@ -88,7 +88,7 @@ def grad_command(*, name: str, mode: str, no_pause: bool, precision: int, ascii:
         answers = (TerminalAnswers(console, opts.lang) if sys.stdin.isatty()
                    else LineAnswers(sys.stdin, console, opts.lang))
         predictor = GradPredictor(walk, console, answers, opts.lang)
-        console.print(text(opts.lang).t("quiz.predict.intro"))
+        console.print(text(opts.lang).t("quiz.grad_predict.intro"))
     print_walk(console, walk, opts, head=shown, predictor=predictor)
     return 0
 

@@ -5,7 +5,8 @@ never the answer among them: q and k for QKᵀ, QKᵀ and d_k for S, the whole o
 (so a softmax down the column can be committed, and caught), the whole of A and V for Z (so the
 uniform average, A's column and V's top row taken whole can be). Its tolerance comes from the
 precision asked and never holds a misconception's number (quiz.fair); a cell where one would is
-not asked. A masked weight is asked exactly: it is 0, not small.
+not asked, nor one that is 0 for want of anything to work out. A masked weight is asked exactly:
+it is 0, not small.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from attnwalk.layer.stages import stage_named
 from attnwalk.layer.walk import Walk
 from attnwalk.text import Text, text
 from attnwalk.tutor import mistakes
-from attnwalk.tutor.quiz import NUMBER, Question, fair, number_text, tolerance_text
+from attnwalk.tutor.quiz import NUMBER, Question, answer_text, fair, number_text, tolerance_text
 from attnwalk.numbering import shown as person
 
 GIVEN_MAX = 8  # a row of inputs longer than this is not printed (the shapes lesson has 100 keys)
@@ -39,9 +40,17 @@ def masked_cell(walk: Walk, key: str, row: int, col: int) -> bool:
 
 
 def judging(walk: Walk, key: str, head: int, row: int, col: int):
-    """(tolerance, mistakes) to ask this cell with, or None when it cannot be asked fairly."""
+    """(tolerance, mistakes) to ask this cell with, or None when it cannot be asked fairly: a
+    misconception gives its number, or it is 0 without a mask (a zero key, a zero column of V:
+    nothing to work out)."""
     value = float(walk.matrix(key, head)[row, col])
-    return fair(value, mistakes.candidates(walk, key, head, row, col), masked_cell(walk, key, row, col))
+    masked = masked_cell(walk, key, row, col)
+    if value == 0.0 and not masked:
+        return None
+    found = mistakes.candidates(walk, key, head, row, col)
+    if masked:  # asked about the mask: a mistake that keeps the mask (column softmax, uniform) gives 0 too
+        found = [(name, v) for name, v in found if v != value]
+    return fair(value, found, masked)
 
 
 def cell_question(walk: Walk, key: str, row: int, col: int, head: int = 0, lang: str = "en",
@@ -70,7 +79,7 @@ def cell_question(walk: Walk, key: str, row: int, col: int, head: int = 0, lang:
                    for name in [feature.quiz_hint(walk.scenario, key)] if name]
         hint = tx.t(special[0]) if special else tx.t(
             "quiz.cell.hint", formula=stage.formula_in(walk.scenario, walk.mode))
-    return Question("cell", NUMBER, in_head(walk, tx, head, question), hint, value, number_text(value),
+    return Question("cell", NUMBER, in_head(walk, tx, head, question), hint, value, answer_text(value, tol),
                     ("read_transposed",) if stage.square else (), tolerance=tol,
                     cell=(key, head, row, col), given=givens(walk, tx, key, head, row, col) if given else "",
                     mistakes=found, qid=f"cell:{key}:{head}:{row}:{col}",
@@ -161,7 +170,7 @@ def _what_if(walk: Walk, tx: Text, head: int, row: int, col: int) -> Question | 
     return Question("what_if", NUMBER, in_head(walk, tx, head, question),
                     tx.t("quiz.what_if.hint" if logits(walk.computed).key == SCALED else "quiz.what_if.hint_path",
                          row_token=rows[row], name=scores_name(unscaled, masked=False)),
-                    value, number_text(value), ("scale_detail",), tolerance=tol,
+                    value, answer_text(value, tol), ("scale_detail",), tolerance=tol,
                     cell=("A", head, row, col), mode="unscaled",
                     given=givens(unscaled, tx, "A", head, row, col), mistakes=found,
                     qid=f"what_if:{head}:{row}:{col}")

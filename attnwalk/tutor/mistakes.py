@@ -18,17 +18,22 @@ the mask left off), so a diagnosis can never disagree with the walk's arithmetic
     transposed       the cell across the diagonal, M[j, i] for M[i, j]
     k_for_v          Z = A · K, K mixed in place of V (only when d_k = d_v)
     uniform          A or Z with every allowed key weighted alike, the scores ignored
+    uniform_unmasked A or Z with every key weighted alike, the scores and the mask ignored
     a_column         Z from A's column instead of its row, (Aᵀ · V)[i, c]
     top_value        Z as the top key's row of V taken whole (a hard lookup)
     itself           a token question answered with the query's own token
     column_argmax    "which key most?" answered where softmax down the column peaks
     not_rescaled     the online softmax's l after a block, the old sum not rescaled by α
+    missing_term     a gradient with a chain-rule term dropped: the softmax Jacobian's rowsum
+                     term, ∂L/∂S = A ⊙ ∂L/∂A (tutor/gradquiz.py)
+    sign_flipped     a gradient with its sign turned (the step's direction, −∂L/∂W, for ∂L/∂W)
     neighbour_row    the same column of the row above or below          } slips, not
     neighbour_col    the same row's column to the left or right         } misconceptions
     rounded          the stage computed from the previous one rounded to one decimal place
 
 `diagnose` says which of them an answer matches (within the question's tolerance), nearest first.
-Pure: no text, no printing.
+A misconception that gives the right number is kept (the question then cannot tell knowing from
+the mistake, and is not asked: quiz.fair); a slip that does is dropped. Pure: no text, no printing.
 """
 
 from __future__ import annotations
@@ -47,13 +52,15 @@ from attnwalk.layer.walk import Walk, whole, with_mode
 # before the slip: "4.0000 (forgot √d_k)", not also "4.0000 (read the neighbouring column)").
 NAMES = ("masked_small", "mask_forgotten", "column_softmax", "no_scale", "divided_by_d_k",
          "times_sqrt_d_k", "kept_scale", "scaled_anyway", "scaled_additive", "unrotated",
-         "transposed", "k_for_v", "uniform", "a_column", "top_value", "itself", "column_argmax",
-         "not_rescaled", "sink_forgotten",
+         "transposed", "k_for_v", "uniform", "uniform_unmasked", "a_column", "top_value", "itself",
+         "column_argmax", "not_rescaled", "missing_term", "sign_flipped", "sink_forgotten",
          "neighbour_row", "neighbour_col", "rounded")
 # Reading the wrong cell or rounding early: a number they give inside the tolerance is simply not
-# wrong at the precision asked, and is dropped; a misconception inside it makes the question ask
-# for more precision (tutor/quiz.py `fair`).
+# wrong at the precision asked (4.51 for 4.5140 at ±0.005 is right to two decimals), and is
+# dropped; a misconception inside it makes the question ask for more precision (tutor/quiz.py
+# `fair`), or where none tells them apart, another cell. Outside it, each is named.
 SLIPS = frozenset({"neighbour_row", "neighbour_col", "rounded"})
+EXACT_ONLY = SLIPS  # dropped where they give the right number
 ROUND = 1  # decimal places of a learner's early rounding: 2 would mostly stay within tolerance
 
 
@@ -61,8 +68,8 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
     """What each mistake that applies to the cell (key, head, row, col) gives, as (name, value):
     a name may come twice (the row above and the row below).
 
-    Only values that differ from the right one and are finite: a mistake that gives the right
-    number here cannot be told apart from knowing."""
+    Only finite values; a slip's only where it differs from the right one. A misconception that
+    gives the right number here is kept: it cannot be told apart from knowing (quiz.fair)."""
     M = walk.matrix(key, head)
     right = float(M[row, col])
     out = [(name, float(W[row, col])) for name, W in _maps(walk, key, head)]
@@ -70,7 +77,8 @@ def candidates(walk: Walk, key: str, head: int, row: int, col: int) -> list[tupl
         out.append(("transposed", float(M[col, row])))
     out += [("neighbour_row", float(M[r, col])) for r in (row - 1, row + 1) if 0 <= r < M.shape[0]]
     out += [("neighbour_col", float(M[row, c])) for c in (col - 1, col + 1) if 0 <= c < M.shape[1]]
-    return [(name, value) for name, value in out if np.isfinite(value) and abs(value - right) > 1e-9]
+    return [(name, value) for name, value in out
+            if np.isfinite(value) and (name not in EXACT_ONLY or abs(value - right) > 1e-9)]
 
 
 @functools.lru_cache(maxsize=32)  # a quiz tries many cells of one stage: each map is made once
@@ -93,6 +101,8 @@ def _maps(walk: Walk, key: str, head: int) -> tuple[tuple[str, np.ndarray], ...]
             out.append(("sink_forgotten", mix(ops.softmax(ops.masked(S, scn.allowed)))))
     if key in ("A", "Z") and mode.reads_scores:
         out.append(("uniform", mix(ops.uniform_weights(scn.allowed))))
+        if not scn.allowed.all():  # every key alike, the mask forgotten too: 1/m
+            out.append(("uniform_unmasked", mix(ops.uniform_weights(np.ones_like(scn.allowed)))))
     if key in ("S", "A", "Z") and walk.scale != 1.0 and mode.reads_scores:
         out.append(("no_scale", in_mode(walk, "unscaled").matrix(key, head)))
     if key in ("S", "A", "Z") and not mode.divides and mode.reads_scores and scn.scorer.divides:

@@ -34,6 +34,7 @@ from attnwalk.layer.walk import Walk
 from attnwalk.text import text
 from attnwalk.tutor.cellquiz import GIVEN_MAX, cell_question, matrix, scores_name
 from attnwalk.tutor.quiz import CHOICE, NUMBER, TOKEN, Question, check, diagnosis, number_text, parse_choice, tolerance_text
+from attnwalk.tutor.predictcells import cells, shown_before, worked_line
 from attnwalk.tutor.tokenquiz import look_question
 from attnwalk.tutor.wordorder import word_order_question
 
@@ -70,6 +71,8 @@ def _masked(walk: Walk, head: int, row: int, lang: str) -> Question | None:
     S = walk.scores(head)[r]
     c = int(np.argmax(np.where(scn.allowed[r], -np.inf, S)))
     q = cell_question(walk, "A", r, c, head, lang, given=False)
+    if q is None:
+        return None
     tx = text(lang)
     rows_, cols = axes(walk, walk.stage("A"), head, lang)
     return replace(q, text=tx.t("quiz.predict.masked", row_token=rows_[r], col_token=cols[c],
@@ -77,12 +80,16 @@ def _masked(walk: Walk, head: int, row: int, lang: str) -> Question | None:
 
 
 def _cell(walk: Walk, key: str, head: int, lang: str) -> Question | None:
-    """The cell stage `key`'s screen works out, asked from what the screens before it show."""
+    """The cell stage `key`'s screen works out, asked from what the screens before it show; where
+    a misconception gives its number or the screens before already show it, the nearest cell
+    where neither is so (predictcells.py)."""
     tx = text(lang)
     scn = walk.scenario
-    row, col = default_cell(walk, key, head)
-    q = cell_question(walk, key, row, col, head, lang, given=False)
-    if q is None:  # a misconception would give its number: not asked
+    for row, col in cells(walk, key, head):
+        q = cell_question(walk, key, row, col, head, lang, given=False)
+        if q is not None and not shown_before(walk, key, float(q.answer), lang):
+            break
+    else:
         return None
     rows, cols = axes(walk, walk.stage(key), head, lang)
     mats = walk.heads[head].mats
@@ -173,12 +180,18 @@ def _why(walk: Walk, q: Question, raw: str, tx) -> list[str]:
     if q.kind == TOKEN:
         shown = [tx.t(f"quiz.diagnosis.{name}", value=q.tokens[int(v)]) for name, v in found]
         return shown or [q.worked]
+    if q.cell is None:  # a count (∂L/∂S's zeros, tutor/gradquiz.py): how it is reached
+        return [q.worked]
     if found:
         key, head, row, col = q.cell
         rows, cols = axes(walk, walk.stage(key), head, tx.lang)
         return [tx.t(f"quiz.diagnosis.{name}", value=number_text(v), row=rows[row], col=cols[col])
                 for name, v in found]
     key, head, row, col = q.cell
+    if (row, col) != default_cell(walk, key, head):  # not the screen's worked cell: its arithmetic here
+        line = q.worked or worked_line(walk, key, head, row, col, tx.lang)
+        if line:
+            return [tx.t("quiz.predict.worked_here", line=line)]
     rows, cols = axes(walk, walk.stage(key), head, tx.lang)
     return [tx.t("quiz.predict.see_worked", stage=walk.stage(key).symbol, row_token=rows[row], col=cols[col])]
 

@@ -151,8 +151,8 @@ def _cell(walk: Walk, key: str, head: int, row: int,
     shown = default_cell(walk, key, head)
     square = walk.stage(key).square
 
-    def fits(r: int, c: int, strict: bool) -> bool:
-        if (r, c) == shown or (square and (r == c or not scn.allowed[r, c])):
+    def fits(r: int, c: int, strict: bool, diagonal: bool = False) -> bool:
+        if (r, c) == shown or (square and ((r == c and not diagonal) or not scn.allowed[r, c])):
             return False
         inputs = givens(walk, _EN, key, head, r, c)
         if not inputs:  # nothing a person could compute it from by hand: not asked
@@ -169,15 +169,19 @@ def _cell(walk: Walk, key: str, head: int, row: int,
     others = sorted(range(M.shape[0]), key=lambda r: (abs(r - row), r))[:CANDIDATES]
     # Rather a cell whose answer is not among its inputs; else one whose answer is, with its inputs
     # all the same: a dot product is still worked out when it equals an entry of q or k (1 · 1 +
-    # 1 · 0 = 1), and Z from a one-hot column of V asks which weight lands there. Never without
-    # the inputs: a cell nobody can work out by hand is not asked.
-    for strict in (True, False):
+    # 1 · 0 = 1). Never Z from a one-hot column of V: its answer is a weight the question gives
+    # (issue 37). Never without the inputs: a cell nobody can work out by hand is not asked.
+    # On the diagonal only where no cell off it can be asked (a symmetric QKᵀ: reading it
+    # transposed gives every number off the diagonal, issue 37).
+    for diagonal, strict in ((False, True), (False, False), (True, True), (True, False)):
+        if (diagonal and not square) or (key == "Z" and not strict):
+            continue
         # a bounded look (a real-size layer has 262,144 cells a head): the focus row, then the
         # cells of the nearest rows, until CANDIDATES fit
-        choices = [(row, c) for c in order if fits(row, c, strict)]
+        choices = [(row, c) for c in order if fits(row, c, strict, diagonal)]
         if not choices:
             for r in others[1:]:
-                choices += [(r, c) for c in range(M.shape[1]) if fits(r, c, strict)]
+                choices += [(r, c) for c in range(M.shape[1]) if fits(r, c, strict, diagonal)]
                 if len(choices) >= CANDIDATES:
                     break
         if choices:

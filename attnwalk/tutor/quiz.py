@@ -8,8 +8,11 @@ How typed answers are read (see `check`):
 - numbers: "7.29", "-0.5", "1e-3", full-width digits, a decimal comma ("0,81"); a percentage is a
   fraction ("81%" = 0.81) and so is "1/4". Right when within the tolerance the question states,
   which comes from the precision it asks (`fair`): half a unit of the second decimal (±0.005),
-  of the third significant digit for large numbers (±0.05 from 10 on), one place finer where a
-  misconception's number would lie inside it; a masked weight is exactly 0, nothing else.
+  of the third significant digit for large numbers (±0.05 from 10 on), of the second significant
+  digit for small ones (±0.0005 for -0.0176, ±5e-08 for -3.66e-06: relative, so two small numbers
+  never agree for being small), one place finer where a misconception's number would lie inside
+  it; a question asked exactly (a masked weight, a count) takes that number and nothing else:
+  1e-300 is not 0.
 - tokens: the token's text (exactly, else ignoring case and width) or its 1-based position.
 - shapes: rows and columns as "3x3", "3 × 3", "3*3", "3,3", "(3, 3)" or "3 by 3".
 - choices: a, b, c (any case, "(b)" and "b)" too) or 1, 2, 3.
@@ -72,10 +75,11 @@ class Question:
 
 
 def tolerance(value: float, finer: int = 0) -> float:
-    """Half a unit of the last place asked: of the second decimal (±0.005), or of the third
-    significant digit from 10 on (±0.05 for 72.87, ±5 for 1234), `finer` places finer."""
+    """Half a unit of the last place asked: of the second decimal (±0.005), of the third
+    significant digit from 10 on (±0.05 for 72.87, ±5 for 1234), of the second below 0.1
+    (±0.0005 for 0.0176, ±5e-08 for 3.66e-06), `finer` places finer."""
     magnitude = math.floor(math.log10(abs(value))) if value else 0
-    places = max(magnitude, 0) - 2 - finer  # the last place asked: 10^places
+    places = (max(magnitude, 0) - 2 if magnitude >= -1 else magnitude - 1) - finer  # the last place asked: 10^places
     return round(0.5 * 10.0 ** places, max(-places + 1, 0))
 
 
@@ -94,21 +98,23 @@ def fair(answer: float, found: list[tuple[str, float]], masked: bool = False,
 
     shown = shown or number_text
     # inside: answered as printed (4 decimals), the mistake's number would be accepted
-    inside = lambda tol: [n for n, v in found if abs(v - answer) <= tol + PRINTED]  # noqa: E731
+    margin = lambda tol: min(PRINTED, tol / 10) if tol else 1e-12  # noqa: E731  (relative for small numbers)
+    inside = lambda tol: [n for n, v in found if abs(v - answer) <= tol + margin(tol)]  # noqa: E731
     for finer in range(FINER + 1):
         tol = 0.0 if masked else tolerance(answer, finer)
         if all(name in SLIPS for name in inside(tol)):
             break
     else:
         return None
-    named: dict[str, tuple[str, float]] = {}  # the value as shown -> its one name
-    for name, value in found:
-        if abs(value - answer) <= tol + PRINTED or shown(value) == shown(answer):
+    # one name a value: the first in NAMES, and a value within the tolerance of one already named
+    # is the same answer at the precision asked (0.0000 and 2.5e-07 against ±0.005)
+    named: list[tuple[str, float]] = []
+    for name, value in sorted(found, key=lambda f: NAMES.index(f[0])):
+        if abs(value - answer) <= tol + margin(tol) or shown(value) == shown(answer):
             continue
-        key = shown(value)
-        if key not in named or NAMES.index(name) < NAMES.index(named[key][0]):
-            named[key] = (name, value)
-    return tol, tuple(named.values())
+        if all(abs(value - v) > tol + margin(tol) and shown(value) != shown(v) for _, v in named):
+            named.append((name, value))
+    return tol, tuple(named)
 
 
 def placed(q: Question, rng, slot: int | None = None) -> Question:
@@ -131,6 +137,14 @@ def number_text(x: float, precision: int = 4) -> str:
     """A number as the walk's tables print it (render.style.number): never "-0.0000", and in
     scientific notation where decimals cannot show it (1.4142e+300)."""
     return number(float(x), ViewOptions(precision=precision))
+
+
+def answer_text(x: float, tol: float) -> str:
+    """The right answer as shown after a wrong one, to as many decimals as its tolerance asks (at
+    least the tables' 4): 0.000173 at ±5e-06, not 0.0002, which the tolerance would refuse."""
+    if not tol or x == 0 or abs(x) < 1e-4:  # exact, or in scientific notation: 5 digits already
+        return number_text(x)
+    return number_text(x, max(4, math.ceil(-math.log10(tol))))
 
 
 # -- reading answers --------------------------------------------------------------------------
@@ -192,7 +206,11 @@ def check(q: Question, raw: str) -> bool | None:
     """Whether `raw` answers `q`, or None when it cannot be read as that kind of answer."""
     if q.kind == NUMBER:
         x = parse_number(raw)
-        return None if x is None else abs(x - float(q.answer)) <= q.tolerance + 1e-12
+        if x is None:
+            return None
+        if not q.tolerance:  # asked exactly (a masked weight, a count): 1e-300 is not 0
+            return x == float(q.answer)
+        return abs(x - float(q.answer)) <= q.tolerance + 1e-12 * min(1.0, q.tolerance)
     if q.kind == SHAPE:
         shape = parse_shape(raw)
         return None if shape is None else shape == q.answer
