@@ -5,6 +5,7 @@ architectures attnwalk computes: llama (Llama, SmolLM, Mistral: llama.cpp writes
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from attnwalk.models.config import Config
 from attnwalk.models.data import ModelError
@@ -15,6 +16,12 @@ ARCHITECTURES = {"llama": "llama", "qwen2": "llama", "gpt2": "gpt2"}
 
 def gguf_config(file: GGUFFile) -> Config:
     """The Config the file's metadata describes, or a one-line ModelError naming the key."""
+    config = _config(file)
+    bos = file.fields.get("tokenizer.ggml.bos_token_id")
+    return replace(config, bos=bos) if isinstance(bos, int) and not isinstance(bos, bool) else config
+
+
+def _config(file: GGUFFile) -> Config:
     arch = file.fields.get("general.architecture")
     family = ARCHITECTURES.get(arch) if isinstance(arch, str) else None
     if family is None:
