@@ -28,6 +28,10 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
     and rotary positions with the model's own θ_i), the in × out weights and their biases, the
     grouped K/V heads, the causal mask; the focus on the last word piece (not [SEP] or [CLS])."""
     info, tokens = layer.info, layer.tokens
+    if layer.q_norm is not None or layer.post_norm is not None:
+        raise UsageError(f"{info.name}: a {info.model_type} layer's walk (QK-norm and the norm after "
+                         f"attention as stages of their own) is not built yet; attnwalk heads --model "
+                         f"{info.name} runs it and scores every head")
     n = len(tokens.pieces)
     ids = tuple(int(i) for i in tokens.ids)
     E = np.asarray(layer.E_tok, dtype=np.float64)

@@ -38,6 +38,8 @@ class Config:
     padding_idx: int | None = None    # RoBERTa: positions start at padding_idx + 1 (fairseq's rule)
     sliding_window: int | None = None
     bos: int | None = None            # the id a sequence starts with, where the model names one
+    gemma: dict | None = None         # Gemma 3: local_theta, window_every, query_pre_attn_scalar, and
+                                      # which of them the file's metadata did not say (from llama.cpp)
 
 
 def read_config(path: Path) -> Config:
