@@ -86,3 +86,53 @@ def test_heads_scores_gemma(gemma3_gguf: Path) -> None:  # noqa: F811
     data = json.loads(result.stdout)
     assert data["ids"][0] == 2 and data["first"] == 1  # <bos>
     assert len(data["heads"]) == 18 * 4
+
+
+def walk_json(path: Path, sentence: str, layer: int, *extra: str) -> dict:
+    from attnwalk.cli import app
+
+    result = CliRunner().invoke(app, ["model", sentence, "--model", str(path), "--layer", str(layer),
+                                      "--format", "json", *extra])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("layer", [2, 6])  # a sliding layer and a global one
+def test_the_walk_of_a_layer_is_the_independent_forward(gemma3_gguf: Path, ref, layer: int) -> None:  # noqa: F811
+    data = walk_json(gemma3_gguf, str(ref["s1/text"]), layer)
+    assert data["tokenization"]["ids"] == ref["s1/ids"].tolist()
+    stages, l = data["stages"], layer - 1
+    assert {"E_sum", "H", "RMS", "X", "Q", "K", "Q_hat", "K_hat", "Q_rot", "K_rot", "O", "O_post", "R"} <= \
+        set(stages) | set(stages["heads"][0])
+    for h in range(4):
+        theirs = ref[f"s1/L{l}/A"][h]
+        np.testing.assert_allclose(np.asarray(stages["heads"][h]["A"]), theirs, rtol=0, atol=1e-12)
+        q_rot = ref[f"s1/L{l}/Q_rot"].astype(np.float64)[:, h * 256:(h + 1) * 256]
+        np.testing.assert_allclose(np.asarray(stages["heads"][h]["Q_rot"]), q_rot, rtol=0,
+                                   atol=1e-6 * np.abs(q_rot).max())
+    o_post = ref[f"s1/L{l}/O_post"].astype(np.float64)
+    np.testing.assert_allclose(np.asarray(stages["O_post"]), o_post, rtol=0, atol=1e-6 * np.abs(o_post).max())
+
+
+def test_the_opening_says_the_layer_kind_its_window_and_base(gemma3_gguf: Path) -> None:  # noqa: F811
+    from attnwalk.cli import app
+
+    runner = CliRunner()
+    sliding = runner.invoke(app, ["model", "the bank", "--model", str(gemma3_gguf), "--layer", "2", "--no-pause"])
+    glob = runner.invoke(app, ["model", "the bank", "--model", str(gemma3_gguf), "--layer", "6", "--no-pause"])
+    zh = runner.invoke(app, ["model", "河边", "--model", str(gemma3_gguf), "--layer", "6", "--no-pause", "--lang", "zh"])
+    for result in (sliding, glob, zh):
+        assert result.exit_code == 0, result.output
+    s, g, z = (" ".join(r.stdout.split()) for r in (sliding, glob, zh))
+    assert "Layer 2 is a sliding-window layer" in s and "(sliding_window 512)" in s and "θ = 10000" in s
+    assert "Layer 6 is a global layer (one in every 6)" in g and "θ = 1e+06" in g
+    assert "llama.cpp's own rule for gemma3" in g
+    assert "QK-norm of the queries" in g and "The norm after attention" in g and "E_sum = E · √d_model" in g
+    assert "第 6 层是全局层" in z.replace(" ", "").replace("第6层", "第 6 层") or "第6层是全局层" in z.replace(" ", "")
+    # W_O is Q4_K: the O cell works its weight out of its super-block
+    assert "How W_O[1, 1] is stored (Q4_K)" in g and "d·sc·q − dmin·m" in g
+
+
+def test_decode_steps_through_qk_norm_as_the_walk(gemma3_gguf: Path) -> None:  # noqa: F811
+    data = walk_json(gemma3_gguf, "I sat by the river", 2, "--decode")
+    assert data["difference"] <= 1e-9

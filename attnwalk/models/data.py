@@ -118,3 +118,5 @@ class ModelLayer:
     post_norm: tuple[np.ndarray, float] | None = None  # Gemma 3's RMSNorm of O (γ, ε) before the residual
     scale: float | None = None        # what S divides by where it is not √d_head: √query_pre_attn_scalar
     kind: str | None = None           # Gemma 3: "sliding" (a local window, the local RoPE base) | "global"
+    gemma: tuple | None = None        # Gemma 3: (one global layer in every N, the local base, what the
+                                      # file did not say and llama.cpp's rule gave)

@@ -58,7 +58,8 @@ class Gemma3:
         fields = {"norm_in": norm, "X": norm.y, "causal": True, "residual": h, "norm_after": None,
                   "window": cfg.sliding_window if sliding else None,
                   "rope": self.rope(h.shape[0], local=sliding), "kind": "sliding" if sliding else "global",
-                  "scale": math.sqrt(cfg.gemma["query_pre_attn_scalar"])}
+                  "scale": math.sqrt(cfg.gemma["query_pre_attn_scalar"]),
+                  "gemma": (cfg.gemma["window_every"], cfg.gemma["local_theta"], cfg.gemma["assumed"])}
         for key, width in (("Q", q_width), ("K", kv_width), ("V", kv_width)):
             fields[f"W_{key}"] = self._linear(p + f"self_attn.{key.lower()}_proj", d, width)
             fields[f"b_{key}"] = None
