@@ -79,10 +79,6 @@ def repeated(model: Model, repeat: int, seed: int) -> Probe:
 def attention_weights(model: Model, probe: Probe) -> Iterator[tuple[np.ndarray, bool]]:
     """Each layer's attention weights in order, (H, N, N), and whether its mask is causal; every
     layer run in full on the probe."""
-    if model.config.sliding_window is not None and len(probe.tokens.ids) > model.config.sliding_window:
-        raise ModelError(f"the sequence is {len(probe.tokens.ids)} tokens, longer than "
-                         f"{model.files.name}'s sliding window of {model.config.sliding_window}: "
-                         f"give a smaller --length")
     model.prepare(model.config.n_layers - 1)  # a GGUF: dequantize each next layer while one runs
     for trace in model.traces(probe.tokens):
         yield trace.attention.A, trace.layer.causal
