@@ -137,3 +137,20 @@ def test_the_opening_says_the_layer_kind_its_window_and_base(gemma3_gguf: Path) 
 def test_decode_steps_through_qk_norm_as_the_walk(gemma3_gguf: Path) -> None:  # noqa: F811
     data = walk_json(gemma3_gguf, "I sat by the river", 2, "--decode")
     assert data["difference"] <= 1e-9
+
+
+@pytest.mark.parametrize("name", ["blk.0.attn_q.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight",
+                                  "blk.0.ffn_down.weight"])  # Q5_0, Q8_0, Q4_K, Q6_K as the file stores them
+def test_the_files_own_blocks_read_apart_are_gguf_pys_bit_for_bit(gemma3_gguf: Path, name: str) -> None:  # noqa: F811
+    import gguf
+
+    from attnwalk.models import kquants
+    from attnwalk.models.ggufile import GGUFFile
+
+    file = GGUFFile(gemma3_gguf)
+    info = file.tensors[name]
+    raw = file.raw(name)
+    blocks = raw.reshape(-1, info.type_size)  # every block of the tensor
+    ours = kquants.READERS[info.kind](blocks)["w"]
+    theirs = np.asarray(gguf.quants.dequantize(raw, info.type_id), dtype=np.float32).reshape(ours.shape)
+    assert np.array_equal(ours.view(np.uint32), theirs.view(np.uint32))
