@@ -174,3 +174,9 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_ascii_spells_the_screens_own_symbols_in_ascii() -> None:
+    out = run("--length", "5", "--seed", "2", "--ascii")
+    assert "--" in out and "A[i, i - 1]" in out
+    assert not {"—", "−", "·"} & set(out)

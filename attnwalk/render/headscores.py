@@ -74,7 +74,7 @@ def heads_screen(data: dict, pieces: tuple[str, ...], *, causal: bool, spec: str
     for score in SCORES:
         layer, head, value = strongest(found[score.key])
         clear = value >= CLEAR
-        parts.append(Prose("· " + say(f"named.{score.key}" if clear else "weak", layer=layer, head=head,
+        parts.append(Prose(f"{style.markers(opts).dot} " + say(f"named.{score.key}" if clear else "weak", layer=layer, head=head,
                                       value=f"{value:.2f}", token=pieces[0],
                                       kind=say(f"kind.{score.key}"))))
         if clear and score.key in WALK_FIRST:
