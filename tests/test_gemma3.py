@@ -154,3 +154,9 @@ def test_the_files_own_blocks_read_apart_are_gguf_pys_bit_for_bit(gemma3_gguf: P
     ours = kquants.READERS[info.kind](blocks)["w"]
     theirs = np.asarray(gguf.quants.dequantize(raw, info.type_id), dtype=np.float32).reshape(ours.shape)
     assert np.array_equal(ours.view(np.uint32), theirs.view(np.uint32))
+
+
+def test_quantize_requantizes_gemmas_projections(gemma3_gguf: Path) -> None:  # noqa: F811
+    data = walk_json(gemma3_gguf, "the bank", 1, "--quantize", "q8_0")
+    assert data["model"]["quantized"] == "Q8_0"
+    assert {w["type"] for w in data["model"]["stored"].values()} == {"Q8_0"}
