@@ -89,7 +89,7 @@ stats = norms.stats  # each row's μ and σ, as the cells recompute them
 
 
 def family(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    """A model stage's text in its family's words: "bert", "gpt2" or "llama"."""
+    """A model stage's text in its family's words: "bert", "gpt2", "llama"; Gemma 3's, then Llama's."""
     if layer_of(scn) is None:
         return ()
     family_ = layer_of(scn).info.family
