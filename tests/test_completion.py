@@ -38,7 +38,7 @@ def test_the_built_in_lessons_are_files():
 def test_commands_complete():
     assert set(bash_candidates("attnwalk ")) == {"export", "list", "init", "run", "step", "decode", "compare",
                                                  "explain", "quiz", "grade", "serve", "progress", "reset", "model",
-                                                 "grad", "train"}
+                                                 "grad", "train", "heads"}
     assert bash_candidates("attnwalk ex") == ["export", "explain"]
 
 
@@ -129,7 +129,7 @@ def test_bash_completes_a_lesson_with_the_printed_script():
 # -- help texts -------------------------------------------------------------------------------
 
 COMMANDS = ("export", "list", "init", "run", "step", "decode", "grad", "train", "compare", "explain", "quiz",
-            "grade", "serve", "progress", "reset", "model")
+            "grade", "serve", "progress", "reset", "model", "heads")
 
 
 def test_the_command_list_is_whole_at_80_columns():

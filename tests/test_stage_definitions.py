@@ -48,9 +48,24 @@ def model_scenarios() -> list:
     from attnwalk.commands.model import load_layer, scenario_from_model
 
     llama = Path(__file__).resolve().parent / "fixtures" / "models" / "tiny-llama"
+    tiny = load_layer("I sat by the river bank", str(llama), 1)
     return [scenario_from_model(random_layer(family, layer=layer))
             for family in ("bert", "gpt2") for layer in (0, 1)] + [
-        scenario_from_model(load_layer("I sat by the river bank", str(llama), 1))]
+        scenario_from_model(tiny), scenario_from_model(gemma_like(tiny))]
+
+
+def gemma_like(layer):
+    """The tiny Llama layer with Gemma 3's QK-norm and norm after attention (models/gemma3.py's
+    fields; the real file's layers are checked in tests/test_gemma3.py)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    d, width = layer.info.d_head, layer.info.d_model
+    return replace(layer, info=replace(layer.info, family="gemma3", model_type="gemma3"),
+                   q_norm=(np.linspace(0.5, 1.5, d), 1e-6), k_norm=(np.linspace(1.5, 0.5, d), 1e-6),
+                   post_norm=(np.linspace(0.8, 1.2, width), 1e-6), scale=d ** 0.5, kind="global",
+                   gemma=(6, 10000.0, ()))
 
 
 STAGES = features.catalog()  # every stage a layer can have

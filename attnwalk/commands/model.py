@@ -28,6 +28,9 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
     and rotary positions with the model's own θ_i), the in × out weights and their biases, the
     grouped K/V heads, the causal mask; the focus on the last word piece (not [SEP] or [CLS])."""
     info, tokens = layer.info, layer.tokens
+    if layer.scale is not None and abs(layer.scale - info.d_head ** 0.5) > 1e-12 * layer.scale:
+        raise UsageError(f"{info.name}: its scores are divided by {layer.scale:g}, not √d_head = "
+                         f"{info.d_head ** 0.5:g}: the walk divides by √d_k only")
     n = len(tokens.pieces)
     ids = tuple(int(i) for i in tokens.ids)
     E = np.asarray(layer.E_tok, dtype=np.float64)
@@ -92,7 +95,7 @@ def model_data(walk, head: int) -> dict:
     stages = data["stages"]
     if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's
         chosen = stages["heads"][head]
-        for key in ("Q", "K", "V", "Q_rot", "K_rot", "QK^T", "S", "A", "Z"):
+        for key in ("Q", "K", "V", "Q_hat", "K_hat", "Q_rot", "K_rot", "QK^T", "S", "A", "Z"):
             if key in chosen:  # Q_rot, K_rot: the Llama family's rotary positions
                 stages[key] = chosen[key]
         if "tiled" in chosen:  # --tiles: the chosen head's online softmax at the top, as one head's

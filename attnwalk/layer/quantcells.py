@@ -35,7 +35,11 @@ def block_lines(c: Cell, weight: str, block) -> list:
     fields = ", ".join(f"{name} = {exact(value)}" for name, value in f.items())
     lines.append(c.plain(f"{fields}; q = [{_integers(c, block.qs)}]"))
     terms, result = _arithmetic(c, block.kind, f, q)
-    lines.append(c.plain(f"{cell} = {block.formula} = {terms} = {exact(result)}"))
+    stored = getattr(block, "value", None)  # the number the walk multiplies by (gguf's float32)
+    # every product here is exact in float32; Q4_K's difference may not be, and is rounded to it
+    rounded = (f" {c.mk.arrow} {exact(stored)} (float32)"
+               if block.kind in ("Q4_K", "Q5_K") and stored is not None and stored != result else "")
+    lines.append(c.plain(f"{cell} = {block.formula} = {terms} = {exact(result)}{rounded}"))
     return lines
 
 

@@ -49,7 +49,7 @@ ACTIVATIONS = {"gelu": gelu_erf, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gel
 @dataclass(frozen=True)
 class Attention:
     """One attention layer's every matrix, all heads. Q, K, V are after their biases and before
-    any rotation; with RoPE, Q_rot and K_rot are what the scores use."""
+    any norm or rotation; with RoPE, Q_rot and K_rot are what the scores use."""
 
     Q: np.ndarray                     # (n, H·d_head)
     K: np.ndarray                     # (n, G·d_head)
@@ -61,6 +61,9 @@ class Attention:
     Z: np.ndarray                     # (n, H·d_head) the heads concatenated
     O: np.ndarray                     # (n, d_model) Z · W_O + b_O
     after: np.ndarray                 # (n, d_model) residual + O (BERT: then its LayerNorm)
+    Q_hat: np.ndarray | None = None   # Gemma 3's QK-norm of Q and K (what the rotation turns)
+    K_hat: np.ndarray | None = None
+    O_post: np.ndarray | None = None  # Gemma 3's RMSNorm of O, what the residual adds
 
 
 def attend(ml: ModelLayer) -> Attention:
@@ -70,15 +73,21 @@ def attend(ml: ModelLayer) -> Attention:
     Q = _affine(ml.X, ml.W_Q, ml.b_Q)  # (n, d_model) @ (d_model, H·d) -> (n, H·d)
     K = _affine(ml.X, ml.W_K, ml.b_K)  # (n, G·d)
     V = _affine(ml.X, ml.W_V, ml.b_V)  # (n, G·d)
+    Q_hat = K_hat = None
+    if ml.q_norm is not None:  # Gemma 3: each head's q and k RMS-normalised, before the rotation
+        Q_hat, K_hat = head_rms_norm(Q, H, *ml.q_norm), head_rms_norm(K, G, *ml.k_norm)
     Q_rot = K_rot = None
     if ml.rope is not None:
-        Q_rot, K_rot = ml.rope.rotate(Q, H), ml.rope.rotate(K, G)
+        Q_rot = ml.rope.rotate(Q if Q_hat is None else Q_hat, H)
+        K_rot = ml.rope.rotate(K if K_hat is None else K_hat, G)
+    elif Q_hat is not None:
+        Q_rot, K_rot = Q_hat, K_hat
     Qh = (Q if Q_rot is None else Q_rot).reshape(n, H, d).transpose(1, 0, 2)  # (H, n, d)
     Kh = (K if K_rot is None else K_rot).reshape(n, G, d).transpose(1, 0, 2)  # (G, n, d)
     Vh = V.reshape(n, G, d).transpose(1, 0, 2)  # (G, n, d)
     share = H // G  # query heads h·share … (h+1)·share − 1 read K/V head h
     Kh, Vh = np.repeat(Kh, share, axis=0), np.repeat(Vh, share, axis=0)  # (H, n, d)
-    S = Qh @ Kh.transpose(0, 2, 1) / math.sqrt(d)  # (H, n, d) @ (H, d, n) -> (H, n, n)
+    S = Qh @ Kh.transpose(0, 2, 1) / (math.sqrt(d) if ml.scale is None else ml.scale)  # (H, n, n)
     if ml.causal:
         allowed = np.tril(np.ones((n, n), dtype=bool))  # j ≤ i
         if ml.window is not None:  # and i − j < window: the last `window` keys, itself included
@@ -87,10 +96,19 @@ def attend(ml: ModelLayer) -> Attention:
     A = softmax(S)  # (H, n, n), each row sums to 1
     Z = (A @ Vh).transpose(1, 0, 2).reshape(n, H * d)  # (H, n, d) -> (n, H·d)
     O = _affine(Z, ml.W_O, ml.b_O)  # (n, H·d) @ (H·d, d_model) -> (n, d_model)
-    after = ml.residual + O
+    O_post = None if ml.post_norm is None else rms_norm(O, *ml.post_norm).y  # Gemma 3's, on O
+    after = ml.residual + (O if O_post is None else O_post)
     if ml.norm_after is not None:
         after = layer_norm(after, *ml.norm_after).y
-    return Attention(Q, K, V, Q_rot, K_rot, S, A, Z, O, after)
+    return Attention(Q, K, V, Q_rot, K_rot, S, A, Z, O, after, Q_hat, K_hat, O_post)
+
+
+def head_rms_norm(M: np.ndarray, heads: int, gamma: np.ndarray, eps: float) -> np.ndarray:
+    """Each head's block of each row RMS-normalised on its own, times γ (d_head,): QK-norm."""
+    n, width = M.shape
+    blocks = M.reshape(n, heads, width // heads)  # (n, heads, d_head)
+    rms = np.sqrt((blocks ** 2).mean(axis=-1, keepdims=True) + eps)  # (n, heads, 1)
+    return (blocks / rms * gamma).reshape(n, width)
 
 
 def _affine(x: np.ndarray, W: np.ndarray, b: np.ndarray | None) -> np.ndarray:

@@ -4,7 +4,7 @@ attnwalk computes: BERT, GPT-2 and the Llama layout (llama, qwen2, mistral)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attnwalk.models.data import ModelError
@@ -37,6 +37,9 @@ class Config:
     rope: dict | None = None          # Llama family: {"theta": ..., "scaling": {...} | None}
     padding_idx: int | None = None    # RoBERTa: positions start at padding_idx + 1 (fairseq's rule)
     sliding_window: int | None = None
+    bos: int | None = None            # the id a sequence starts with, where the model names one
+    gemma: dict | None = None         # Gemma 3: local_theta, window_every, query_pre_attn_scalar, and
+                                      # which of them the file's metadata did not say (from llama.cpp)
 
 
 def read_config(path: Path) -> Config:
@@ -53,7 +56,9 @@ def read_config(path: Path) -> Config:
         raise ModelError(f"{path}: model_type: {model_type!r} is not a family attnwalk computes "
                          f"(it reads {known})")
     field = _Fields(path, raw)
-    return {"bert": _bert, "gpt2": _gpt2, "llama": _llama}[family](field, model_type)
+    config = {"bert": _bert, "gpt2": _gpt2, "llama": _llama}[family](field, model_type)
+    bos = raw.get("bos_token_id")  # BERT names none: its sequences start with [CLS]
+    return replace(config, bos=bos) if isinstance(bos, int) and not isinstance(bos, bool) else config
 
 
 class _Fields:

@@ -34,7 +34,7 @@ class ModelInfo:
 
     name: str                         # display name
     source: str                       # where it was found: a directory, the HF cache, the package
-    family: str                       # "bert" | "gpt2" | "llama" (llama, qwen2, mistral)
+    family: str                       # "bert" | "gpt2" | "llama" (llama, qwen2, mistral) | "gemma3"
     model_type: str                   # config.json's model_type
     n_layers: int
     n_heads: int
@@ -113,3 +113,10 @@ class ModelLayer:
     window: int | None = None         # Mistral's sliding_window: key j seen when 0 ≤ i − j < window
     stored: dict | None = None        # a GGUF's W_Q, W_K, W_V, W_O as stored (quantblock.StoredWeight):
                                       # the type, and each weight's block for its worked cell
+    q_norm: tuple[np.ndarray, float] | None = None  # Gemma 3's QK-norm: each head's q, and k, RMS-
+    k_norm: tuple[np.ndarray, float] | None = None  # normalised with learned γ (d_head,) and ε
+    post_norm: tuple[np.ndarray, float] | None = None  # Gemma 3's RMSNorm of O (γ, ε) before the residual
+    scale: float | None = None        # what S divides by where it is not √d_head: √query_pre_attn_scalar
+    kind: str | None = None           # Gemma 3: "sliding" (a local window, the local RoPE base) | "global"
+    gemma: tuple | None = None        # Gemma 3: (one global layer in every N, the local base, what the
+                                      # file did not say and llama.cpp's rule gave)

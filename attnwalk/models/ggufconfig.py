@@ -5,16 +5,26 @@ architectures attnwalk computes: llama (Llama, SmolLM, Mistral: llama.cpp writes
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from attnwalk.models.config import Config
 from attnwalk.models.data import ModelError
 from attnwalk.models.ggufile import GGUFFile
 
-ARCHITECTURES = {"llama": "llama", "qwen2": "llama", "gpt2": "gpt2"}
+ARCHITECTURES = {"llama": "llama", "qwen2": "llama", "gpt2": "gpt2", "gemma3": "gemma3"}
+# llama.cpp's own rule for gemma3 where a file does not say (llama-model.cpp, LLM_ARCH_GEMMA3:
+# set_swa_pattern(6), rope_freq_base_train_swa = 10000; f_attention_scale = 1/√n_embd_head_k)
+GEMMA3_DEFAULTS = {"window_every": 6, "local_theta": 10000.0}
 
 
 def gguf_config(file: GGUFFile) -> Config:
     """The Config the file's metadata describes, or a one-line ModelError naming the key."""
+    config = _config(file)
+    bos = file.fields.get("tokenizer.ggml.bos_token_id")
+    return replace(config, bos=bos) if isinstance(bos, int) and not isinstance(bos, bool) else config
+
+
+def _config(file: GGUFFile) -> Config:
     arch = file.fields.get("general.architecture")
     family = ARCHITECTURES.get(arch) if isinstance(arch, str) else None
     if family is None:
@@ -26,6 +36,8 @@ def gguf_config(file: GGUFFile) -> Config:
     common = dict(n_layers=meta.count("block_count"), n_heads=n_heads, d_model=d_model,
                   d_ff=meta.count("feed_forward_length"), vocab_size=vocab,
                   max_positions=meta.count("context_length"), type_vocab_size=0)
+    if family == "gemma3":
+        return _gemma3(file, meta, common, n_heads)
     if family == "gpt2":
         if d_model % n_heads:
             raise meta.fail(f"attention.head_count {n_heads} does not divide embedding_length {d_model}")
@@ -54,6 +66,27 @@ def gguf_config(file: GGUFFile) -> Config:
                   rope={"theta": meta.number("rope.freq_base", 10000.0), "scaling": None,
                         "factors": _rope_factors(file, d_head)},
                   sliding_window=window if model_type == "mistral" else None, **common)
+
+
+def _gemma3(file: GGUFFile, meta: _Meta, common: dict, n_heads: int) -> Config:
+    n_kv = meta.count("attention.head_count_kv", n_heads)
+    if n_heads % n_kv:
+        raise meta.fail(f"attention.head_count_kv {n_kv} does not divide attention.head_count {n_heads}")
+    d_head = meta.count("attention.key_length")
+    if meta.count("attention.value_length", d_head) != d_head:
+        raise meta.fail("attention.value_length: values as wide as keys are computed only")
+    window = meta.count("attention.sliding_window")
+    assumed = [key for key, name in (("window_every", "attention.sliding_window_pattern"),
+                                     ("local_theta", "rope.freq_base_swa"))
+               if f"gemma3.{name}" not in file.fields]
+    gemma = {"window_every": meta.count("attention.sliding_window_pattern", GEMMA3_DEFAULTS["window_every"]),
+             "local_theta": meta.number("rope.freq_base_swa", GEMMA3_DEFAULTS["local_theta"]),
+             "query_pre_attn_scalar": float(d_head), "assumed": tuple(assumed)}
+    return Config(family="gemma3", model_type="gemma3", n_kv_heads=n_kv, d_head=d_head,
+                  eps=meta.number("attention.layer_norm_rms_epsilon", 1e-6), activation="gelu_pytorch_tanh",
+                  qkv_bias=False, out_bias=False,
+                  rope={"theta": meta.number("rope.freq_base", 1e6), "scaling": None, "factors": None},
+                  sliding_window=window, gemma=gemma, **common)
 
 
 def _rope_factors(file: GGUFFile, d_head: int) -> tuple[float, ...] | None:

@@ -104,10 +104,17 @@ def _sentencepiece(fields: dict, tokens: list[str], path: Path):
     scores = fields.get("tokenizer.ggml.scores")
     if not isinstance(scores, list) or len(scores) != len(tokens):
         raise ModelError(f"{path}: a SentencePiece vocabulary needs tokenizer.ggml.scores, one per token")
+    ranks = dict(zip(tokens, scores))
+    if str(fields.get("general.architecture", "")).startswith("gemma"):
+        # Gemma's files store a token of several spaces as spaces ("  "), which its text spells
+        # "▁▁"; and its merges follow the tokens' order in the file, not their scores (as
+        # transformers' gemma_tokenizer rebuilds them)
+        tokens = ["▁" * len(t) if " " in t and not t.strip() else t for t in tokens]
+        ranks = {token: -index for index, token in enumerate(tokens)}
     vocab = {token: index for index, token in enumerate(tokens)}
     merges = fields.get("tokenizer.ggml.merges")
     pairs = ([tuple(m.split(" ", 1)) for m in merges] if isinstance(merges, list)
-             else _merges_from_scores(vocab, dict(zip(tokens, scores))))
+             else _merges_from_scores(vocab, ranks))
     unk = fields.get("tokenizer.ggml.unknown_token_id", 0)
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=True, byte_fallback=True,
                                      unk_token=tokens[unk] if isinstance(unk, int) and unk < len(tokens) else None))

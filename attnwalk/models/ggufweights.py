@@ -44,7 +44,14 @@ GPT2 = [(r"wte\.weight", "token_embd.weight", False), (r"wpe\.weight", "position
         (r"h\.(\d+)\.mlp\.c_fc\.bias", "blk.{}.ffn_up.bias", False),
         (r"h\.(\d+)\.mlp\.c_proj\.weight", "blk.{}.ffn_down.weight", True),
         (r"h\.(\d+)\.mlp\.c_proj\.bias", "blk.{}.ffn_down.bias", False)]
-LAYOUTS = {"llama": LLAMA, "gpt2": GPT2}
+GEMMA3 = [*LLAMA[:6],  # Llama's names, and its norms where they differ
+          (r"layers\.(\d+)\.self_attn\.q_norm\.weight", "blk.{}.attn_q_norm.weight", False),
+          (r"layers\.(\d+)\.self_attn\.k_norm\.weight", "blk.{}.attn_k_norm.weight", False),
+          (r"layers\.(\d+)\.post_attention_layernorm\.weight", "blk.{}.post_attention_norm.weight", False),
+          (r"layers\.(\d+)\.pre_feedforward_layernorm\.weight", "blk.{}.ffn_norm.weight", False),
+          (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", "blk.{}.post_ffw_norm.weight", False),
+          *LLAMA[7:]]
+LAYOUTS = {"llama": LLAMA, "gpt2": GPT2, "gemma3": GEMMA3}
 
 
 def unpermute_rows(n_rows: int, heads: int) -> np.ndarray:

@@ -8,7 +8,7 @@ from typing import Iterator
 
 import numpy as np
 
-from attnwalk.models import bert, gpt2, llama
+from attnwalk.models import bert, gemma3, gpt2, llama
 from attnwalk.models.blocks import Attention, attend
 from attnwalk.models.config import Config, read_config
 from attnwalk.models.data import ModelError, ModelInfo, ModelLayer, Tokenization
@@ -20,7 +20,7 @@ from attnwalk.numbering import shown as person
 
 # family -> (a tensor every checkpoint of it has, to find the task-head prefix; its computation)
 FAMILIES = {"bert": (bert.ANCHOR, bert.Bert), "gpt2": (gpt2.ANCHOR, gpt2.Gpt2),
-            "llama": (llama.ANCHOR, llama.Llama)}
+            "llama": (llama.ANCHOR, llama.Llama), "gemma3": (gemma3.ANCHOR, gemma3.Gemma3)}
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,8 @@ class Model:
     def _layer(self, tokens: Tokenization, embedded: dict, l: int, state) -> ModelLayer:
         fields = self.family.layer(l, state)  # reads (and --quantize quantizes) the layer's weights
         stored = self.weights.stored(l, self.config.d_model) if hasattr(self.weights, "stored") else None
-        return ModelLayer(info=self.info, layer=l, tokens=tokens, **embedded, stored=stored, **fields)
+        # a family may give a layer its own rotation (Gemma 3: the local base on sliding layers)
+        return ModelLayer(info=self.info, layer=l, tokens=tokens, stored=stored, **{**embedded, **fields})
 
 
 def open_model(spec: str | None = None, quantize: str | None = None) -> Model:

@@ -4,7 +4,8 @@
 The weight's value itself always comes from `gguf.quants.dequantize` (the walk multiplies by
 nothing else); this module only reads the block's fields, in the layouts ggml defines
 (ggml-common.h: block_q4_1 is d, m, then 16 bytes holding 32 nibbles), and `block` checks that
-its fields give back the library's value before they are shown.
+its fields give back the library's value before they are shown. Q8_0, Q5_0, Q4_K and Q6_K are
+read by kquants.py, whose float32 arithmetic gives the library's value bit for bit.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnwalk.models import kquants
 from attnwalk.models.ggufile import TensorInfo
 
 # each type's equation, in the names its fields are given below
@@ -61,9 +63,14 @@ class StoredWeight:
         value = float(_dequantize(raw, info.type_id)[k])
         read = _LAYOUTS.get(info.kind)
         fields, qs, sub, sub_size = read(raw, k) if read else ({}, (), None, None)
-        formula = FORMULAS.get(info.kind) if read or info.kind in FLOATS else None
+        formula = FORMULAS.get(info.kind) if read or info.kind in FLOATS or info.kind in kquants.READERS else None
         q = None
-        if qs:
+        if info.kind in kquants.READERS:  # read apart here, and worked out bit for bit as gguf does
+            fields, qs, sub, sub_size, own = _read_own(info.kind, raw, k)
+            q = qs[k % sub_size] if sub_size else qs[k]
+            if own != value:
+                fields, qs, q, formula = {}, (), None, None  # never show fields that disagree
+        elif qs:
             q = qs[k % sub_size] if sub_size else qs[k]
             # the library rounds each product to float32: agree to that, relative to the terms' size
             scale = sum(abs(v) for v in fields.values()) * (abs(q) + 32)
@@ -71,6 +78,17 @@ class StoredWeight:
                 fields, qs, q, formula = {}, (), None, None  # never show fields that disagree
         return Block(kind=info.kind, size=size, index=k, first=b * size, fields=fields, q=q, qs=tuple(qs),
                      sub=sub, sub_size=sub_size, value=value, formula=formula)
+
+
+def _read_own(kind: str, raw: np.ndarray, k: int):
+    """(fields, the q of the weight's sub-block or block, sub, sub_size, w) from kquants.py."""
+    read = kquants.READERS[kind](raw[None, :])  # each field per weight, (1, block)
+    names = {"Q8_0": ("d",), "Q5_0": ("d",), "Q4_K": ("d", "dmin", "sc", "m"), "Q6_K": ("d", "sc")}[kind]
+    fields = {name: float(read[name][0, k]) for name in names}
+    sub_size = {"Q4_K": 32, "Q6_K": 16}.get(kind)
+    start = k - k % sub_size if sub_size else 0
+    qs = [int(v) for v in read["q"][0, start:start + (sub_size or read["q"].shape[1])]]
+    return fields, qs, None if sub_size is None else k // sub_size, sub_size, float(read["w"][0, k])
 
 
 def _dequantize(raw: np.ndarray, type_id: int) -> np.ndarray:
@@ -111,38 +129,13 @@ def _fifth_bits(qh: np.ndarray, low: list[int]) -> list[int]:
     return [q | (((high >> k) & 1) << 4) for k, q in enumerate(low)]
 
 
-def _q5_0(raw, k):
-    return {"d": _half(raw, 0)}, _fifth_bits(raw[2:6], _nibbles(raw[6:22])), None, None
-
-
 def _q5_1(raw, k):
     return {"d": _half(raw, 0), "m": _half(raw, 2)}, _fifth_bits(raw[4:8], _nibbles(raw[8:24])), None, None
 
 
-def _q8_0(raw, k):
-    return {"d": _half(raw, 0)}, [int(v) for v in raw[2:34].view(np.int8)], None, None
-
-
-def _k_scales(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    import gguf  # the library's own unpacking of the twelve bytes of 6-bit scales and minimums
-
-    sc, m = gguf.quants.Q4_K.get_scale_min(raw[4:16][None, :])
-    return sc.ravel(), m.ravel()
-
-
-def _q4_k(raw, k):
-    # 256 weights in 8 sub-blocks of 32; 128 bytes of nibbles, 32 bytes a pair of sub-blocks
-    j = k // 32
-    sc, m = _k_scales(raw)
-    chunk = raw[16 + (j // 2) * 32:16 + (j // 2 + 1) * 32]
-    qs = [(int(b) >> (4 * (j % 2))) & 0x0F for b in chunk]
-    return ({"d": _half(raw, 0), "dmin": _half(raw, 2), "sc": float(sc[j]), "m": float(m[j])},
-            qs, j, 32)
-
-
 def _q5_k(raw, k):
     j = k // 32
-    sc, m = _k_scales(raw)
+    sc, m = (v.ravel() for v in kquants.k_scales(raw[None, 4:16]))
     qh = raw[16:48]  # bit j of byte t: sub-block j's weight t's fifth bit
     chunk = raw[48 + (j // 2) * 32:48 + (j // 2 + 1) * 32]
     qs = [((int(b) >> (4 * (j % 2))) & 0x0F) | (((int(qh[t]) >> j) & 1) << 4) for t, b in enumerate(chunk)]
@@ -150,19 +143,4 @@ def _q5_k(raw, k):
             qs, j, 32)
 
 
-def _q6_k(raw, k):
-    # 256 weights in 16 sub-blocks of 16, each with a signed 8-bit scale; q is 6 bits, 4 + 2
-    ql, qh, scales = raw[0:128], raw[128:192], raw[192:208].view(np.int8)
-    j = k // 16
-
-    def q_of(e: int) -> int:
-        half, rest = divmod(e, 128)
-        low = (int(ql[half * 64 + rest % 64]) >> (4 * (rest // 64))) & 0x0F
-        high = (int(qh[half * 32 + rest % 32]) >> (2 * (rest // 32))) & 0x03
-        return low | (high << 4)
-
-    return ({"d": _half(raw, 208), "sc": float(scales[j])}, [q_of(j * 16 + t) for t in range(16)], j, 16)
-
-
-_LAYOUTS = {"Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0,
-            "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k}
+_LAYOUTS = {"Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_1": _q5_1, "Q5_K": _q5_k}  # and kquants.READERS

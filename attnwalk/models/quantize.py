@@ -30,6 +30,7 @@ ATTENTION = {
     "llama": {"W_Q": ("layers.{l}.self_attn.q_proj.weight", None), "W_K": ("layers.{l}.self_attn.k_proj.weight", None),
               "W_V": ("layers.{l}.self_attn.v_proj.weight", None), "W_O": ("layers.{l}.self_attn.o_proj.weight", None)},
 }
+ATTENTION["gemma3"] = ATTENTION["llama"]  # Gemma 3's projections have Llama's names
 
 
 def check_kind(kind: str) -> str:

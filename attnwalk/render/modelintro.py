@@ -98,6 +98,8 @@ def _family(layer, say, opts: ViewOptions) -> list[str]:
     """The family in a sentence; for the Llama family its RoPE θ, K/V heads and RMSNorm ε, and
     what this model adds (Q/K/V biases, rescaled frequencies)."""
     info = layer.info
+    if info.family == "gemma3":
+        return _gemma3(layer, opts)
     if info.family != "llama":
         return [say(f"family_{info.family}", model_type=escaped(info.model_type))]
     lines = [style.say(opts, "model.opening.llama.family", model_type=escaped(info.model_type),
@@ -112,6 +114,23 @@ def _family(layer, say, opts: ViewOptions) -> list[str]:
                                before=layer.window - 1, n=len(layer.tokens.ids)))
     if layer.rope.scaling is not None:  # Llama 3.1
         lines.append(style.say(opts, "model.opening.llama.rope_scaled", scaling=layer.rope.scaling))
+    return lines
+
+
+def _gemma3(layer, opts: ViewOptions) -> list[str]:
+    """Gemma 3: the family, then this layer's kind (sliding or global), its window and RoPE base,
+    read from the layer; and what the file did not say, if anything (the model's own notes)."""
+    info, say = layer.info, (lambda key, **v: style.say(opts, f"model.opening.gemma3.{key}", **v))
+    lines = [say("family", model_type=escaped(info.model_type), eps=f"{layer.norm_in.eps:g}",
+                 kv_heads=info.n_kv_heads, heads=info.n_heads, scalar=f"{layer.scale ** 2:g}")]
+    every, local, assumed = layer.gemma if layer.gemma is not None else (None, None, ())
+    if layer.kind == "sliding":
+        lines.append(say("sliding", layer=person(layer.layer), before=layer.window - 1, window=layer.window,
+                         theta=f"{layer.rope.theta:g}", n=len(layer.tokens.ids)))
+    else:
+        lines.append(say("global", layer=person(layer.layer), every=every, theta=f"{layer.rope.theta:g}"))
+    if assumed:
+        lines.append(say("assumed", every=every, local=f"{local:g}"))
     return lines
 
 

@@ -23,7 +23,7 @@ _SYMBOLS: dict[str, tuple[str | None, str | None, str | None]] = {
     "ᵀ": ("^T", r"^{\top}", r"\textsuperscript{T}"), "²": ("^2", "^{2}", r"\textsuperscript{2}"),
     "₂": ("2", "_{2}", r"\textsubscript{2}"), "ᵢ": ("_i", "_{i}", r"\textsubscript{i}"),
     "ⱼ": ("_j", "_{j}", r"\textsubscript{j}"), "\u0302": ("^", None, None),
-    "Õ": ("O~", r"\tilde{O}", None), "₁": ("1", "_{1}", r"\textsubscript{1}"),
+    "Õ": ("O~", r"\tilde{O}", None), "Ô": ("O^", r"\hat{O}", None), "₁": ("1", "_{1}", r"\textsubscript{1}"),
     "⁰": ("^0", "^{0}", r"\textsuperscript{0}"),  # e⁰ = 1
     # Greek: angles, ALiBi's and RoPE's constants, a norm's μ, σ, ε, γ, β
     "α": ("alpha", r"\alpha ", None), "β": ("beta", r"\beta ", None), "γ": ("gamma", r"\gamma ", None),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.features.model import cells, layout, quant
+from attnwalk.features.model import cells, gemma, layout, quant
 from attnwalk.layer import norms, ops
 from attnwalk.layer.graph import Stage, amend, get, insert_after, insert_before, replace
 
@@ -95,6 +95,7 @@ STAGES = (
     Stage("Y", "Y", "Y = LN(R)", "n", "d_model", _after, reads=("R",), formula_for=layout.after_formula,
           worked=cells.after_norm, aliases=("ln2", "output")),
 )
+STAGES += gemma.STAGES  # Gemma 3's QK-norm and its norm after attention (gemma.extend places them)
 _BY_KEY = {s.key: s for s in STAGES}
 
 
@@ -155,6 +156,8 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     insert_after(stages, "O", _BY_KEY["R"]._replace(reads=(layout.residual_input(scn), "O")))
     if layout.post_norm(scn):
         insert_after(stages, "R", _BY_KEY["Y"])
+    if gemma.active(scn):  # Gemma 3: QK-norm, the norm after attention, the scaled embeddings
+        gemma.extend(stages, scn)
 
 
 DECODE_FIELD = None  # a real layer has no file to point at

@@ -65,6 +65,8 @@ def embedding_sum(c: Cell) -> list:
 def earlier(c: Cell) -> list:
     layer = layout.layer_of(c.scn).layer
     said = "model.llama.earlier_cell" if layout.rms(c.scn) else "model.earlier_cell"  # RMSNorm, SwiGLU
+    if layout.layer_of(c.scn).info.family == "gemma3":  # its norms around attention and the MLP
+        said = "gemma3.earlier_cell"
     return [c.prose(c.say(said, layers=layer, layer=person(layer))),
             f"H[{c.rows[c.row]}] = {c.vec(c.walk.matrix('H')[c.row])}",
             *dims_shown(c, c.scn.d_model)]
@@ -104,7 +106,8 @@ def residual(c: Cell) -> list:
     added = c.printed(c.printed(a) + c.printed(o))
     c.lands(added)
     family = layout.layer_of(c.scn).info.family
-    said = "model.llama.residual_cell" if family == "llama" else f"model.residual_cell_{family}"
+    said = {"llama": "model.llama.residual_cell", "gemma3": "gemma3.residual_cell"}.get(
+        family, f"model.residual_cell_{family}")
     return [c.prose(c.say(said, x=key)),
             f"R[{tok}, {dim}] = {key}[{tok}, {dim}] + {out}[{tok}, {dim}] = {c.num(a)} + {c.operand(o)} "
             f"= {c.num(added)}"]

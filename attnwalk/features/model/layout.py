@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
 
 NAME = "model"
+HAT = "\u0302"  # Q̂, K̂, Ô: normalised
 
 
 def layer_of(scn: Scenario) -> Any:
@@ -88,8 +89,11 @@ stats = norms.stats  # each row's μ and σ, as the cells recompute them
 
 
 def family(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    """A model stage's text in its family's words: "bert", "gpt2" or "llama"."""
-    return () if layer_of(scn) is None else (layer_of(scn).info.family,)
+    """A model stage's text in its family's words: "bert", "gpt2", "llama"; Gemma 3's, then Llama's."""
+    if layer_of(scn) is None:
+        return ()
+    family_ = layer_of(scn).info.family
+    return ("gemma3", "llama") if family_ == "gemma3" else (family_,)  # Gemma: Llama's words where it has none
 
 
 def sum_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
@@ -106,6 +110,8 @@ def earlier_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     before = layer_of(scn).layer  # the layer before this one, counted from 1
     if post_norm(scn):  # BERT: that layer's Y and its feed-forward output, before its last LayerNorm
         return f"H = Y_{before} + FFN(Y_{before})"
+    if layer_of(scn).info.family == "gemma3":  # its residual sum, then the GELU-gated MLP between two norms
+        return f"H = R_{before} + RMSNorm₄(GeGLU(RMSNorm₃(R_{before})))"
     if rms(scn):  # Llama: post_attention_layernorm (an RMSNorm), then the SwiGLU feed-forward
         return f"H = R_{before} + SwiGLU(RMSNorm₂(R_{before}))"
     return f"H = R_{before} + MLP(ln_2(R_{before}))"  # GPT-2: its residual sum, then its MLP's output
@@ -137,7 +143,8 @@ def input_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
 def residual_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     if layer_of(scn) is None:  # asked of a scenario without the stage: the definition's own
         return base
-    return f"R = {residual_input(scn)} + O"
+    normed = getattr(layer_of(scn), "post_norm", None) is not None  # Gemma 3 adds its norm of O, Ô
+    return f"R = {residual_input(scn)} + {'O' + HAT if normed else 'O'}"
 
 
 def after_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
