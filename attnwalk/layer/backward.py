@@ -55,8 +55,10 @@ class Grads:
 
 
 def output_of(stages: Graph) -> str:
-    """The layer's output Y among `stages`: O where there is W_O, else concat (one head's Z itself)."""
-    return "O" if any(s.key == "O" for s in stages) else "concat"
+    """The key of the layer's output Y among `stages` (roles.output: W_O's O, else concat)."""
+    from attnwalk.layer.roles import output
+
+    return output(stages).key
 
 
 def output_key(walk: Walk) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from attnwalk.layer.gradcells import d
 from attnwalk.layer.graph import Stage, symbol_of
-from attnwalk.layer.roles import SCALED, logits, projected_from
+from attnwalk.layer.roles import SCALED, logits, output, projected_from
 from attnwalk.numbering import shown
 
 if TYPE_CHECKING:
@@ -135,8 +135,8 @@ _NOTES = {
     "Q": ("grad.uniform",), "K": ("grad.uniform", "grad.group"),
     "V": ("grad.group",), "W_Q": ("grad.uniform", "grad.normed"), "W_K": ("grad.uniform", "grad.normed"),
     "X": ("grad.paths",), "Z": ("grad.attend",), "V_": (), "W_V": ("grad.attend", "grad.normed"), "W_O": ("grad.attend",),
-    "O": ("grad.attend",), "concat": ("grad.attend",), "A": ("grad.seed_attend",),
-}
+    "Y": ("grad.attend",), "concat": ("grad.attend",), "A": ("grad.seed_attend",),
+}  # "Y": the layer's output, whichever stage it is (roles.output); "X": what the projections read
 
 
 def notes_for(key: str):
@@ -154,7 +154,8 @@ def notes_for(key: str):
         # back from blocks), on a head's gradient, not on the full-width blocks
         own = [] if scope == "split" else [
             note for f in scn.features for note in getattr(f, "GRAD_NOTES", {}).get(name, ())]
-        table = _NOTES.get("X" if name == projected else name, ())  # what the projections read
+        role = "X" if name == projected else "Y" if name == output(scn.graph).key and name != "concat" else name
+        table = _NOTES.get(role, ())
         return [note for note in table if when.get(note)] + own
     return said
 

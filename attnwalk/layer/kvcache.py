@@ -32,7 +32,7 @@ import numpy as np
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.graph import Context, Graph, get, head_block, needed, segments
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
-from attnwalk.layer.roles import MIXED, SCALED, SCORES, SOFTMAX, path, score_stages
+from attnwalk.layer.roles import CONCAT, MIXED, SCALED, SCORES, SOFTMAX, output, path, score_stages
 from attnwalk.layer.walk import Walk, compute, run
 
 if TYPE_CHECKING:
@@ -189,8 +189,8 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
 
 
 def output_key(walk: Walk) -> str:
-    """The layer's output: O where the scenario has W_O, else concat (one head's Z itself)."""
-    return "O" if walk.has("O") else "concat"
+    """The layer's output (roles.output): W_O's O, else concat (one head's Z itself)."""
+    return output(walk.computed).key
 
 
 class Cache:
@@ -248,23 +248,24 @@ def _step(walk: Walk, graph: Graph, cache: Cache, i: int) -> Step:
                               if name in per_head_keys else shared(name))
     score, out = get(graph, SCORES), get(graph, MIXED)
     between = score_stages(graph)
-    later = [s for s in path(graph, MIXED, "O" if any(s.key == "O" for s in graph) else "concat") if s.per_head]
+    final = output(graph).key  # the layer's output: W_O's O, else concat
+    later = [s for s in path(graph, MIXED, final) if s.per_head]
     steps = [HeadStep(q=own[score.reads[0]][0], k=own[f"{score.keys[0]}:cache"][i],
                       v=own[f"{out.keys[0]}:cache"][i], K_cache=own[f"{score.keys[0]}:cache"],
                       V_cache=own[f"{out.keys[0]}:cache"], raw=own[SCORES][0], s=own[SCALED][0],
                       a=own[SOFTMAX][0], z=own[MIXED][0], scores={s.key: own[s.key][0] for s in between},
                       later={s.key: own[s.key][0] for s in later}, kv=scn.kv_head(h)) for h, own in enumerate(heads)]
-    o = mats["O"][0] if "O" in mats else None
+    o = mats[final][0] if final != CONCAT else None  # o_t: a projection of the heads' z_t
     x = mats[get(graph, "Q").reads[0]][0]  # what the projections read: x_t (behind a norm, its output)
-    return Step(t, x, steps, mats["concat"][0], o, cached_work(scn, t), rerun_work(scn, t),
-                _difference(walk, i, steps, o))
+    return Step(t, x, steps, mats[CONCAT][0], o, cached_work(scn, t), rerun_work(scn, t),
+                _difference(walk, i, steps, o, final))
 
 
-def _difference(walk: Walk, i: int, heads: list[HeadStep], o: np.ndarray | None) -> float:
+def _difference(walk: Walk, i: int, heads: list[HeadStep], o: np.ndarray | None, final: str) -> float:
     gaps = [float(np.max(np.abs(head.z - walk.matrix("Z", hd)[i]), initial=0.0))
             for hd, head in enumerate(heads)]
     if o is not None:
-        gaps.append(float(np.max(np.abs(o - walk.mats["O"][i]), initial=0.0)))
+        gaps.append(float(np.max(np.abs(o - walk.mats[final][i]), initial=0.0)))
     return max(gaps)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.layer.graph import Graph, Stage, get
+from attnwalk.layer.graph import Graph, Stage, get, segments
 from attnwalk.layer.walk import whole
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ SOFTMAX = "A"  # the base layer's attention weights: softmax of what `logits` na
 SCORES = "QK^T"  # the raw scores q_i · k_j
 SCALED = "S"  # the scores divided by √d_k (or not, by the mode): what features build on
 MIXED = "Z"  # the weights applied to the values
+CONCAT = "concat"  # every head's Z side by side
 
 
 def logits(graph: Graph) -> Stage:
@@ -41,6 +42,15 @@ def masked_view(graph: Graph) -> Stage | None:
     from attnwalk.layer.graph import MASKED
 
     return next((s for s in graph if s.kind == MASKED), None)
+
+
+def output(graph: Graph) -> Stage:
+    """The layer's output Y: the last projection made from every head's Z (W_O's O, a feature's),
+    else the heads' Z side by side (concat: one head's Z itself). What a real model adds after it
+    (the residual, a norm) is the model's, not the attention layer's output."""
+    _, _, after = segments(graph)
+    projected = [s for s in after if s.weight]
+    return projected[-1] if projected else get(graph, CONCAT)
 
 
 def projected_from(graph: Graph, key: str = "Q") -> Stage:

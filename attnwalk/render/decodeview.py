@@ -19,7 +19,8 @@ from rich.text import Text
 
 from attnwalk.layer.axes import dim_labels, token_labels
 from attnwalk.layer.decodemath import row_name
-from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers, rolling_window, ungrouped_numbers, window_rows
+from attnwalk.layer.kvcache import (Decode, Step, Work, cache_numbers, output_key, rolling_window, ungrouped_numbers,
+                                    window_rows)
 from attnwalk.layer.roles import SCALED
 from attnwalk.layer.stages import SIGNED, WEIGHTS
 from attnwalk.render import style
@@ -214,7 +215,7 @@ def _output_rows(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType:
         ["concat_t", style.say(opts, "decode.walk_concat", t=t)], cols, SIGNED, opts))]
     if step.o is not None:
         parts.append(_captioned(style.plain("o_t = concat_t · W_O", opts), heat_table(
-            np.stack([step.o, dec.walk.mats["O"][t - 1]]), ["o_t", style.say(opts, "decode.walk_o", t=t)],
+            np.stack([step.o, dec.walk.mats[output_key(dec.walk)][t - 1]]), ["o_t", style.say(opts, "decode.walk_o", t=t)],
             _dims(dec, "d_model", dec.scenario.d_model, opts), SIGNED, opts)))
     return Group(*parts)
 

@@ -29,12 +29,13 @@ def looks_label(focus: headfocus.Focus, labels: tuple[str, ...], opts: ViewOptio
     return style.say(opts, "model.looks.count", where=where, count=focus.count, of=focus.of)
 
 
-def heads_glance(walk: Walk, opts: ViewOptions) -> RenderableType:
-    """The table of heads (mean entropy over the queries, where most queries look) and the maps."""
+def heads_glance(walk: Walk, stage, opts: ViewOptions) -> RenderableType:
+    """The table of heads (mean entropy over the queries, where most queries look) and the maps:
+    what `stage`, the model's every-head glance, shows."""
     scn = walk.scenario
     labels = token_labels(scn.tokens)
     special = tuple(scn.model.tokens.special)
-    entropy = walk.mats["glance"]  # (n, h) bits
+    entropy = walk.mats[stage.key]  # (n, h) bits
     table = FastTable(box=style.table_box(opts), header_style=style.HEADER, show_edge=opts.ascii)
     for key, justify in (("head", "right"), ("entropy", "right"), ("looks", "left")):
         table.add_column(Text(style.say(opts, f"model.glance.{key}")), justify=justify, no_wrap=True)

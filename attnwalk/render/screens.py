@@ -224,7 +224,7 @@ def matrix_view(view: HeadView, stage: Stage, opts: ViewOptions) -> list[Rendera
     if stage.panel == "glance":  # a real model's heads: each one's map and where it looks most
         from attnwalk.render.headmaps import heads_glance
 
-        out.append(heads_glance(walk, opts))
+        out.append(heads_glance(walk, stage, opts))
     if stage.kind == WEIGHTS:
         out.append(attention_bars(M, rows, token_labels(scn.key_tokens), opts))
     return out
