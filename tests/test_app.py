@@ -318,6 +318,18 @@ def test_the_query_row_is_marked_and_kept_in_the_related_matrices() -> None:
     assert "A[女生, 刘海] = 0.8078" in a_screen  # the lesson's weight, in the status under A
 
 
+def test_a_row_picked_on_q_is_still_the_row_on_qkt_three_stages_later() -> None:
+    # river_bank opens on bank's row; river picked on Q stays through K and V (the same tokens)
+    # to QKᵀ, S and A, and the column picked on Q (a dimension, d_k) is K's column too
+    d = drive("river_bank", ["g", *typed("5"), "up", "right", "n", "n", "n", "n"], size=(120, 50))
+    keys = [s for s in d.screens[-5:]]
+    assert all("▸ river" in screen for screen in keys)
+    assert d.app.cursor[0] == 2 and stage_keys(d) == "S"
+    assert "K[river, finance] = " in d.screens[-4] and "QKᵀ[river, " in d.screens[-2]
+    d = drive("river_bank", ["g", *typed("5"), "up", "n", "n", "n", "b", "b", "b"])
+    assert stage_keys(d) == "Q" and d.app.cursor[0] == 2  # and back again
+
+
 # -- m and h: the same place, what changed -----------------------------------------------------------
 
 
