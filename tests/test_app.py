@@ -347,6 +347,20 @@ def test_m_cycles_the_modes_on_the_same_stage_and_cell() -> None:
     assert "uniform → scaled" in again and "is now 0.8078" in again
 
 
+def test_m_s_before_and_now_is_said_on_the_stage_where_m_was_pressed_only() -> None:
+    d = drive("girl_bangs", ["g", *typed("9"), "m", "n", "n"], size=(120, 50))
+    on_s, on_a, on_z = d.screens[-3:]
+    assert "scaled → unscaled: S[" in on_s
+    assert "scaled → unscaled" not in on_a and "scaled → unscaled" not in on_z
+    assert "cells changed (underlined)" in on_a  # the marks stay: A did change
+
+
+def test_h_on_a_lesson_of_one_head_says_so() -> None:
+    d = drive("girl_bangs", ["g", *typed("10"), "h"])
+    assert "This scenario has only one head." in d.screen
+    assert "h head" not in footer(d.screen)  # not offered, but not silent either
+
+
 def test_m_marks_nothing_where_the_mode_changes_nothing() -> None:
     d = drive("girl_bangs", ["g", *typed("5"), "m"])  # Q is computed before any score
     assert "cells changed" not in d.screen and "Q[撩, 1] is unchanged" in d.screen
@@ -819,8 +833,12 @@ def test_h_s_before_and_now_stays_on_the_head_it_went_to() -> None:
     assert "head 1 → head 2" not in on_3 and "cells changed" not in on_3, on_3
     assert line(d.app.cursor) in back and "cells changed" in back
 
-    m = drive("alibi", ["m", *["n"] * (a3 - a1)], start=a1)  # after m, head 3's A against head 3's
-    u = compute(load_scenario("alibi"), "unscaled").matrix("A", 2)
+    # after m, head 3's A is marked against head 3's own (its cells changed), but the before → now
+    # line is said only where m was pressed: back there it returns
+    m = drive("alibi", ["m", *["n"] * (a3 - a1), *["b"] * (a3 - a1)], start=a1)
+    on_3 = m.screens[1 + a3 - a1]
+    assert "head 3 / 4" in on_3 and "cells changed" in on_3 and "scaled → unscaled" not in on_3, on_3
+    u = compute(load_scenario("alibi"), "unscaled").matrix("A", 0)
     r, c = m.app.cursor
-    rows, cols = axes(walk, walk.stage("A"), 2)
-    assert f"scaled → unscaled: A[{rows[r]}, {cols[c]}] was {A[2][r, c]:.4f}, is now {u[r, c]:.4f}" in m.screens[-1]
+    rows, cols = axes(walk, walk.stage("A"), 0)
+    assert f"scaled → unscaled: A[{rows[r]}, {cols[c]}] was {A[0][r, c]:.4f}, is now {u[r, c]:.4f}" in m.screens[-1]

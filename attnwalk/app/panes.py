@@ -118,7 +118,8 @@ def change_line(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts
     """After m or h, the cursor's cell before → now ("scaled → unscaled: A[bank, bank] was 0.2500,
     is now 0.1370", or that it did not change); None where nothing is compared. Cheap (two
     numbers), so a large layer shows it at once while its cell is being worked out."""
-    old = before.old(stage, head) if before is not None and stage.kind != TOKENS else None
+    said = before is not None and stage.kind != TOKENS and before.said_at(stage, head)
+    old = before.old(stage, head) if said else None
     new = walk.matrix(stage.key, head) if old is not None else None
     if old is None or old.shape != new.shape:
         return None

@@ -69,6 +69,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
         Binding("c", "cell", "app.key.cell"),
         Binding("m", "mode", "app.key.mode"),
         Binding("h", "head", "app.key.head"),
+        Binding("h", "one_head", show=False),  # where "head" is not offered (one head): says why
         Binding("p", "predict", "app.key.predict"),
         Binding("question_mark", "help", "app.key.help", key_display="?"),
         Binding("q", "leave", "app.key.quit"),
@@ -318,6 +319,10 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
     def action_leave(self) -> None:
         self.ended = self.leaving  # q after the end was said: its suggestions stay on the terminal too
         super().action_leave()
+
+    def action_one_head(self) -> None:
+        """h on a lesson of one head: not a key that does nothing, but why there is nowhere to go."""
+        self.say_now(self.t("ui.one_head"))
 
     def action_predict(self) -> None:
         if self.predictor is None:
