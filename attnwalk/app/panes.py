@@ -67,7 +67,11 @@ def lesson_pointer(walk: Walk, opts: ViewOptions) -> str:
     """The first screen's message where the lesson has an introduction (extras_view puts it after
     the first stage's notes, below the fold at 80 × 24): its title and where to find it."""
     scn = walk.scenario
-    title = pick(scn.title, opts.lang) if scn.model is None else ""  # a model's walk opens otherwise
+    if scn.model is not None:  # a real model's layer: which model and layer, as the printed walk opens
+        from attnwalk.render.modelintro import model_title
+
+        return style.say(opts, "lesson.below_model", title=style.plain(model_title(walk, opts), opts))
+    title = pick(scn.title, opts.lang)
     return style.say(opts, "lesson.below", title=style.plain(title, opts)) if title else ""
 
 
