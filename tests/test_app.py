@@ -431,7 +431,8 @@ def test_p_asks_each_prediction_before_its_evidence_once() -> None:
     assert "Stage 9 / 11" in s_screen and "the walk: 5.1526 · right" in s_screen
     # A[撩, 刘海] = 0.7104; 0.2384 is softmax down its column (seed 002's S), named as such
     assert any(s and "0.2384 is softmax taken down the column" in s for s in d.screens)
-    assert any(s and "Your prediction: 1.7 · the walk: 1.6145 · off" in s for s in d.screens)
+    assert any(s and "Your prediction: 1.7 · the walk: 1.6145 · wrong" in s for s in d.screens)
+    assert any(s and "· wrong: softmax down the column" in s for s in d.screens)  # named in the verdict
     assert d.app.index == 10 and len(d.app.predicted) == 5  # back and on again: not asked twice
 
 
