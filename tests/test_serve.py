@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from attnwalk.app.picker import ACTIVITIES, LANGS, Choice, LessonRow, PickerApp
 from attnwalk.cli import app
-from attnwalk.scenario.builtins import builtin_names
+from attnwalk.scenario.builtins import builtin_names, course_order
+from rich.cells import cell_len
 from attnwalk.serve import lessons as served_lessons
 from attnwalk.serve.lessons import Offered
 
@@ -31,7 +32,7 @@ from served import KEYS, Served, alive, open_page  # noqa: E402
 
 runner = CliRunner()
 PACKAGE = Path(__file__).resolve().parents[1] / "attnwalk"
-RIVER = builtin_names().index("river_bank")
+RIVER = course_order().index("river_bank")  # downs from the course's first lesson, where the picker opens
 
 
 # -- the picker ---------------------------------------------------------------------------------
@@ -85,12 +86,54 @@ def test_the_picker_speaks_chinese_after_l_and_keeps_its_lesson() -> None:
 # -- the lessons offered --------------------------------------------------------------------------
 
 
+def test_the_picker_opens_on_the_courses_first_lesson_marked_start_here() -> None:
+    rows = [LessonRow("mine.yaml", "My lesson", "2 × 2 · causal", "Mine.", own=True),
+            LessonRow("girl_bangs", "女生撩刘海", "3 × 2 · none", "Every matrix by hand.", start=True),
+            LessonRow("river_bank", "by the river bank", "4 × 4 · none", "The word bank is ambiguous.")]
+
+    async def run(keys):
+        picker = PickerApp(lambda chosen: rows, "en")
+        async with picker.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = screen_text(picker)
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause()
+        return picker.return_value, screen
+
+    choice, screen = asyncio.run(run(["enter"]))
+    assert choice == Choice("girl_bangs", "walk", "en")  # opened on it, not on the first row
+    line = next(line for line in screen.splitlines() if "girl_bangs" in line and "女生撩刘海" in line)
+    assert "▲ start here" in line and screen.count("start here") == 2  # its row, and its description
+    assert "predicting P, QKᵀ, S, A and Z" in " ".join(screen.split())  # what is asked, named
+    assert [row["key"] for row in served_lessons.rows(served_lessons.Offered(), "en")][:3] == [
+        "girl_bangs", "word_order", "causal_mask"]
+    assert [row["start"] for row in served_lessons.rows(served_lessons.Offered(), "en")][:2] == [True, False]
+
+
+def test_a_chinese_description_wraps_between_characters() -> None:
+    """The description under the list folds its Chinese at the width, not only at its spaces
+    (a space after "bank" left "bank" alone on a line and the Chinese on the next)."""
+    about = "bank 有歧义：" + "这一课让你看到上下文怎样决定一个词的意思，注意力把附近的词混进来，" * 2
+    rows = [LessonRow("river_bank", "河岸边的 bank", "4 × 4 · 无", about)]
+
+    async def run():
+        picker = PickerApp(lambda chosen: rows, "zh")
+        async with picker.run_test(size=(60, 24)) as pilot:
+            await pilot.pause()
+            return screen_text(picker)
+
+    screen = asyncio.run(run())
+    first = next(line for line in screen.splitlines() if "bank 有歧义" in line)
+    assert cell_len(first.rstrip()) >= 50, screen  # the line is filled with Chinese, not cut after "bank"
+
+
 def test_a_lesson_is_found_by_its_key_and_never_by_a_path(tmp_path) -> None:
     (tmp_path / "mine.yaml").write_text("tokens: [a]\n", encoding="utf-8")
     (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
     offered = Offered(tmp_path)
     keys = [lesson.key for lesson in offered.lessons()]
-    assert keys == ["mine.yaml"] + builtin_names()  # the teacher's first
+    assert keys == ["mine.yaml"] + course_order()  # the teacher's first, then the course in order
     assert offered.find("river_bank").builtin and offered.find("mine.yaml").path == tmp_path / "mine.yaml"
     for key in ("../mine.yaml", str(tmp_path / "mine.yaml"), "notes.txt", "..", "", "sub/mine.yaml",
                 "/etc/passwd", "river_bank.yaml", "mine.yaml\x00"):
@@ -123,7 +166,7 @@ def test_without_textual_serve_serve_says_how_to_add_it(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "textual_serve", None)  # import fails as if not installed
     result = runner.invoke(app, ["serve"])
     assert result.exit_code == 2
-    assert result.stderr == "attnwalk: attnwalk serve needs textual-serve: pip install 'attnwalk[serve]'\n"
+    assert result.stderr == "attnwalk: attnwalk serve needs textual-serve: in attnwalk's checkout, pip install '.[serve]'\n"
 
 
 def test_only_serve_imports_the_web_server() -> None:
@@ -204,6 +247,8 @@ def test_the_listing_holds_what_the_picker_would_work_out(tmp_path) -> None:
 def test_a_page_picks_a_lesson_walks_it_and_takes_its_quiz() -> None:
     async def visit(url: str) -> None:
         async with aiohttp.ClientSession() as http:
+            async with http.get(url) as response:  # the page itself, as a browser fetches it first
+                assert response.status == 200
             page = await open_page(http, url)
             await page.wait_for("pick a lesson")
             mark = await page.keys(*[KEYS["down"]] * RIVER, KEYS["enter"])
@@ -222,6 +267,12 @@ def test_a_page_picks_a_lesson_walks_it_and_takes_its_quiz() -> None:
 
     with Served() as served:
         run(visit(served.url))
+        served.stop()
+        # the teacher's terminal: one line as the session starts, one as it ends; no access lines
+        log = [line for line in served.output().splitlines()[1:] if line.strip()]
+        sessions = [line for line in log if line.startswith("attnwalk: session")]
+        assert sessions == ["attnwalk: session 1 started (1 open)", "attnwalk: session 1 ended after 0 min (0 open)"], log
+        assert not any("GET /" in line or "HTTP/1.1" in line for line in log), log
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])

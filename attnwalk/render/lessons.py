@@ -5,15 +5,9 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from attnwalk.scenario.builtins import COURSE, builtin_names
+from attnwalk.scenario.builtins import course_order
 from attnwalk.text import pick, text
 from attnwalk.scenario.load import load_scenario
-
-
-def course_order() -> list[str]:
-    """The built-ins in the order they teach (COURSE), then any other built-in by name."""
-    names = builtin_names()
-    return [name for name in COURSE if name in names] + [name for name in names if name not in COURSE]
 
 
 def lesson_table(lang: str = "en", width: int = 80) -> Table:

@@ -45,3 +45,10 @@ def next_lesson(name: str) -> str | None:
     if name not in COURSE[:-1]:
         return None
     return COURSE[COURSE.index(name) + 1]
+
+
+def course_order() -> list[str]:
+    """The built-ins in the order they teach (COURSE), then any other built-in by name: what
+    `attnwalk list` and serve's picker show, the first marked as where to start."""
+    names = builtin_names()
+    return [name for name in COURSE if name in names] + [name for name in names if name not in COURSE]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnwalk.errors import AttnwalkError
-from attnwalk.scenario.builtins import builtin_names, builtin_path
+from attnwalk.scenario.builtins import builtin_path, course_order
 
 SUFFIXES = (".yaml", ".yml")
 # What a picker's choice may be (app/picker.py holds the same, for the page's side) and how it
@@ -45,12 +45,12 @@ class Offered:
 
     def lessons(self) -> list[Lesson]:
         """The teacher's files first (what the class was sent to do, in view without scrolling past
-        every built-in), then the built-ins."""
+        every built-in), then the built-ins in course order."""
         found = []
         if self.folder is not None:
             files = sorted(p for p in self.folder.iterdir() if p.suffix.lower() in SUFFIXES and p.is_file())
             found += [Lesson(p.name, p, False) for p in files[:MAX_FILES]]
-        return found + [Lesson(name, builtin_path(name), True) for name in builtin_names()]
+        return found + [Lesson(name, builtin_path(name), True) for name in course_order()]
 
     def find(self, key: str) -> Lesson | None:
         """The lesson `key` names, or None: a built-in's name, or the name of a file directly in the
@@ -94,9 +94,10 @@ def rows(offered: Offered, lang: str) -> list[dict[str, object]]:
     from attnwalk.text import pick
 
     out: list[dict[str, object]] = []
+    first = next(iter(course_order()), None)  # the course's first lesson: marked, the picker opens on it
     for lesson in offered.lessons():
         row: dict[str, object] = {"key": lesson.key, "title": "", "facts": "", "about": "", "problem": "",
-                                  "own": not lesson.builtin}
+                                  "own": not lesson.builtin, "start": lesson.builtin and lesson.key == first}
         try:
             scn = load(lesson)
         except AttnwalkError as exc:
