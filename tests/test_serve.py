@@ -128,6 +128,60 @@ def test_a_chinese_description_wraps_between_characters() -> None:
     assert cell_len(first.rstrip()) >= 50, screen  # the line is filled with Chinese, not cut after "bank"
 
 
+def ended(app, keys: list[str]):
+    """An EndingApp's value after `keys`, and its screen before them."""
+    async def run():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = screen_text(app)
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause()
+        return app.return_value, screen
+    return asyncio.run(run())
+
+
+def test_the_walks_end_page_sums_up_and_offers_what_next_as_choices() -> None:
+    from attnwalk.app.ending import EndingApp
+    from attnwalk.layer.walk import compute
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.scenario.load import load_scenario
+    from attnwalk.serve.endings import walk_ending
+
+    walk = compute(load_scenario("river_bank"))
+    parts = walk_ending(walk, "river_bank", "predict", "Your predictions: 3 right of 5.", Offered(), ViewOptions())
+    value, screen = ended(EndingApp(*parts), ["n"])
+    assert value == Choice("savings_bank", "walk", "en")  # the course's next lesson, one key away
+    said = " ".join(screen.split())
+    assert "End of the walk: river_bank. What next?" in said and "Your predictions: 3 right of 5." in said
+    assert "Next lesson: savings_bank, at the savings bank" in said and "Take its quiz" in said
+    assert "attnwalk run" not in said  # no command a browser cannot type
+    assert ended(EndingApp(*parts), ["t"])[0] == Choice("river_bank", "quiz", "en")
+    assert ended(EndingApp(*parts), ["w"])[0] == Choice("river_bank", "walk", "en")  # again, not predicting
+    assert ended(EndingApp(*parts), ["q"])[0] is None  # back to the lessons
+
+
+def test_the_quizs_end_page_gives_the_score_and_the_mistakes_shown() -> None:
+    from attnwalk.app.ending import EndingApp
+    from attnwalk.commands.quiz import QuizResult
+    from attnwalk.layer.walk import compute
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.scenario.load import load_scenario
+    from attnwalk.serve.endings import quiz_ending
+
+    walk = compute(load_scenario("kv_cache"))  # the course's last lesson: no next one offered
+    result = QuizResult(2, 4, 18, shown=("no_scale", "divided_by_d_k"))
+    for lang, says in (("en", ["Stopped after 4 of 18 questions.", "Score: 2 / 4",
+                               "The wrong answers showed: forgot to divide by √d_k; divided by d_k, not √d_k."]),
+                       ("zh", ["得分", "忘了除以 √d_k"])):
+        parts = quiz_ending(walk, "kv_cache", result, Offered(), ViewOptions(lang=lang))
+        value, screen = ended(EndingApp(*parts), ["t"])
+        said = " ".join(screen.split())
+        assert all(s in said for s in says), said
+        assert value == Choice("kv_cache", "quiz", lang)
+        assert [c.key for c in parts[2]] == ["w", "t"]  # no next lesson after the course's last
+
+
 def test_a_lesson_is_found_by_its_key_and_never_by_a_path(tmp_path) -> None:
     (tmp_path / "mine.yaml").write_text("tokens: [a]\n", encoding="utf-8")
     (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
@@ -263,6 +317,20 @@ def test_a_page_picks_a_lesson_walks_it_and_takes_its_quiz() -> None:
             mark = await page.keys("t")
             await page.wait_for(r"测验：river_bank", since=mark)
             await page.wait_for(r"第 1 / \d+ 题", since=mark)
+            mark = await page.keys("q", KEYS["enter"])  # stopped: the score before the picker
+            await page.wait_for(r"river_bank 的测验结束了", since=mark)
+            await page.wait_for(r"得分：0 / 0", since=mark)
+            mark = await page.keys("w")  # a choice of the end page: the walk, not the picker
+            await page.wait_for(r"阶段 1 / 11", since=mark)
+            mark = await page.keys("g")
+            await page.wait_for(r"跳到第几个阶段", since=mark)
+            mark = await page.keys("1", "1", KEYS["enter"])
+            await page.wait_for(r"阶段 11 / 11", since=mark)
+            mark = await page.keys("n")  # past the last stage: the end page, what next as choices
+            await page.wait_for(r"river_bank 学完了", since=mark)
+            await page.wait_for(r"下一课：savings_bank", since=mark)
+            mark = await page.keys("q")
+            await page.wait_for(r"选一课", since=mark)
             await page.close()
 
     with Served() as served:
