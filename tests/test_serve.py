@@ -161,6 +161,42 @@ def test_the_walks_end_page_sums_up_and_offers_what_next_as_choices() -> None:
     assert ended(EndingApp(*parts), ["q"])[0] is None  # back to the lessons
 
 
+def test_in_a_browser_the_walk_ends_on_its_page_whose_keys_are_its_own() -> None:
+    """ServedWalk: n past girl_bangs' last stage opens the end page (the walk goes on running,
+    its process is the session's); there the walk's keys neither show nor act, and n is the
+    page's next lesson."""
+    from appdriver import typed
+
+    from attnwalk.app.ending import EndingScreen
+    from attnwalk.layer.walk import compute
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.scenario.load import load_scenario
+    from attnwalk.serve.endings import ServedWalk
+
+    app = ServedWalk(compute(load_scenario("girl_bangs")), ViewOptions(), "girl_bangs", "walk", Offered())
+    opened = []
+    app.open_url = lambda url, new_tab=True: opened.append(url)
+
+    async def run():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            for key in ["g", *typed("11"), "n", "g", "m"]:
+                await pilot.press(key)
+                await pilot.pause()
+            screen = screen_text(app)
+            on_page = isinstance(app.screen, EndingScreen)
+            await pilot.press("n")
+            await pilot.pause()
+        return screen, on_page
+
+    screen, on_page = asyncio.run(run())
+    assert on_page and "End of the walk: girl_bangs. What next?" in screen
+    footer = screen.rstrip("\n").splitlines()[-1]
+    assert "n next lesson" in footer and "g jump" not in footer and "m mode" not in footer, footer
+    assert "Jump to stage" not in screen and app.walk.mode.name == "scaled"  # g and m did nothing
+    assert opened == ["attnwalk:walk?lesson=word_order&lang=en"]
+
+
 def test_the_quizs_end_page_gives_the_score_and_the_mistakes_shown() -> None:
     from attnwalk.app.ending import EndingApp
     from attnwalk.commands.quiz import QuizResult

@@ -41,7 +41,7 @@ class EndingScreen(Screen[object]):
     browser's session is one app per activity, so the end page is a screen of that app."""
 
     CSS = """
-    #said { height: 1fr; padding: 1 2; }
+    #said { height: auto; max-height: 1fr; padding: 1 2; }
     #choices { height: auto; padding: 0 2 1 2; }
     #choices Button { width: auto; max-width: 100%; text-align: left; }
     """
@@ -76,6 +76,16 @@ class EndingScreen(Screen[object]):
 
     def action_back(self) -> None:
         self.dismiss(None)
+
+
+class EndsOnAPage:
+    """A mixin for the app that pushes an EndingScreen: while it shows, the app's own keys (n, g,
+    m, the walk's; the quiz's Esc) neither act on the screen below it nor show in its footer."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, EndingScreen):
+            return action == "interrupt"  # Ctrl-C still ends it; the page's own keys are the screen's
+        return super().check_action(action, parameters)
 
 
 class EndingApp(App[object]):

@@ -5,7 +5,7 @@ the quiz again and the next lesson. Every choice is a lesson this server offers.
 
 from __future__ import annotations
 
-from attnwalk.app.ending import EndingScreen, Next
+from attnwalk.app.ending import EndingScreen, EndsOnAPage, Next
 from attnwalk.app.picker import Choice
 from attnwalk.app.quiz import QuizApp
 from attnwalk.app.walk import WalkApp
@@ -29,7 +29,7 @@ def end_with(app, parts) -> None:
     app.push_screen(EndingScreen(*parts), chosen)
 
 
-class ServedWalk(WalkApp):
+class ServedWalk(EndsOnAPage, WalkApp):
     """The walk in a browser: n past the last stage opens the end page instead of ending."""
 
     def __init__(self, walk, opts: ViewOptions, key: str, activity: str, offered: Offered) -> None:
@@ -48,7 +48,7 @@ class ServedWalk(WalkApp):
         super().action_next()
 
 
-class ServedQuiz(QuizApp):
+class ServedQuiz(EndsOnAPage, QuizApp):
     """The quiz in a browser: when it ends, finished or stopped (q, Esc), the score and the mistakes
     on the end page, then what next."""
 
