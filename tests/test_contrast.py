@@ -2,7 +2,7 @@
 background, measured on the colours actually emitted: the ANSI codes of a truecolor, 256- and
 16-colour terminal (read back with Text.from_ansi, palette entries as Rich's palettes define them),
 the HTML's stylesheet and the SVG's fills, and the Textual grid that `attnwalk run` and `serve`
-draw. The ratio is computed here from WCAG 2's formula, apart from attnwalk's own.
+draw; for every built-in's walk, compare and decode. The ratio is computed here from WCAG 2's formula, apart from attnwalk's own.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from rich.color import Color, ColorType
+from rich.color import Color, ColorSystem, ColorType
 from rich.console import Console
 from rich.palette import Palette
 from rich.text import Text
@@ -81,11 +81,23 @@ def walks():
     return {name: compute(load_scenario(name)) for name in builtin_names()}
 
 
-def ansi_cells(walk, system: str):
-    console = Console(file=io.StringIO(), width=100, color_system=system, force_terminal=True,
-                      legacy_windows=False)
-    print_walk(console, walk, ViewOptions(width=100), head=None)
-    for line in console.file.getvalue().splitlines():
+SYSTEMS = {"truecolor": ColorSystem.TRUECOLOR, "256": ColorSystem.EIGHT_BIT, "standard": ColorSystem.STANDARD}
+
+
+def drawn(draw) -> list:
+    """The segments `draw(console)` prints (laid out once, at 100 columns)."""
+    console = Console(file=io.StringIO(), width=100, color_system="truecolor", force_terminal=True,
+                      record=True, legacy_windows=False)
+    draw(console)
+    return list(console._record_buffer)
+
+
+def emitted(segments: list, system: str):
+    """(text, fg, bg) of every styled run, as the escape codes a `system` terminal is sent for
+    `segments` (Style.render, what Console writes) read back by Text.from_ansi."""
+    ansi = "".join(seg.style.render(seg.text, color_system=SYSTEMS[system]) if seg.style else seg.text
+                   for seg in segments if not seg.control)
+    for line in ansi.split("\n"):
         text = Text.from_ansi(line)
         for span in text.spans:
             style = span.style
@@ -96,15 +108,39 @@ def ansi_cells(walk, system: str):
             yield text.plain, rgb(text.style.color), rgb(text.style.bgcolor)
 
 
-@pytest.mark.parametrize("system", ["truecolor", "256", "standard"])
-def test_every_builtin_table_is_readable_in_a_terminal(walks, system: str) -> None:
-    total = sum(check(ansi_cells(walk, system), f"{name} {system}") for name, walk in walks.items())
-    assert total > 1000  # the heat tables were found, not skipped
+@pytest.fixture(scope="module")
+def printed(walks) -> dict[str, list]:
+    """Each built-in's walk printed whole (every head), its compare and, where it decodes, its decode."""
+    from attnwalk.layer.compare import compare
+    from attnwalk.layer.kvcache import decode, refusal
+    from attnwalk.render.compareview import compare_view
+    from attnwalk.render.decodeview import decode_screen, screen_count
+
+    opts = ViewOptions(width=100)
+    out = {}
+    for name, walk in walks.items():
+        scn = walk.scenario
+        out[f"{name} walk"] = drawn(lambda c: print_walk(c, walk, opts, head=None))
+        out[f"{name} compare"] = drawn(lambda c: c.print(compare_view(compare(scn), opts)))
+        if refusal(scn) is None:
+            dec = decode(scn)
+            out[f"{name} decode"] = drawn(lambda c: [c.print(decode_screen(dec, i, opts))
+                                                     for i in range(screen_count(dec))])
+    return out
 
 
-def test_the_issues_light_cells_now_carry_dark_text(walks) -> None:
+@pytest.mark.parametrize("system", list(SYSTEMS))
+def test_every_builtin_table_is_readable_in_a_terminal(printed, system: str) -> None:
+    """Every built-in's walk, compare and decode, in a truecolor, 256- and 16-colour terminal."""
+    counts = {where: check(emitted(segments, system), f"{where} {system}") for where, segments in printed.items()}
+    assert sum(counts.values()) > 1000  # the heat tables were found, not skipped
+    assert all(counts[f"{name} walk"] > 10 for name in builtin_names())
+    assert counts["river_bank compare"] > 10 and counts["causal_mask decode"] > 10
+
+
+def test_the_issues_light_cells_now_carry_dark_text(printed) -> None:
     # river_bank's Z: finance column 0.1218, 0.0592, 0.0629 were light grey on near-white
-    cells = [c for c in ansi_cells(walks["river_bank"], "256") if c[0].strip() in ("0.1218", "0.0592", "0.0629")]
+    cells = [c for c in emitted(printed["river_bank walk"], "256") if c[0].strip() in ("0.1218", "0.0592", "0.0629")]
     assert cells
     for text, fg, bg in cells:
         assert bg is not None and fg is not None and ratio(fg, bg) >= AA, (text, fg, bg)
