@@ -244,3 +244,11 @@ def test_the_backward_walks_last_words_fold_at_words_and_name_the_scenario() -> 
     assert "attnwalk train backprop" in said and "NAME" not in said, lines
     assert all(len(line) <= 80 for line in lines), lines
     assert not any(line.startswith("alk") or line.endswith("attnw") for line in lines), lines
+
+
+def test_a_piped_backward_walk_with_predict_ends_by_summing_them_up():
+    """Two predictions (∂L/∂S, ∂L/∂W_Q), both skipped with an empty line: asked, none right."""
+    result = CliRunner().invoke(app, ["grad", "backprop", "--predict", "--no-pause"], input="\n\n",
+                                env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.rstrip().endswith("Your predictions: 0 right of 2.")
