@@ -197,6 +197,40 @@ def test_in_a_browser_the_walk_ends_on_its_page_whose_keys_are_its_own() -> None
     assert opened == ["attnwalk:walk?lesson=word_order&lang=en"]
 
 
+def test_a_finished_quiz_keeps_its_last_verdict_until_enter_then_shows_its_end_page() -> None:
+    from appdriver import typed
+
+    from attnwalk.app.ending import EndingScreen
+    from attnwalk.commands.quiz import run_quiz
+    from attnwalk.layer.walk import compute
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.scenario.load import load_scenario
+    from attnwalk.serve.endings import ServedQuiz
+    from attnwalk.tutor.questions import questions
+    from attnwalk.tutor.quiz import NUMBER
+
+    walk = compute(load_scenario("girl_bangs"))
+    quiz = ServedQuiz(walk, "girl_bangs", Offered(), ViewOptions())
+    one = next(q for q in questions(walk, "en") if q.kind == NUMBER)  # a quiz of one question
+    quiz.quiz = lambda console, answers: run_quiz(walk, [one], console, answers, "en")
+
+    async def run():
+        async with quiz.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            for key in typed(one.shown):
+                await pilot.press(key)
+            await pilot.pause(0.5)
+            before = isinstance(quiz.screen, EndingScreen), screen_text(quiz)
+            await pilot.press("enter")
+            await pilot.pause()
+            after = isinstance(quiz.screen, EndingScreen), screen_text(quiz)
+        return before, after
+
+    (page_before, verdict), (page_after, screen) = asyncio.run(run())
+    assert not page_before and "Score: 1 / 1" in verdict  # the last verdict first
+    assert page_after and "End of the quiz: girl_bangs" in screen and "Score: 1 / 1" in screen
+
+
 def test_the_quizs_end_page_gives_the_score_and_the_mistakes_shown() -> None:
     from attnwalk.app.ending import EndingApp
     from attnwalk.commands.quiz import QuizResult

@@ -69,11 +69,30 @@ class ServedQuiz(EndsOnAPage, QuizApp):
         self.walk, self.key, self.offered = walk, key, offered
 
     def finished(self, result) -> None:
-        if result.interrupted:
+        """Stopped (q, Esc): the end page at once. Every question answered: the last verdict stays
+        in view until Enter (QuizApp's own way), and Enter opens the end page."""
+        if result.interrupted or result.answered == result.questions:
             super().finished(result)
             return
         self.result = result
-        end_with(self, quiz_ending(self.walk, self.key, result, self.offered, self.opts))
+        self.end_page()
+
+    def end_page(self) -> None:
+        if not isinstance(self.screen, EndingScreen):
+            end_with(self, quiz_ending(self.walk, self.key, self.result, self.offered, self.opts))
+
+    def on_input_submitted(self, event) -> None:
+        # Textual calls QuizApp's handler after this one (handlers run along the MRO) unless the
+        # default is prevented: Enter after the last verdict opens the end page instead of exiting
+        if not self.waiting and self.result is not None:
+            event.prevent_default()
+            self.end_page()
+
+    def action_stop(self) -> None:
+        if not self.waiting and self.result is not None:
+            self.end_page()
+            return
+        super().action_stop()
 
 
 def walk_ending(walk, key: str, activity: str, summary: str, offered: Offered, opts: ViewOptions):
