@@ -417,7 +417,7 @@ def serve_cmd(
     """Serve the walk and the quiz as a web page, for a room of students with nothing installed:
     each browser tab opens on a lesson picker (the built-ins, and the scenario files of --lessons
     DIR), then walks a lesson, predicts, or takes its quiz, in English or Chinese. Needs
-    pip install 'attnwalk[serve]'. Ctrl-C stops the server and every session.
+    pip install '.[serve]' in attnwalk's checkout. Ctrl-C stops the server and every session.
 
     \b
     Examples:

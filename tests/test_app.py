@@ -318,6 +318,18 @@ def test_the_query_row_is_marked_and_kept_in_the_related_matrices() -> None:
     assert "A[女生, 刘海] = 0.8078" in a_screen  # the lesson's weight, in the status under A
 
 
+def test_a_row_picked_on_q_is_still_the_row_on_qkt_three_stages_later() -> None:
+    # river_bank opens on bank's row; river picked on Q stays through K and V (the same tokens)
+    # to QKᵀ, S and A, and the column picked on Q (a dimension, d_k) is K's column too
+    d = drive("river_bank", ["g", *typed("5"), "up", "right", "n", "n", "n", "n"], size=(120, 50))
+    keys = [s for s in d.screens[-5:]]
+    assert all("▸ river" in screen for screen in keys)
+    assert d.app.cursor[0] == 2 and stage_keys(d) == "S"
+    assert "K[river, finance] = " in d.screens[-4] and "QKᵀ[river, " in d.screens[-2]
+    d = drive("river_bank", ["g", *typed("5"), "up", "n", "n", "n", "b", "b", "b"])
+    assert stage_keys(d) == "Q" and d.app.cursor[0] == 2  # and back again
+
+
 # -- m and h: the same place, what changed -----------------------------------------------------------
 
 
@@ -333,6 +345,20 @@ def test_m_cycles_the_modes_on_the_same_stage_and_cell() -> None:
     assert "unscaled → uniform: A[女生, 刘海] was" in uniform and "is now 0.3333" in uniform
     assert "9 cells changed (underlined)" in uniform  # every weight of a 3 × 3 A moves to 1/3
     assert "uniform → scaled" in again and "is now 0.8078" in again
+
+
+def test_m_s_before_and_now_is_said_on_the_stage_where_m_was_pressed_only() -> None:
+    d = drive("girl_bangs", ["g", *typed("9"), "m", "n", "n"], size=(120, 50))
+    on_s, on_a, on_z = d.screens[-3:]
+    assert "scaled → unscaled: S[" in on_s
+    assert "scaled → unscaled" not in on_a and "scaled → unscaled" not in on_z
+    assert "cells changed (underlined)" in on_a  # the marks stay: A did change
+
+
+def test_h_on_a_lesson_of_one_head_says_so() -> None:
+    d = drive("girl_bangs", ["g", *typed("10"), "h"])
+    assert "This scenario has only one head." in d.screen
+    assert "h head" not in footer(d.screen)  # not offered, but not silent either
 
 
 def test_m_marks_nothing_where_the_mode_changes_nothing() -> None:
@@ -405,7 +431,8 @@ def test_p_asks_each_prediction_before_its_evidence_once() -> None:
     assert "Stage 9 / 11" in s_screen and "the walk: 5.1526 · right" in s_screen
     # A[撩, 刘海] = 0.7104; 0.2384 is softmax down its column (seed 002's S), named as such
     assert any(s and "0.2384 is softmax taken down the column" in s for s in d.screens)
-    assert any(s and "Your prediction: 1.7 · the walk: 1.6145 · off" in s for s in d.screens)
+    assert any(s and "Your prediction: 1.7 · the walk: 1.6145 · wrong" in s for s in d.screens)
+    assert any(s and "· wrong: softmax down the column" in s for s in d.screens)  # named in the verdict
     assert d.app.index == 10 and len(d.app.predicted) == 5  # back and on again: not asked twice
 
 
@@ -546,7 +573,7 @@ def test_chinese_walk_speaks_chinese() -> None:
     assert d.app.index == 9  # asked again, 10 answered it
     assert "没有这一行：4；行号从 1 数起，请输入 1–3 或一个 token：女生、撩、刘海" in d.screens[-3]
     assert "下一步" in footer(d.screen) and "退出" in footer(d.screen)
-    assert "本场景只有一个头。" not in d.screen  # h is not offered with one head
+    assert "本场景只有一个头。" in d.screen and "头" not in footer(d.screen)  # h not offered, but answered
 
 
 def test_ascii_prompts_and_messages_are_ascii() -> None:
@@ -807,8 +834,12 @@ def test_h_s_before_and_now_stays_on_the_head_it_went_to() -> None:
     assert "head 1 → head 2" not in on_3 and "cells changed" not in on_3, on_3
     assert line(d.app.cursor) in back and "cells changed" in back
 
-    m = drive("alibi", ["m", *["n"] * (a3 - a1)], start=a1)  # after m, head 3's A against head 3's
-    u = compute(load_scenario("alibi"), "unscaled").matrix("A", 2)
+    # after m, head 3's A is marked against head 3's own (its cells changed), but the before → now
+    # line is said only where m was pressed: back there it returns
+    m = drive("alibi", ["m", *["n"] * (a3 - a1), *["b"] * (a3 - a1)], start=a1)
+    on_3 = m.screens[1 + a3 - a1]
+    assert "head 3 / 4" in on_3 and "cells changed" in on_3 and "scaled → unscaled" not in on_3, on_3
+    u = compute(load_scenario("alibi"), "unscaled").matrix("A", 0)
     r, c = m.app.cursor
-    rows, cols = axes(walk, walk.stage("A"), 2)
-    assert f"scaled → unscaled: A[{rows[r]}, {cols[c]}] was {A[2][r, c]:.4f}, is now {u[r, c]:.4f}" in m.screens[-1]
+    rows, cols = axes(walk, walk.stage("A"), 0)
+    assert f"scaled → unscaled: A[{rows[r]}, {cols[c]}] was {A[0][r, c]:.4f}, is now {u[r, c]:.4f}" in m.screens[-1]

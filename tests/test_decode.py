@@ -455,6 +455,22 @@ def test_the_pagers_j_and_d_scroll_its_page() -> None:
     assert seen == [1, 1 + height, height]
 
 
+@pytest.mark.parametrize("lang, says", [("en", "↓ d scroll"), ("zh", "↓ d 滚动")])
+def test_the_pagers_footer_lists_its_scroll_keys(lang: str, says: str) -> None:
+    """A decode step is taller than 80 × 24: the footer names ↓ and d beside n, b, g, m, ?, q."""
+    from appdriver import drive
+
+    from attnwalk.app.pages import PagesApp
+    from attnwalk.commands.decodepages import DecodePages
+    from attnwalk.render.options import ViewOptions
+
+    opts = ViewOptions(lang=lang)
+    app = PagesApp(DecodePages(decode(load_scenario("kv_cache")), opts, None), opts)
+    d = drive("", ["n"], size=(80, 24), app=app)
+    footer = d.screens[-1].rstrip("\n").splitlines()[-1]
+    assert says in footer and footer.rstrip().endswith(("q quit", "q 退出")), footer
+
+
 @pytest.mark.parametrize("name", [n for n in builtin_names() if refusal(load_scenario(n)) is None])
 def test_every_causal_built_in_decodes_to_its_whole_walk(name: str) -> None:
     """Decoding is the same graph evaluated a row at a time: every step's z (and o with W_O) is

@@ -219,3 +219,36 @@ def test_the_norm_lesson_walks_back_through_the_norm(lang):
     data = json.loads(ok("grad", "layer_norm", "--format", "json"))
     assert {"LN", "norm_gamma", "norm_beta"} <= set(data["grads"])
     assert np.allclose(np.sum(data["grads"]["X"], axis=1), 0.0, atol=1e-12)  # each row of ∂L/∂X sums to 0
+
+
+def test_the_backward_walks_last_words_fold_at_words_and_name_the_scenario() -> None:
+    """At 80 columns what follows the interactive backward walk breaks between words, never
+    inside `attnwalk`, and says which scenario to train (it printed the placeholder NAME)."""
+    pytest.importorskip("pexpect")
+    from test_pty import ALT_OFF, finish, spawn
+
+    child = spawn("grad", "backprop", rows=24, cols=80)
+    child.expect(r"\b1 / (\d+)\b")
+    last = child.match.group(1)
+    child.expect(r"q(?:\x1b\[[0-9;]*[A-Za-z])* quit")
+    child.send("g")
+    child.expect_exact(f"(1–{last}):")
+    child.send(f"{last}\r")
+    child.expect(rf"\b{last} / {last}\b")
+    child.send("n")
+    child.expect_exact(ALT_OFF)
+    assert finish(child) == 0
+    after = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before.replace("\r", ""))  # Textual's mode resets
+    lines = [line.strip() for line in after.split("\n") if line.strip()]
+    said = " ".join(lines)
+    assert "attnwalk train backprop" in said and "NAME" not in said, lines
+    assert all(len(line) <= 80 for line in lines), lines
+    assert not any(line.startswith("alk") or line.endswith("attnw") for line in lines), lines
+
+
+def test_a_piped_backward_walk_with_predict_ends_by_summing_them_up():
+    """Two predictions (∂L/∂S, ∂L/∂W_Q), both skipped with an empty line: asked, none right."""
+    result = CliRunner().invoke(app, ["grad", "backprop", "--predict", "--no-pause"], input="\n\n",
+                                env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.rstrip().endswith("Your predictions: 0 right of 2.")

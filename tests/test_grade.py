@@ -88,7 +88,7 @@ def class_of_twenty(sheet: dict) -> tuple[str, dict]:
     mistake's value (4 decimals), a wrong option, a wrong token or shape, an empty cell or an
     answer of no kind; and what a correct grading must report for it, counted while it is built."""
     items = sheet["questions"]
-    expect = {"students": [], "questions": {i["number"]: [0, 0] for i in items}, "mistakes": {}}
+    expect = {"students": [], "questions": {i["number"]: [0, 0] for i in items}, "mistakes": {}, "answers": []}
     rows = [["student"] + [str(i["number"]) for i in items]]
     for s in range(20):
         name = f"学生{s + 1:02d}" if s % 3 == 0 else f"student {s + 1}"
@@ -113,6 +113,8 @@ def class_of_twenty(sheet: dict) -> tuple[str, dict]:
             choices += [("empty", "", ()), ("unread", "I don't know", ())]
             what, cell, shows = choices[(s * 7 + j * 3 + s * j) % len(choices)]
             row.append(cell)
+            expect["answers"].append({"student": name, "question": item["number"], "answer": cell,
+                                      "right": what == "right", "mistake": ";".join(shows) or None})
             counts = expect["questions"][item["number"]]
             counts[1] += what != "empty"
             if what == "right":
@@ -277,3 +279,57 @@ def test_a_students_name_is_shown_never_obeyed(tmp_path) -> None:
     assert result.exit_code == 0 and "a\\x1b[2Jb\\u202e" in result.stdout and "\x1b" not in result.stdout
     data = grade(tmp_path, sheet, "student,1\n\"a\x1b[2Jb\u202e\",4x4\n", "-f", "json").stdout
     assert "\x1b" not in data and "\u202e" not in data and json.loads(data)["students"][0]["student"] == "a\x1b[2Jb\u202e"
+
+
+def test_a_teacher_gets_each_students_answer_to_each_question(tmp_path) -> None:
+    """JSON's answers list, the Markdown grid and the CSV's per-question columns hold each cell as
+    the class was built: the answer given, right or wrong, the misconception it was built to show."""
+    sheet = worksheet("river_bank", 1)
+    answers, expect = class_of_twenty(sheet)
+    report = json.loads(grade(tmp_path, sheet, answers, "--format", "json").stdout)
+    assert report["answers"] == expect["answers"]
+    topics = {q["number"]: q["topic"] for q in report["questions"]}
+    for item in sheet["questions"]:
+        want = f"cell {item['id'].split(':')[1]}" if item["id"].startswith("cell:") else item["topic"]
+        assert topics[item["number"]] == want
+    assert "cell QK^T" in topics.values()
+
+    md = grade(tmp_path, sheet, answers, "--format", "markdown").stdout
+    grid = md[md.index("## Answers"):].splitlines()
+    header = grid[2]
+    assert header == "| student | " + " | ".join(str(i["number"]) for i in sheet["questions"]) + " |"
+    first = expect["answers"][:len(sheet["questions"])]
+    cells = [c.strip() for c in grid[4].strip("|").split(" | ")]
+    assert cells[0] == first[0]["student"]
+    for cell, want in zip(cells[1:], first, strict=True):
+        if want["answer"] == "":
+            assert cell == "—"
+        else:
+            assert cell.startswith(("✓ " if want["right"] else "✗ ") + want["answer"])
+    assert "| topic |" in md
+
+    rows = list(csv.reader(io.StringIO(grade(tmp_path, sheet, answers, "--format", "csv").stdout)))
+    n = len(sheet["questions"])
+    assert rows[0][-2 * n:][:2] == ["Q1", "Q1 right"]
+    for row, student in zip(rows[1:], range(20)):
+        built = expect["answers"][student * n:(student + 1) * n]
+        assert row[-2 * n::2] == [a["answer"] for a in built]
+        assert row[-2 * n + 1::2] == [("1" if a["right"] else "0") if a["answer"] else "" for a in built]
+
+
+def test_misconceptions_with_commas_are_joined_unambiguously(tmp_path) -> None:
+    """A student's misconceptions split back into exactly the labels shown (some hold ", ")."""
+    from attnwalk.tutor.gradeview import label
+
+    sheet = worksheet("river_bank", 1)
+    answers, expect = class_of_twenty(sheet)
+    md = grade(tmp_path, sheet, answers, "--format", "markdown").stdout
+    rows = md[md.index("## Students"):md.index("## Answers")].splitlines()[4:]
+    cells = {r.strip("|").split(" | ")[0].strip(): r.strip("|").split(" | ")[2].strip() for r in rows if r}
+    comma = 0
+    for want in expect["students"]:
+        got = cells[want["student"]]
+        names = [label(n, "en") + (f" ×{k}" if k > 1 else "") for n, k in want["mistakes"].items()]
+        assert sorted(got.split("; ")) == sorted(names) if names else got == ""
+        comma += any(", " in name for name in names) and len(names) > 1
+    assert comma  # a label with a comma beside another: the case the separator is for

@@ -171,8 +171,11 @@ def test_grade_csv_escapes_every_formula_name_and_keeps_its_numbers(tmp_path: Pa
         table = list(csv.reader(io.StringIO(text)))
         students = [row[0] for row in table[1:]]
         assert students == ["'" + n for n in names[:-1]] + ["-5"]  # -5 is a number: left as it is
+        grid = table[0].index("Q1")  # then each question's answer and whether it was right
         for row in table[1:]:
-            assert all(cell.lstrip("-").isdigit() for cell in row[1:])  # scores and counts: numbers
+            assert all(cell.lstrip("-").isdigit() for cell in row[1:grid])  # scores and counts: numbers
+            answers, right = row[grid::2], row[grid + 1::2]
+            assert answers[0] == "4x4" and all(cell in ("", "0", "1") for cell in right)
 
 
 def test_export_csv_escapes_formula_tokens_and_keeps_negative_values_numbers(tmp_path: Path) -> None:

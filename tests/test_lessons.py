@@ -559,3 +559,18 @@ def test_savings_bank_points_to_the_side_by_side_compare() -> None:
     assert result.exit_code == 0, result.output  # the command the note names works
     for name in ("river_bank", "savings_bank"):
         assert squeeze(in_lang(source(name)["title"], "en")) in squeeze(result.stdout)
+
+
+def test_list_is_in_course_order_with_the_start_marked() -> None:
+    """`attnwalk list` numbers the lessons in the order they teach (README's path: girl_bangs,
+    word_order, causal_mask, river_bank, savings_bank first) and marks the first as the start."""
+    out = CliRunner().invoke(app, ["list"], env={"COLUMNS": "120"}).stdout
+    first = ["girl_bangs", "word_order", "causal_mask", "river_bank", "savings_bank"]
+    found = [re.search(rf"│\s*(\d+) │ {name} ", out) for name in first]
+    assert all(found) and [int(m.group(1)) for m in found] == [1, 2, 3, 4, 5]
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if "start here" in line)
+    assert " girl_bangs " in lines[start - 1]
+    assert out.count("start here") == 1 and "attnwalk run girl_bangs" in out
+    zh = CliRunner().invoke(app, ["list", "--lang", "zh"], env={"COLUMNS": "120"}).stdout
+    assert "从这里开始" in zh

@@ -199,6 +199,24 @@ def test_the_walk_opens_with_the_model_and_the_tokenization(tiny) -> None:
     assert "These rows have 16 dimensions; the vectors show 1–3, 14–16" in out
 
 
+@pytest.mark.parametrize("lang, says", [
+    ("en", "tiny-bert · layer 2 of 3 · 4 heads. What the model is"),
+    ("zh", "tiny-bert · 第 2 层，共 3 层 · 4 个头。模型的介绍")])
+def test_the_interactive_walks_first_screen_names_the_model_and_layer(lang: str, says: str) -> None:
+    """At 80 × 24 the opening panel is below the fold: the first message names the model and the
+    layer, as the printed walk's first lines do."""
+    from appdriver import drive
+
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.layer.walk import compute
+    from attnwalk.render.options import ViewOptions
+
+    opts = ViewOptions(lang=lang)
+    walk = compute(model_command.scenario_from_model(random_layer("bert", layer=1, seed=7)))
+    d = drive("", [], size=(80, 24), app=WalkApp(walk, opts))
+    assert says in " ".join(line.strip() for line in d.screen.splitlines()), d.screen
+
+
 def test_the_walk_in_chinese_and_in_ascii(tiny) -> None:
     zh = invoke("--no-pause", "--lang", "zh").stdout
     assert "tiny-bert · 第 1 层，共 3 层 · 4 个头" in zh and "分词器添加" in zh and "所有头一览" in zh

@@ -94,15 +94,25 @@ def test_a_scripted_predict_walk_asks_each_prediction_before_its_evidence():
                                "[1.8254, 1.6276], [1.4758,") for line in out)
 
 
-@pytest.mark.parametrize("typed, named", [
-    (f"{RAW[1, 2]:.4f}", "is what you get without dividing by √d_k"),  # 7.2868
-    (f"{RAW[1, 2] / 2:.4f}", "is QKᵀ divided by d_k"),  # 3.6434
-    (f"{RAW[1, 2] * np.sqrt(2):.4f}", "is QKᵀ multiplied by √d_k"),
+@pytest.mark.parametrize("typed, named, label", [
+    (f"{RAW[1, 2]:.4f}", "is what you get without dividing by √d_k", "forgot to divide by √d_k"),  # 7.2868
+    (f"{RAW[1, 2] / 2:.4f}", "is QKᵀ divided by d_k", "divided by d_k, not √d_k"),  # 3.6434
+    (f"{RAW[1, 2] * np.sqrt(2):.4f}", "is QKᵀ multiplied by √d_k", "multiplied by √d_k"),
 ])
-def test_a_wrong_s_prediction_is_named(typed, named):
+def test_a_wrong_s_prediction_is_named(typed, named, label):
     out = "\n".join(walk_lines(f"\n\n{typed}\n\n\n"))
-    assert f"Your prediction: {typed} · the walk: 5.1526 · off" in out
+    assert f"Your prediction: {typed} · the walk: 5.1526 · wrong: {label}" in out
     assert f"{typed} {named}" in out
+    # the end sums them up: S asked and wrong, the other four skipped (asked, not right)
+    assert f"Your predictions: 0 right of 5. The wrong ones showed: {label}." in out
+
+
+def test_the_end_of_the_walk_sums_up_the_predictions():
+    right_s, right_a = f"{RAW[1, 2] / np.sqrt(2):.4f}", f"{A[1, 2]:.4f}"
+    out = "\n".join(walk_lines(f"\n\n{right_s}\n{COLUMN[1, 2]:.4f}\n9.9\n"))
+    assert out.rstrip().endswith("Your predictions: 1 right of 5. The wrong ones showed: softmax down the column.")
+    zh = "\n".join(walk_lines(f"\n\n{right_s}\n{right_a}\n\n", "--lang", "zh"))
+    assert "你的预测：5 个里对了 2 个。" in zh and "暴露了" not in zh
 
 
 def test_the_column_softmax_value_for_an_a_cell_gets_that_mistake_named():
@@ -128,7 +138,7 @@ def test_a_wrong_z_prediction_is_named(typed, named):
 
 def test_a_wrong_token_and_a_wrong_option_are_explained():
     out = "\n".join(walk_lines(f"{order_letter(right=False)}\n撩\n"))
-    assert "Your prediction: 撩 · the walk: 刘海 · off" in out
+    assert "Your prediction: 撩 · the walk: 刘海 · wrong: took the query's own token" in out
     assert "撩 is the query's own token." in out  # W_Q ≠ W_K: nothing makes a token match itself
     assert "Not quite: " in out  # the option chosen, and why it is wrong
 
@@ -143,7 +153,7 @@ def test_in_the_unscaled_mode_the_question_names_the_mode_and_the_scaled_answer_
     the question now names the mode, and the scaled value is named as the mistake it is."""
     out = "\n".join(walk_lines("\n\n5.1526\n\n\n", "--mode", "unscaled"))
     assert "What will S[撩, 刘海] be in the unscaled mode? QKᵀ[撩, 刘海] = 7.2868, d_k = 2." in out
-    assert "Your prediction: 5.1526 · the walk: 7.2868 · off" in out
+    assert "Your prediction: 5.1526 · the walk: 7.2868 · wrong: divided by √d_k in the unscaled mode" in out
     assert "5.1526 is the scaled value, divided by √d_k. This walk is in the unscaled mode" in out
     zh = "\n".join(walk_lines("\n\n5.1526\n\n\n", "--mode", "unscaled", "--lang", "zh"))
     assert "在不缩放模式下，S[撩, 刘海] 会是多少？QKᵀ[撩, 刘海] = 7.2868，d_k = 2。" in zh
@@ -218,15 +228,26 @@ def test_the_installed_program_predicts_in_a_real_terminal(tmp_path):
     child.send("n" * 5)  # P, X, Q, K, V: the next step is QKᵀ
     child.expect_exact("Which key will 撩's query score highest in QKᵀ")
     child.send("撩\r")
-    child.expect_exact("Your prediction: 撩 · the walk: 刘海 · off")
+    child.expect_exact("Your prediction: 撩 · the walk: 刘海 · wrong: took the query's own token")
     child.send("n")
     child.expect_exact("What will S[撩, 刘海] be?")
     child.send("5.15\r")
     child.expect_exact("Your prediction: 5.15 · the walk: 5.1526 · right")
-    child.send("q")
+    child.send("n")  # A: skipped with an empty line
+    child.expect_exact("What will A[撩, 刘海] be?")
+    child.send("\r")
+    child.expect_exact("No prediction")
+    child.send("n")  # Z, the last stage: skipped too; then n at the end says what the walk asked
+    child.expect_exact("What will Z[撩, 1] be?")
+    child.send("\r")
+    child.expect_exact("No prediction")
+    child.send("n")
+    child.expect_exact("Your predictions: 2 right of 5. The wrong ones showed: took the query's own token")
+    child.send("n")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+    assert "Your predictions: 2 right of 5." in child.before  # and again after the app, kept
 
 
 # -- no spoilers (issue 26, point 7) ------------------------------------------------------------

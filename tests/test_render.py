@@ -671,3 +671,16 @@ def test_a_bar_s_percent_below_one_is_to_a_tenth_in_four_characters(weight, show
     from attnwalk.render.bars import _percent
 
     assert _percent(weight) == shown and len(shown) <= len("100%")
+
+
+def test_worked_softmax_says_why_its_exponentials_carry_more_digits(walk) -> None:
+    """causal_mask's A[T2, T2]: S's row is [0, 1/√2, −∞] (its seed: K·Q over √2). Worked from
+    exponentials to the lessons' 4 significant digits, the row's other weight would come out
+    0.3303, not the table's 0.3302 (computed here); so it carries 6 and says why."""
+    row = np.array([0.0, 0.7071])  # S + M as printed, masked key left out
+    exact = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+    four = np.array([float(f"{x:.4g}") for x in np.exp(row - row.max())])
+    assert f"{four[0] / float(f'{four.sum():.4g}'):.4f}" != f"{exact[0]:.4f}"  # 4 digits miss
+    text = flat(cell(compute(load_scenario("causal_mask")), "A", 1, 1, width=80))
+    assert "0.493072" in text
+    assert "(exponentials to 6 significant digits, not the lessons' 4: with 4, a weight of this row would not" in text

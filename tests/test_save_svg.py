@@ -88,7 +88,8 @@ def test_girl_bangs_svg_puts_every_run_where_the_terminal_shows_it(tmp_path) -> 
 
 
 def test_a_latin_walk_svg_keeps_richs_text_runs(tmp_path) -> None:
-    """river_bank has no wide character, so every text run is exactly as Rich exported it."""
+    """river_bank has no wide character, so every text run is exactly as Rich exported it, but
+    the sides "│", drawn as lines."""
     from attnwalk.commands.walk import print_walk
     from attnwalk.layer.walk import compute
     from attnwalk.render.options import ViewOptions
@@ -102,7 +103,7 @@ def test_a_latin_walk_svg_keeps_richs_text_runs(tmp_path) -> None:
     print_walk(recorder, walk, ViewOptions(lang="en", width=80))
     rich = recorder.export_svg(title="attnwalk: river_bank (scaled)")
     tags = re.compile(r"<text [^>]*>[^<]*</text>")
-    assert tags.findall(ours) == tags.findall(rich)
+    assert tags.findall(ours) == [t for t in tags.findall(rich) if not re.search(r">│+</text>$", t)]
     found = runs(ours)
     assert found and all(cell_len(text) == len(text) for *_, text in found)
     for *_, length, text in found:
@@ -148,3 +149,25 @@ def test_saved_sizes_read_as_ls_h_would(size, words) -> None:
     from attnwalk.render.options import ViewOptions
 
     assert saved_size(size, ViewOptions(lang="en")) == words
+
+
+def test_svg_has_its_natural_size_no_network_font_and_solid_sides(tmp_path: Path) -> None:
+    """Opened in a browser the walk scrolls at its own size (width/height as in the viewBox),
+    needs no network (no url() for a font), and a panel's side is one line per row, the height of
+    Rich's row (20 px × 1.22), so the rows' sides touch."""
+    path, _ = save(tmp_path, "river_bank", ".svg")
+    svg = path.read_text(encoding="utf-8")
+    root = ET.fromstring(svg)
+    _, _, width, height = root.get("viewBox").split()
+    assert (root.get("width"), root.get("height")) == (width, height)
+    assert float(height) > 5000
+    assert "url(" not in svg.split("<defs>")[0]  # the stylesheet fetches nothing
+    assert 'local("FiraCode-Regular")' in svg
+    sides = [r for r in root.iter(f"{SVG}rect") if r.get("class", "").endswith(("-r6", "-r7"))
+             or (r.get("width") == "1.2")]
+    assert len(sides) > 100
+    tops = sorted({float(r.get("y")) for r in sides if r.get("x") == sides[0].get("x")})
+    gaps = [b - a for a, b in zip(tops, tops[1:])]
+    assert min(gaps) == pytest.approx(LINE)  # one line per row, touching the next
+    assert all(float(r.get("height")) >= LINE for r in sides)
+    assert not any(t.text == "│" for t in root.iter(f"{SVG}text"))

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("textual_serve", reason="textual-serve is not installed: pip install 'attnwalk[serve]'")
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'")
 
-from attnwalk.scenario.builtins import builtin_names  # noqa: E402
+from attnwalk.scenario.builtins import course_order  # noqa: E402
 from served import Served, alive  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -94,7 +94,10 @@ def test_a_browser_picks_a_lesson_walks_it_and_moves_a_stage_on_a_key(browser, t
         picker = shows(browser, "attnwalk: pick a lesson")
         assert "river_bank" in picker and "女生撩刘海" in picker and "w walk" in picker
         browser.save_screenshot(str(tmp_path / "picker.png"))
-        press(browser, *[Keys.DOWN] * builtin_names().index("river_bank"), Keys.ENTER)
+        # keys before any click or focus: the page puts them in its terminal itself
+        from selenium.webdriver.common.action_chains import ActionChains
+
+        ActionChains(browser).send_keys(*[Keys.DOWN] * course_order().index("river_bank"), Keys.ENTER).perform()
         first = shows(browser, "Stage 1 / 11")
         assert "by the river bank" in first
         press(browser, "n")

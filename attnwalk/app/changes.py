@@ -26,6 +26,12 @@ class Before:
     change: str
     left: int | None = None  # after h: the head it left
     went: int | None = None  # after h: the head it went to
+    made_at: tuple[str, int] | None = None  # the (stage, head) where m or h was pressed
+
+    def said_at(self, stage: Stage, head: int) -> bool:
+        """Is the old → new line said here? Only on the stage where the change was made: on a
+        later stage it would read as news about a key pressed screens ago (the marks stay)."""
+        return self.made_at is None or self.made_at == (stage.key, head)
 
     def old(self, stage: Stage, head: int) -> np.ndarray | None:
         """`stage`'s matrix before the change, for `head` as now shown; None where nothing compares."""
@@ -47,7 +53,8 @@ class Changes:
         mode = self._next_mode()
         self.walk = await self.walk_in_mode(mode)
         change = f"{self.t(f'mode.{old.mode.name}.name')} → {self.t(f'mode.{mode.name}.name')}"
-        self.before = Before(old, plain(change, self.opts))
+        stage, head = self.step
+        self.before = Before(old, plain(change, self.opts), made_at=(stage.key, head))
         self.message = self.t("ui.mode_changed", mode=self.t(f"mode.{mode.name}.name"))
         self._compute_next_mode()  # started now, not after the frame: a quick second m finds it further on
         self.show(home=False)
@@ -66,7 +73,8 @@ class Changes:
             self.say_now(self.t(key, stage=plain(stage.symbol, self.opts), stages=per_head))
             return
         target = (head + 1) % heads
-        self.before = Before(self.walk, self.t("app.head_change", old=shown(head), new=shown(target)), head, target)
+        self.before = Before(self.walk, self.t("app.head_change", old=shown(head), new=shown(target)), head, target,
+                             made_at=(stage.key, target))
         self.index = next(i for i, (s, h) in enumerate(self.steps) if s.key == stage.key and h == target)
         self.message = self.t("ui.head_changed", head=shown(target), heads=heads)
         self.show(home=False)  # the same cell: a stage has the same shape in every head

@@ -55,10 +55,11 @@ class PagesApp(PromptLine, PaneScroll, MessageAndExits, App[int]):
         Binding("b,left", "back", "app.key.back", key_display="b"),
         Binding("g", "jump", "app.key.jump"),
         Binding("m", "mode", "app.key.mode"),
+        # a step is often taller than the screen: the footer says how to read on (↓ a line, d a page)
+        Binding("j,down", "scroll_lines(1)", "app.key.scroll", key_display="↓ d"),
         Binding("question_mark", "help", "app.key.help", key_display="?"),
         Binding("q", "leave", "app.key.quit"),
         Binding("ctrl+d", "leave", show=False),
-        Binding("j,down", "scroll_lines(1)", show=False),
         Binding("k,up", "scroll_lines(-1)", show=False),
         Binding("d,pagedown", "scroll_pages(1)", show=False),
         Binding("u,pageup", "scroll_pages(-1)", show=False),

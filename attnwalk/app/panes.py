@@ -67,6 +67,11 @@ def lesson_pointer(walk: Walk, opts: ViewOptions) -> str:
     """The first screen's message where the lesson has an introduction (extras_view puts it after
     the first stage's notes, below the fold at 80 × 24): its title and where to find it."""
     scn = walk.scenario
+    from attnwalk.render.modelintro import model_title
+
+    named = model_title(walk, opts)  # a real model's layer: which model and layer, as the printed walk opens
+    if named is not None:
+        return style.say(opts, "lesson.below_model", title=style.plain(named, opts))
     title = pick(scn.title, opts.lang)  # a model's layer has none: its walk opens with the model
     return style.say(opts, "lesson.below", title=style.plain(title, opts)) if title else ""
 
@@ -118,7 +123,8 @@ def change_line(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts
     """After m or h, the cursor's cell before → now ("scaled → unscaled: A[bank, bank] was 0.2500,
     is now 0.1370", or that it did not change); None where nothing is compared. Cheap (two
     numbers), so a large layer shows it at once while its cell is being worked out."""
-    old = before.old(stage, head) if before is not None and stage.kind != TOKENS else None
+    said = before is not None and stage.kind != TOKENS and before.said_at(stage, head)
+    old = before.old(stage, head) if said else None
     new = walk.matrix(stage.key, head) if old is not None else None
     if old is None or old.shape != new.shape:
         return None

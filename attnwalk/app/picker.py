@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
+from rich.console import Group
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -23,6 +24,7 @@ from attnwalk.app import collect_again
 from attnwalk.app.footer import KeysFooter
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.style import say
+from attnwalk.render.wrap import Prose
 
 ACTIVITIES = ("walk", "predict", "quiz")
 LANGS = ("en", "zh")
@@ -36,6 +38,7 @@ class LessonRow:
     about: str  # its description
     problem: str = ""  # why it cannot be opened (a file that no longer loads), else ""
     own: bool = False  # from the teacher's folder, not a built-in
+    start: bool = False  # the course's first lesson: marked "start here", the picker opens on it
 
 
 @dataclass(frozen=True)
@@ -107,11 +110,15 @@ class PickerApp(App[Choice | None]):
         lessons = self.query_one(OptionList)
         lessons.clear_options()
         width = max((cell_len(row.key) for row in self.rows), default=0) + 2  # a key may be 注意力.yaml
+        start = f"  {self.t('list.start')}"
         lessons.add_options([Option(Text.assemble((row.key + " " * (width - cell_len(row.key)), "bold"),
-                                                  row.title)) for row in self.rows])
+                                                  row.title, (start if row.start else "", "bold green")))
+                             for row in self.rows])
         for activity in ACTIVITIES:
             self.query_one(f"#{activity}", Button).label = self.t(f"app.picker.button.{activity}")
-        index = next((i for i, row in enumerate(self.rows) if row.key == keep), 0)
+        # on the lesson chosen before (after l, or back from a walk), else where the course starts
+        index = next((i for i, row in enumerate(self.rows) if row.key == keep),
+                     next((i for i, row in enumerate(self.rows) if row.start), 0))
         if self.rows:
             lessons.highlighted = index
         self._describe(index)
@@ -125,6 +132,8 @@ class PickerApp(App[Choice | None]):
         row = self.rows[index]
         self.selected = row.key
         parts: list = [(row.title or row.key, "bold"), "\n", (row.facts, "dim")]
+        if row.start:
+            parts += [(f" · {self.t('list.start')}", "bold green")]
         if row.own:
             parts += [(f" · {self.t('app.picker.own', file=row.key)}", "dim")]
         if row.problem:
@@ -132,7 +141,8 @@ class PickerApp(App[Choice | None]):
         elif row.about:  # its first paragraph (YAML folds a blank line to one \n): the walk opens
             # with the whole of it, where its "what to notice" is not a spoiler for predicting
             parts += ["\n", row.about.split("\n")[0].strip()]
-        about.update(Text.assemble(*parts))
+        # Prose: a Chinese description folds between characters, not only at its few spaces
+        about.update(prose_line_of(Text.assemble(*parts)))
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._describe(event.option_index)
@@ -168,3 +178,10 @@ class PickerApp(App[Choice | None]):
 
     def action_leave(self) -> None:
         self.exit(None)
+
+
+def prose_line_of(text: Text) -> Group:
+    """`text` (its styles kept) as Prose in a Group: Textual wraps a bare Text itself, at spaces only."""
+    prose = Prose(text.plain, style=text.style)
+    prose.spans = list(text.spans)
+    return Group(prose)

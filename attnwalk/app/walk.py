@@ -69,6 +69,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
         Binding("c", "cell", "app.key.cell"),
         Binding("m", "mode", "app.key.mode"),
         Binding("h", "head", "app.key.head"),
+        Binding("h", "one_head", show=False),  # where "head" is not offered (one head): says why
         Binding("p", "predict", "app.key.predict"),
         Binding("question_mark", "help", "app.key.help", key_display="?"),
         Binding("q", "leave", "app.key.quit"),
@@ -91,6 +92,10 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
         self.index = start
         self.reached = start  # the furthest step shown, for `attnwalk progress`
         self.cursor = default_cell(walk, *self._key_head(start)) if self._has_cells(start) else (0, 0)
+        # where the cursor was last on each axis (a stage's rows "n", its columns "d_k"), so a row
+        # picked on Q is still the row on QKᵀ three stages later, through K and V
+        self.rows_at: dict[str, int] = {}
+        self.cols_at: dict[str, int] = {}
         self.before: Before | None = None  # after m or h: what the marks and the old → new line compare with
         self.predictor, self.predict = predictor, predict
         self.predicted: set[tuple[str, int]] = set()
@@ -209,11 +214,22 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
 
     # -- moving ------------------------------------------------------------------------------
 
+    def _row_axis(self, stage: Stage) -> str:
+        """What a stage's rows are: without a source the keys' rows (m) are the same tokens as the
+        queries' (n), so a row picked on Q is the row on K and V too."""
+        return "n" if stage.rows == "m" and self.walk.scenario.source is None else stage.rows
+
+    def _remember(self) -> None:
+        stage, _ = self.step
+        if stage.kind != TOKENS:
+            self.rows_at[self._row_axis(stage)], self.cols_at[stage.cols] = self.cursor
+
     def go(self, index: int, cell: tuple[int, int] | None = None) -> None:
-        """To step `index`, the cursor on `cell` if given; else keeping its row (the query) where
-        the new stage has it, and its column where the columns mean the same (keys, or the same
-        dimensions)."""
-        old_stage, _ = self.step
+        """To step `index`, the cursor on `cell` if given; else on the row it was last on among
+        rows that mean the same (the query, through K and V), and on the column last picked among
+        columns that mean the same (keys, or the same dimensions); on the scores, a query's first
+        visit shows the key it attends to most."""
+        self._remember()
         self.index = index
         stage, head = self.step
         if cell is not None:
@@ -221,14 +237,12 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
         elif stage.kind != TOKENS:
             rows, cols = self.walk.matrix(stage.key, head).shape
             default = default_cell(self.walk, stage.key, head)
-            row, col = self.cursor
-            same_rows = old_stage.kind != TOKENS and old_stage.rows == stage.rows
-            row = row if same_rows and row < rows else default[0]
-            same_cols = old_stage.kind != TOKENS and (old_stage.square and stage.square
-                                                      or old_stage.cols == stage.cols)
-            if stage.square and not same_cols:  # the key this query attends to most
+            row = self.rows_at.get(self._row_axis(stage), default[0])
+            row = row if row < rows else default[0]
+            col = self.cols_at.get(stage.cols)
+            if col is None and stage.square:  # the key this query attends to most
                 col = int(self.walk.matrix("A", head)[row].argmax())
-            elif not same_cols or col >= cols:
+            elif col is None or col >= cols:
                 col = default[1]
             self.cursor = (row, col)
         self.show()
@@ -271,6 +285,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
             return
         rows, cols = self.walk.matrix(stage.key, head).shape
         self.cursor = (min(max(row, 0), rows - 1), min(max(col, 0), cols - 1))
+        self._remember()
         self.query_one(MatrixGrid).move(self.cursor)
         self.show_worked()
 
@@ -304,6 +319,10 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
     def action_leave(self) -> None:
         self.ended = self.leaving  # q after the end was said: its suggestions stay on the terminal too
         super().action_leave()
+
+    def action_one_head(self) -> None:
+        """h on a lesson of one head: not a key that does nothing, but why there is nowhere to go."""
+        self.say_now(self.t("ui.one_head"))
 
     def action_predict(self) -> None:
         if self.predictor is None:

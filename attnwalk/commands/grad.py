@@ -36,6 +36,14 @@ def backward_walk(scenario: Scenario, mode: str) -> GradWalk:
     return grad_walk(gradients(compute(scenario, mode)))
 
 
+def train_name(name: str) -> str:
+    """The scenario as `attnwalk train` takes it: as the learner gave it to grad, quoted for a
+    shell where it has to be (a path with spaces)."""
+    import shlex
+
+    return shlex.quote(name)
+
+
 def grad_command(*, name: str, mode: str, no_pause: bool, precision: int, ascii: bool,
                  lang: str | None, head: str | None = None, save: str | None = None,
                  predict: bool = False, format: str = "text") -> int:
@@ -71,12 +79,17 @@ def grad_command(*, name: str, mode: str, no_pause: bool, precision: int, ascii:
         from attnwalk.app.gradwalk import GradApp  # only in a terminal: the piped walk never loads Textual
         from attnwalk.tutor.gradquiz import GradPredictions
 
-        app = GradApp(walk, opts, predictor=GradPredictions(opts.lang), predict=predict)
+        predictions = GradPredictions(opts.lang)
+        app = GradApp(walk, opts, predictor=predictions, predict=predict)
         if shown:
             app.index = next(i for i, (stage, h) in enumerate(app.steps) if stage.per_head and h == shown)
         app.run()
-        if app.ended:
-            print(text(opts.lang).t("grad.end"))
+        if app.ended:  # folded at words (and between Chinese characters), naming what to train
+            from attnwalk.render.wrap import prose_line
+
+            if predictions.summary():  # what the walk asked, summed up, as run's end does
+                console.print(prose_line(predictions.summary(), style="bold"))
+            console.print(prose_line(text(opts.lang).t("grad.end", name=train_name(name))))
         return app.return_code or 0
     if not no_pause and sys.stdout.isatty():
         print(text(opts.lang).t("ui.not_a_tty"), file=sys.stderr)
@@ -90,6 +103,10 @@ def grad_command(*, name: str, mode: str, no_pause: bool, precision: int, ascii:
         predictor = GradPredictor(walk, console, answers, opts.lang)
         console.print(text(opts.lang).t("quiz.grad_predict.intro"))
     print_walk(console, walk, opts, head=shown, predictor=predictor)
+    if predictor is not None and predictor.summary():
+        from attnwalk.render.wrap import prose_line
+
+        console.print(prose_line(predictor.summary(), style="bold"))
     return 0
 
 

@@ -173,6 +173,10 @@ def walk_command(*, name: str | None, scenario_file: Path | None, mode: str, no_
         predictor = Predictor(walk, console, answers, opts.lang)
         console.print(text(opts.lang).t("quiz.predict.intro"))
     print_walk(console, walk, opts, start=start, head=shown, predictor=predictor)
+    if predictor is not None and predictor.summary():
+        from attnwalk.render.wrap import prose_line
+
+        console.print(prose_line(predictor.summary(), style="bold"))
     return 0
 
 
@@ -184,8 +188,10 @@ def interactive_walk(walk: Walk, opts: ViewOptions, *, start: int, note: str, pr
 
     from functools import cache
 
-    ending = cache(lambda: walk_ending(walk, opts))  # asked at the end only: not the first screen's time
-    app = WalkApp(walk, opts, start=start, message=note, predictor=StepPredictions(opts.lang),
+    predictions = StepPredictions(opts.lang)
+    # asked at the end only (not the first screen's time): the predictions summed up, then what next
+    ending = cache(lambda: [line for line in [predictions.summary()] if line] + walk_ending(walk, opts))
+    app = WalkApp(walk, opts, start=start, message=note, predictor=predictions,
                   predict=predict, ending=ending)
     try:
         app.run()

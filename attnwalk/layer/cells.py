@@ -304,6 +304,9 @@ def softmax(c: Cell) -> list:
     # two lines, as the form above: the sum, then the weight (one line broke inside "a / b")
     lines.append(c.say("ui.exponentials", max=c.num(top)) + f"{c.colon()}{row_sum} = {c.exp(total, digits)}")
     lines.append(f"{c.cols[c.col]}{c.colon()}{c.exp(shown_e, digits)} / {c.exp(total, digits)} = {c.num(weight)}")
+    more = max(digits, naive_d)
+    if more > EXP_DIGITS[0]:  # more digits than the lessons' 4 beside the tables: say why
+        lines.append(c.prose(c.say("ui.exp_digits", digits=more, usual=EXP_DIGITS[0])))
     if x is not None:  # what the sink takes: the row sums to 1 minus it
         sink = float(c.exp(stable_x, digits))
         share = c.printed(sink / total)

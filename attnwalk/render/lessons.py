@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
-from attnwalk.scenario.builtins import builtin_names
+from attnwalk.scenario.builtins import course_order
 from attnwalk.text import pick, text
 from attnwalk.scenario.load import load_scenario
 
 
 def lesson_table(lang: str = "en", width: int = 80) -> Table:
-    """Name, title, n × d_model and mask of every built-in scenario."""
+    """Number, name, title, n × d_model and mask of every built-in scenario, in course order, the
+    first marked as where to start."""
     tx = text(lang)
-    table = Table(title=tx.t("list.title"), title_justify="left", expand=True)  # for the ratio
+    table = Table(title=tx.t("list.title"), title_justify="left", expand=True,  # for the ratio
+                  caption=tx.t("list.caption", name=course_order()[0]), caption_justify="left")
     # the name whole (it is what the learner types), the title given the room; on a narrow
     # terminal the size and the mask wrap between words at 12 cells rather than squeeze the title
     narrow = 12 if width < 120 else None
+    table.add_column(tx.t("list.order"), justify="right", no_wrap=True)
     table.add_column(tx.t("list.name"), no_wrap=True)
     table.add_column(tx.t("list.scenario_title"), overflow="fold", ratio=1)
     table.add_column(tx.t("list.shape"), overflow="fold", max_width=narrow)
     table.add_column(tx.t("list.mask"), overflow="fold", max_width=narrow)
-    for name in builtin_names():
+    for number, name in enumerate(course_order(), 1):
         scn = load_scenario(name)
-        table.add_row(name, pick(scn.title, lang) or "", *lesson_facts(scn, lang))
+        shown = Text(name)
+        if number == 1:
+            shown.append("\n" + tx.t("list.start"), style="bold green")
+        table.add_row(str(number), shown, pick(scn.title, lang) or "", *lesson_facts(scn, lang))
     return table
 
 

@@ -32,6 +32,17 @@ def bytes_text(size: int) -> str:
     return f"{max(size, 0) / 1024:.1f} KiB"
 
 
+def model_title(walk: Walk, opts: ViewOptions) -> str | None:
+    """"all-MiniLM-L6-v2 · layer 1 of 6 · 12 heads": the opening's title, and the interactive
+    walk's first message; None for a scenario not taken from a real model."""
+    layer = layer_of(walk.scenario)
+    if layer is None:
+        return None
+    info = layer.info
+    return style.say(opts, "model.opening.title", name=escaped(info.name), layer=person(layer.layer),
+                     layers=info.n_layers, heads=info.n_heads)
+
+
 def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType | None:
     """The model, its size, the layer walked and its heads, and the tokenization; None for a
     scenario not taken from a real model."""
@@ -66,8 +77,7 @@ def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType | None:
         grid.add_row(Text(say("unknown_label")), Prose(say(
             "unknown", count=len(unknown), total=sum(1 for s in tok.special if not s), piece=escaped(tok.pieces[unknown[0]]),
             words=style.say(opts, "ui.list_sep").join(dict.fromkeys(escaped(w) for w in words)))))
-    title = say("title", name=escaped(info.name), layer=person(layer.layer), layers=info.n_layers,
-                heads=info.n_heads)
+    title = model_title(walk, opts)
     return Panel(Group(*facts, grid), title=Text(style.plain(title, opts), style=style.SCREEN_TITLE),
                  title_align="left", box=style.panel_box(opts), border_style=style.PANEL_BORDER)
 

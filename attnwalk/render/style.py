@@ -16,13 +16,46 @@ from attnwalk.text import text
 from attnwalk.render import symbols
 from attnwalk.render.options import ViewOptions
 
+# Text on a coloured cell is black or white, whichever its background's luminance makes readable
+# (WCAG's contrast ratio, at least 4.5:1), never the terminal's own foreground, which a dark theme
+# makes light grey. Both are hex so no terminal or export theme remaps them; the backgrounds are
+# picked so the same choice still holds where 256- and 16-colour terminals round them to their
+# palettes (tests/test_contrast.py measures what is emitted).
+DARK_TEXT, LIGHT_TEXT = "#000000", "#ffffff"
+
+
+def relative_luminance(rgb: tuple[int, int, int]) -> float:
+    """WCAG 2's relative luminance of an sRGB colour (0–255 a channel)."""
+    def linear(channel: int) -> float:
+        c = channel / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """WCAG 2's contrast ratio of two colours, 1 to 21."""
+    light, dark = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def on(background: str) -> str:
+    """A cell style: `background` ("#rrggbb") under black or white text, whichever contrasts more."""
+    rgb = (int(background[1:3], 16), int(background[3:5], 16), int(background[5:7], 16))
+    dark = contrast_ratio(rgb, (0, 0, 0)) >= contrast_ratio(rgb, (255, 255, 255))
+    return f"{DARK_TEXT if dark else LIGHT_TEXT} on {background}"
+
+
 # Diverging steps for signed matrices, from small to large |value| (relative to the matrix's
-# largest |value|). Light backgrounds keep black text; the darkest step switches to white.
-NEGATIVE_STEPS = ("on #eef4fb", "black on #c6dbef", "black on #8fbfe0", "white on #3f7fbf")
-POSITIVE_STEPS = ("on #fdf0ec", "black on #fcc5b0", "black on #f59377", "white on #cb4335")
-# Sequential steps for weights in [0, 1].
-WEIGHT_STEPS = ("", "black on #fff3c4", "black on #fed976", "black on #fd9a43", "white on #d9480f")
-MASKED_CELL = "grey50"  # −∞ scores and the zero weights they become
+# largest |value|). The darkest steps are dark enough for white text even where a 256-colour
+# terminal rounds them lighter.
+NEGATIVE_STEPS = tuple(on(bg) for bg in ("#eef4fb", "#c6dbef", "#8fbfe0", "#356ba0"))
+POSITIVE_STEPS = tuple(on(bg) for bg in ("#fdf0ec", "#fcc5b0", "#f59377", "#b33b2f"))
+# Sequential steps for weights in [0, 1]: the smallest on the terminal's own colours.
+WEIGHT_STEPS = ("", *(on(bg) for bg in ("#fff3c4", "#fed976", "#fd9a43", "#bf3f0d")))
+# −∞ scores and the zero weights they become: grey on light grey, set apart from every heat step
+MASKED_CELL = "#595959 on #e4e4e4"
 GAP_CELL = "dim"  # the "…" row and column standing in for hidden ones
 
 HEADER = "bold"  # column and row labels

@@ -11,8 +11,14 @@ So the SVG is post-processed, not rebuilt: Rich's own output, with
   piece starting at its own cell and stretched over exactly its cells, so a wide glyph fills its
   two cells and the Latin text after it stays on its grid (one textLength over a mixed run would
   spread the slack over every glyph and shift the Latin letters off their cells);
-- a font stack that names CJK monospace fonts after Fira Code.
-Runs whose cells equal their characters (all of a Latin walk) are left exactly as Rich wrote them.
+- a font stack that names CJK monospace fonts after Fira Code, and no font fetched from the
+  network (Rich links Fira Code on a CDN; the file must work offline): fonts are named, as the
+  HTML names them;
+- its natural size (width and height as well as the viewBox), so a browser scrolls a long walk
+  instead of shrinking 11,000 px into one window;
+- a table's or panel's side "│" drawn as a line over the whole row: the glyph is as tall as the
+  font, shorter than Rich's 1.22-line rows, so sides read as dashes.
+Other runs whose cells equal their characters are left exactly as Rich wrote them.
 """
 
 from __future__ import annotations
@@ -51,6 +57,11 @@ _RICH_FONTS = "font-family: Fira Code, monospace;"
 _RICH_TITLE_FONTS = "font-family: arial;"
 
 _TEXT = re.compile(r"<text ([^>]*)>([^<]*)</text>")
+_FONT_URL = re.compile(r',\s*url\([^)]*\)\s*format\([^)]*\)')  # the CDN copies of Fira Code
+_VIEWBOX = re.compile(r'<svg class="rich-terminal" viewBox="0 0 ([\d.]+) ([\d.]+)"')
+LINE_HEIGHT = CHAR_HEIGHT * 1.22  # Rich's row height in export_svg
+SIDE = "│"
+SIDE_WIDTH = 1.2  # px, about the stroke of the glyph at 20 px
 _ATTR = re.compile(r'([\w:-]+)="([^"]*)"')
 _UNIT = re.compile(r"&[#\w]+;|.", re.S)  # one escaped character: an entity or a plain character
 
@@ -67,7 +78,18 @@ def wide_runs_fixed(svg: str) -> str:
     svg = svg.replace(_RICH_FONTS, f"font-family: {FONT_STACK};", 1)
     svg = svg.replace(_RICH_TITLE_FONTS, f"font-family: {TITLE_FONTS};", 1)
     svg = svg.replace(_FULL_WIDTH, "font-variant-east-asian: normal;", 1)
+    svg = _FONT_URL.sub("", svg)
+    svg = _VIEWBOX.sub(r'<svg class="rich-terminal" width="\1" height="\2" viewBox="0 0 \1 \2"', svg, 1)
     return _TEXT.sub(_fixed_run, svg)
+
+
+def _sides(attrs: dict[str, str], count: int) -> str:
+    """`count` sides "│" from the run's cell as lines the full height of the row, in the run's colour."""
+    x, top = float(attrs["x"]), float(attrs["y"]) - CHAR_HEIGHT + 1.5  # Rich: text y = row top + char height
+    return "".join(
+        f'<rect class="{attrs.get("class", "")}" x="{format(x + k * CHAR_WIDTH + (CHAR_WIDTH - SIDE_WIDTH) / 2, "g")}" '
+        f'y="{format(top, "g")}" width="{SIDE_WIDTH}" height="{format(LINE_HEIGHT + 0.25, "g")}" '
+        f'shape-rendering="crispEdges"/>' for k in range(count))
 
 
 def _fixed_run(match: re.Match) -> str:
@@ -77,6 +99,8 @@ def _fixed_run(match: re.Match) -> str:
         return match.group(0)
     units = _UNIT.findall(content)  # Rich escaped the text (html.escape, spaces as &#160;)
     chars = "".join(html.unescape(u) for u in units)
+    if chars and chars == SIDE * len(chars):
+        return _sides(attrs, len(chars))
     if len(chars) != len(units) or cell_len(chars) in (len(chars), 0):
         return match.group(0)  # as Rich counts it (or nothing to place, or unparsed): unchanged
     cell = round(float(attrs["x"]) / CHAR_WIDTH)  # x = cell × char_width, as Rich computed it

@@ -58,3 +58,10 @@ def next_lesson(name: str) -> str | None:
     if name not in order[:-1]:
         return None
     return order[order.index(name) + 1]
+
+
+def course_order() -> list[str]:
+    """The built-ins in the order they teach (the course), then any other built-in by name: what
+    `attnwalk list` and serve's picker show, the first marked as where to start."""
+    names = builtin_names()
+    return [name for name in course() if name in names] + [name for name in names if name not in course()]

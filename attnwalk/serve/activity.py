@@ -61,25 +61,15 @@ def run(activity: str, offered: Offered, lang: str, key: str | None, listing: Pa
     walk = compute(load(lesson))
     opts = ViewOptions(lang=lang, width=_columns())
     if activity in ("walk", "predict"):
-        from attnwalk.app.walk import WalkApp
-        from attnwalk.tutor.predict import StepPredictions
+        from attnwalk.serve.endings import ServedWalk
 
-        WalkApp(walk, opts, predictor=StepPredictions(lang), predict=activity == "predict").run()
+        ServedWalk(walk, opts, lesson.key, activity, offered).run()
         return 0
-    from rich.text import Text
+    from attnwalk.serve.endings import ServedQuiz
 
-    from attnwalk.app.quiz import QuizApp
-    from attnwalk.commands.quiz import run_quiz
-    from attnwalk.text import pick, text
-    from attnwalk.tutor.questions import questions
-
-    asked = questions(walk, lang)
-    intro = [Text(text(lang).t("quiz.title", name=walk.scenario.name), style="bold")]
-    title = pick(walk.scenario.title, lang)
-    if title:
-        intro.append(Text(escaped(title), style="dim"))
-    QuizApp(lambda console, answers: run_quiz(walk, asked, console, answers, lang), opts, intro).run()
-    return 0
+    quiz = ServedQuiz(walk, lesson.key, offered, opts)
+    quiz.run()
+    return quiz.return_code or 0
 
 
 def _columns() -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from attnwalk.errors import AttnwalkError
 
-NEEDS = "attnwalk serve needs textual-serve: pip install 'attnwalk[serve]'"
+NEEDS = "attnwalk serve needs textual-serve: in attnwalk's checkout, pip install '.[serve]'"
 
 
 def serve_command(*, lessons: Path | None, host: str, port: int, public_url: str | None,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnwalk.errors import AttnwalkError
-from attnwalk.scenario.builtins import builtin_names, builtin_path
+from attnwalk.scenario.builtins import builtin_path, course_order
 
 SUFFIXES = (".yaml", ".yml")
 # What a picker's choice may be (app/picker.py holds the same, for the page's side) and how it
@@ -45,13 +45,13 @@ class Offered:
 
     def lessons(self) -> list[Lesson]:
         """The teacher's files first (what the class was sent to do, in view without scrolling past
-        every built-in), then the built-ins. A link that leads out of the folder is not offered:
-        a teacher shares a folder, not the disk (checked_folder refuses one at the start)."""
+        every built-in), then the built-ins in course order. A link that leads out of the folder is
+        not offered: a teacher shares a folder, not the disk (checked_folder refuses one at the start)."""
         found = []
         if self.folder is not None:
             files = [p for p in self.files() if inside(self.folder, p)]
             found += [Lesson(p.name, p, False) for p in files[:MAX_FILES]]
-        return found + [Lesson(name, builtin_path(name), True) for name in builtin_names()]
+        return found + [Lesson(name, builtin_path(name), True) for name in course_order()]
 
     def files(self) -> list[Path]:
         """The folder's *.yaml and *.yml files (through links), wherever a link leads."""
@@ -128,9 +128,10 @@ def rows(offered: Offered, lang: str) -> list[dict[str, object]]:
     from attnwalk.text import pick
 
     out: list[dict[str, object]] = []
+    first = next(iter(course_order()), None)  # the course's first lesson: marked, the picker opens on it
     for lesson in offered.lessons():
         row: dict[str, object] = {"key": lesson.key, "title": "", "facts": "", "about": "", "problem": "",
-                                  "own": not lesson.builtin}
+                                  "own": not lesson.builtin, "start": lesson.builtin and lesson.key == first}
         try:
             scn = load(lesson)
         except AttnwalkError as exc:

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import logging
 import os
 import re
 import shlex
 import signal
 import sys
+import time
 from pathlib import Path
 
 from aiohttp import web
@@ -45,6 +48,14 @@ class ClassroomServer(Server):
         self.max_sessions, self.lessons = max_sessions, lessons
         self.fixed_url = public_url
         self.open: set = set()  # the transports of the tabs connected now
+        self._numbers = itertools.count(1)  # sessions, as the log counts them
+
+    def initialize_logging(self) -> None:
+        """textual-serve's log, without aiohttp's access line for every request (the page, its
+        scripts, its websocket): the teacher's terminal gets one line as a session starts and one
+        as it ends (handle_websocket)."""
+        super().initialize_logging()
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
     def serve(self, debug: bool = False) -> None:
         """textual-serve's serve, with SIGHUP (the teacher's terminal closed, or `kill -HUP`)
@@ -72,10 +83,17 @@ class ClassroomServer(Server):
                                              "already (serve --max-sessions)")
         transport = request.transport
         self.open.add(transport)
+        number, began = next(self._numbers), time.monotonic()
+        self.say(f"attnwalk: session {number} started ({len(self.open)} open)")
         try:
             return await super().handle_websocket(request)
         finally:
             self.open.discard(transport)
+            minutes = (time.monotonic() - began) / 60
+            self.say(f"attnwalk: session {number} ended after {minutes:.0f} min ({len(self.open)} open)")
+
+    def say(self, line: str) -> None:
+        self.console.print(line, highlight=False, soft_wrap=True)
 
     async def on_startup(self, app: web.Application) -> None:
         where = self.fixed_url or self.public_url

@@ -131,14 +131,17 @@ class Session:
 
     async def run(self) -> None:
         reading = asyncio.create_task(self.read_page())
-        lesson = None
+        lesson, chosen = None, None
         try:
             while not self.stop.is_set():
-                choice = await self.activity(self.argv("picker", lesson))
+                choice = chosen or await self.activity(self.argv("picker", lesson))
                 if choice is None or not self.valid(choice):
                     break  # the student left the picker (or it failed): the session is over
                 lesson, self.lang = choice["lesson"], choice["lang"]
-                await self.activity(self.argv(choice["activity"], lesson))
+                # a lesson's end page may choose what comes next (its quiz, the next lesson);
+                # else, and for anything not offered, back to the picker
+                made = await self.activity(self.argv(choice["activity"], lesson))
+                chosen = made if made is not None and self.valid(made) else None
         finally:
             reading.cancel()
             if self.current is not None:

@@ -23,6 +23,17 @@ class Judged:
     reason: str = ""  # why an answer that is no answer of the question's kind counts as wrong
 
 
+@dataclass(frozen=True)
+class Answer:
+    """One cell of the class's grid: a student's answer to a question, as judged."""
+
+    question: int  # from 1
+    answer: str  # as the teacher's file has it
+    right: bool
+    answered: bool
+    shown: tuple[str, ...] = ()  # the misconceptions it shows
+
+
 @dataclass
 class StudentResult:
     student: str
@@ -30,6 +41,7 @@ class StudentResult:
     of: int
     mistakes: dict[str, int]  # misconception -> on how many questions
     unread: list[tuple[int, str, str]] = field(default_factory=list)  # (question, answer, reason)
+    answers: list[Answer] = field(default_factory=list)  # one a question, in the file's order
 
 
 @dataclass
@@ -38,6 +50,7 @@ class QuestionResult:
     right: int
     answered: int
     answer: str  # the right answer as the worksheet's key shows it
+    topic: str = ""  # what it asks about: the quiz's topic, and the stage of a cell ("cell QK^T")
 
 
 @dataclass
@@ -75,8 +88,18 @@ def judged(q: Question, raw: str, lang: str = "en") -> Judged:
     return Judged(False, True)
 
 
+def topic(q: Question) -> str:
+    """The question's topic as the worksheet names it, with the stage a cell question is on
+    (its id "cell:QK^T:0:3:0"): "cell QK^T", "softmax_axis", "what_if"."""
+    parts = q.qid.split(":")
+    if q.topic == "cell" and len(parts) > 1 and parts[0] == "cell" and parts[1]:
+        return f"cell {parts[1]}"
+    return q.topic
+
+
 def grade(sheet: Worksheet, answers: Answers, lang: str = "en") -> ClassReport:
-    questions = {n: QuestionResult(n, 0, 0, sheet.questions[n - 1].shown) for n in answers.numbers}
+    questions = {n: QuestionResult(n, 0, 0, sheet.questions[n - 1].shown, topic(sheet.questions[n - 1]))
+                 for n in answers.numbers}
     showed: dict[str, dict[str, set[int]]] = {}  # misconception -> student -> questions
     students = []
     for student, cells in answers.rows:
@@ -87,6 +110,8 @@ def grade(sheet: Worksheet, answers: Answers, lang: str = "en") -> ClassReport:
             asked.answered += verdict.answered
             asked.right += verdict.right
             result.score += verdict.right
+            result.answers.append(Answer(number, raw, verdict.right, verdict.answered,
+                                         tuple(dict.fromkeys(verdict.shown))))
             if verdict.reason:
                 result.unread.append((number, raw, verdict.reason))
             for name in dict.fromkeys(verdict.shown):

@@ -34,7 +34,12 @@ def as_data(report: ClassReport, lang: str = "en") -> dict:
         "students": [{"student": s.student, "score": s.score, "of": s.of, "mistakes": s.mistakes,
                       "unread": [{"question": n, "answer": a, "reason": r} for n, a, r in s.unread]}
                      for s in report.students],
-        "questions": [{"number": q.number, "right": q.right, "answered": q.answered} for q in report.questions],
+        "questions": [{"number": q.number, "topic": q.topic, "right": q.right, "answered": q.answered}
+                      for q in report.questions],
+        # the grid, a cell a student and question: "mistake" names what a wrong answer shows
+        # (names joined by ";" where a wrong option covers several), null where it shows none
+        "answers": [{"student": s.student, "question": a.question, "answer": a.answer, "right": a.right,
+                     "mistake": ";".join(a.shown) or None} for s in report.students for a in s.answers],
         "mistakes": [{"name": m.name, "label": label(m.name, lang), "students": m.students,
                       "questions": m.questions} for m in report.mistakes],
     }
@@ -47,10 +52,32 @@ def as_json(report: ClassReport, lang: str = "en") -> str:
 
 
 def _shown(student: StudentResult, lang: str) -> str:
-    """"forgot to divide by √d_k ×2, softmax down the column": most often first."""
-    tx = text(lang)
+    """"forgot to divide by √d_k ×2; softmax down the column": most often first, joined by a
+    separator no label holds (labels have commas in them)."""
     ranked = sorted(student.mistakes.items(), key=lambda item: (-item[1], item[0]))
-    return tx.t("ui.list_sep").join(label(name, lang) + (f" ×{n}" if n > 1 else "") for name, n in ranked)
+    return _joined([label(name, lang) + (f" ×{n}" if n > 1 else "") for name, n in ranked], lang)
+
+
+def _joined(labels: list[str], lang: str) -> str:
+    return text(lang).t("grade.mistake_sep").join(labels)
+
+
+def _cell(answer, lang: str) -> str:
+    """A cell of the grid: "✓ 0.1089", "✗ 0.0252 (forgot to divide by √d_k)", "—" unanswered."""
+    if not answer.answered:
+        return "—"
+    given = escaped(answer.answer)
+    if answer.right:
+        return f"✓ {given}"
+    shown = f" ({_joined([label(n, lang) for n in answer.shown], lang)})" if answer.shown else ""
+    return f"✗ {given}{shown}"
+
+
+def _grid(report: ClassReport, lang: str):
+    """Student × question: each answer as given, right or wrong, and the misconception it shows."""
+    tx = text(lang)
+    header = [tx.t("grade.student")] + [str(q.number) for q in report.questions]
+    return header, [[escaped(s.student)] + [_cell(a, lang) for a in s.answers] for s in report.students]
 
 
 def _numbers(numbers: list[int], lang: str) -> str:
@@ -70,8 +97,9 @@ def _rows(report: ClassReport, lang: str):
     total = len(report.students)
     students = ([tx.t("grade.student"), tx.t("grade.score"), tx.t("grade.mistakes")],
                 [[escaped(s.student), f"{s.score} / {s.of}", _shown(s, lang)] for s in report.students])
-    questions = ([tx.t("grade.question"), tx.t("grade.right"), tx.t("grade.answered"), tx.t("grade.answer")],
-                 [[str(q.number), tx.t("grade.of_class", count=q.right, total=total),
+    questions = ([tx.t("grade.question"), tx.t("grade.topic"), tx.t("grade.right"), tx.t("grade.answered"),
+                  tx.t("grade.answer")],
+                 [[str(q.number), escaped(q.topic), tx.t("grade.of_class", count=q.right, total=total),
                    tx.t("grade.of_class", count=q.answered, total=total), escaped(q.answer)]
                   for q in report.questions])
     mistakes = ([tx.t("grade.misconception"), tx.t("grade.how_many"), tx.t("grade.on")],
@@ -95,7 +123,7 @@ def as_view(report: ClassReport, lang: str = "en") -> RenderableType:
         parts.append(_table(tx.t("grade.teach"), *mistakes, numeric=(1,)))
     else:
         parts.append(Text(tx.t("grade.no_mistakes")))
-    parts += [Text(""), _table(tx.t("grade.questions"), *questions, numeric=(1, 2)), Text(""),
+    parts += [Text(""), _table(tx.t("grade.questions"), *questions, numeric=(2, 3)), Text(""),
               _table(tx.t("grade.students"), *students, numeric=(1,))]
     unread = _unread(report, lang)
     if unread:
@@ -118,7 +146,7 @@ def as_markdown(report: ClassReport, lang: str = "en") -> str:
     students, questions, mistakes = _rows(report, lang)
     lines = [f"# {_title(report, lang)}", ""]
     sections = [(tx.t("grade.teach"), mistakes), (tx.t("grade.questions"), questions),
-                (tx.t("grade.students"), students)]
+                (tx.t("grade.students"), students), (tx.t("grade.answers"), _grid(report, lang))]
     for title, (header, rows) in sections:
         lines += [f"## {title}", ""]
         if not rows:
@@ -138,15 +166,20 @@ def _md_row(cells: list[str]) -> str:
 
 def as_csv(report: ClassReport, lang: str = "en") -> str:
     """A row a student: name, score, of, then how many questions showed each misconception (the
-    class's order, most common first), for pasting beside the class list."""
+    class's order, most common first), for pasting beside the class list; then the grid: each
+    question's answer as given and whether it was right (1, 0, empty when unanswered)."""
     tx = text(lang)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    # Text cells (the header, a student's name) go through spreadsheet_cell: a name such as
-    # =HYPERLINK(...) or -2+3 is shown, not computed; the counts are numbers, written as they are.
+    # Text cells (the header, a student's name, an answer) go through spreadsheet_cell: a name such
+    # as =HYPERLINK(...) or -2+3 is shown, not computed; the counts are numbers, written as they are.
     writer.writerow([spreadsheet_cell(cell) for cell in [tx.t("grade.student"), tx.t("grade.score"), tx.t("grade.of")]
-                     + [escaped(label(m.name, lang)) for m in report.mistakes]])
+                     + [escaped(label(m.name, lang)) for m in report.mistakes]
+                     + [name for q in report.questions
+                        for name in (tx.t("grade.csv_answer", number=q.number), tx.t("grade.csv_right", number=q.number))]])
     for s in report.students:
+        grid = [cell for a in s.answers
+                for cell in (spreadsheet_cell(escaped(a.answer)), int(a.right) if a.answered else "")]
         writer.writerow([spreadsheet_cell(escaped(s.student)), s.score, s.of]
-                        + [s.mistakes.get(m.name, 0) for m in report.mistakes])
+                        + [s.mistakes.get(m.name, 0) for m in report.mistakes] + grid)
     return out.getvalue()

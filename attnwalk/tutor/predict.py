@@ -124,6 +124,7 @@ class Predictor:
     asked: set[tuple[str, int]] = field(default_factory=set)
     stopped: bool = False  # input ended: no more asking
     questions: Callable[..., Question | None] = prediction  # the backward walk asks its own (gradquiz.py)
+    tally: "Tally" = field(default_factory=lambda: Tally())
 
     def before(self, key: str, head: int) -> None:
         """Ask for the prediction of stage `key` (printed walk: above the stage's screen)."""
@@ -153,20 +154,71 @@ class Predictor:
     def verdict(self, q: Question, raw: str) -> str:
         line, right = judge(self.walk, q, raw, self.lang)
         self.judged.append((q.qid.split(":")[1], right))
+        self.tally.add(q, raw, right)
+        return line
+
+    def summary(self) -> str:
+        """What the end of the walk says of the predictions ("" where none was asked)."""
+        return self.tally.summary(self.lang)
+
+
+@dataclass
+class Tally:
+    """The predictions of one walk, for its end: how many were asked, how many right, and the
+    mistakes the wrong ones showed, named as the quiz names them."""
+
+    asked: int = 0
+    right: int = 0
+    mistakes: dict[str, int] = field(default_factory=dict)  # name -> how many predictions showed it
+
+    def add(self, q: Question, raw: str, right: bool | None) -> None:
+        self.asked += 1
+        self.right += bool(right)
+        if right is False:
+            for name in mistake_names(q, raw):
+                self.mistakes[name] = self.mistakes.get(name, 0) + 1
+
+    def summary(self, lang: str) -> str:
+        if not self.asked:
+            return ""
+        tx = text(lang)
+        line = tx.t("quiz.predict.summary", right=self.right, asked=self.asked)
+        if self.mistakes:
+            names = [mistake_label(name, tx) + (f" ×{n}" if n > 1 else "") for name, n in self.mistakes.items()]
+            line += " " + tx.t("quiz.predict.summary_mistakes", mistakes=tx.t("grade.mistake_sep").join(names))
         return line
 
 
+def mistake_names(q: Question, raw: str) -> list[str]:
+    """The misconceptions a wrong prediction shows: the nearest mistake a number or token matches
+    (as the quiz names it), or what a wrong option covers."""
+    if q.kind == CHOICE:
+        return list(q.covers)
+    return [name for name, _ in diagnosis(q, raw)[:1]]
+
+
+def mistake_label(name: str, tx) -> str:
+    key = f"quiz.mistake_name.{name}"
+    return tx.t(key) if tx.has(key) else name
+
+
 def judge(walk: Walk, q: Question, raw: str, lang: str = "en") -> tuple[str, bool | None]:
-    """"Your prediction: 5.1 · the walk: 5.1526 · right", and under a wrong one the mistake it
-    shows, else how to get it right; whether it was right (None: skipped, or no answer to it)."""
+    """"Your prediction: 5.1 · the walk: 5.1526 · right"; a wrong one says so and names the mistake
+    it shows ("· wrong: forgot to divide by √d_k"), then how that number comes about, else how to
+    get it right; whether it was right (None: skipped, or no answer to it)."""
     tx = text(lang)
     if not raw.strip():
         return tx.t("quiz.predict.skipped", truth=q.shown), None
     right = check(q, raw)
     if right is None:
         return tx.t("quiz.predict.unread", answer=raw.strip(), truth=q.shown), None
-    line = tx.t("quiz.predict.judged", answer=raw.strip(), truth=q.shown,
-                verdict=tx.t("quiz.predict.right" if right else "quiz.predict.off"))
+    if right:
+        verdict = tx.t("quiz.predict.right")
+    else:
+        names = [mistake_label(name, tx) for name in mistake_names(q, raw) if q.kind != CHOICE]
+        verdict = (tx.t("quiz.predict.off_named", mistake=tx.t("grade.mistake_sep").join(names)) if names
+                   else tx.t("quiz.predict.off"))
+    line = tx.t("quiz.predict.judged", answer=raw.strip(), truth=q.shown, verdict=verdict)
     if right:
         return line, True
     return line + "\n" + "\n".join(_why(walk, q, raw, tx)), False
@@ -203,6 +255,7 @@ class StepPredictions:
     def __init__(self, lang: str = "en", questions: Callable[..., Question | None] = prediction) -> None:
         self.lang = lang
         self.questions = questions  # the backward walk asks its own (tutor/gradquiz.py)
+        self.tally = Tally()
 
     def ask(self, walk: Walk, key: str, head: int) -> Question | None:
         q = self.questions(walk, key, head, self.lang)
@@ -212,4 +265,10 @@ class StepPredictions:
         return q
 
     def judge(self, walk: Walk, q: Question, raw: str) -> str:
-        return judge(walk, q, raw, self.lang)[0]
+        line, right = judge(walk, q, raw, self.lang)
+        self.tally.add(q, raw, right)
+        return line
+
+    def summary(self) -> str:
+        """The end of the walk's line on the predictions ("" where none was asked)."""
+        return self.tally.summary(self.lang)
