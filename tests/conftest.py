@@ -1,15 +1,40 @@
 """Every test runs with HOME and the XDG directories in a temporary folder, so no test reads or
 writes the learner's own progress or settings or finds a model in their Hugging Face cache, pty and subprocess tests included (they inherit the
 environment); and in a plain terminal environment: no NO_COLOR, FORCE_COLOR, TERM, COLUMNS, LINES
-or ATTNWALK_LANG from the shell that runs them, a UTF-8 locale (as rich's own conftest clears them)."""
+or ATTNWALK_LANG from the shell that runs them, a UTF-8 locale (as rich's own conftest clears them).
+
+The suite runs on pytest-xdist's workers (pyproject.toml's addopts): what a test writes goes under
+its own tmp_path or this home, never a fixed path or port that another worker could share."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pyproject.toml's addopts) starts two workers a CPU: most of the app tests' time is
+    Textual's pilot sleeping until the app is idle after a key, and a subprocess test waits for its
+    program, so two workers keep a CPU busy where one would leave it idle half the time
+    (tests/test_app_quiz.py and test_app_grad.py: 38 s with 2 workers, 26 s with 4, on 2 CPUs)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 2 * cpus
+
+
+@pytest.fixture(scope="session")
+def _bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the programs the tests start keep their compiled modules: a few hundred `python -m
+    attnwalk` each compiled attnwalk from source again (~50 ms of CPU a start) where the shell sets
+    PYTHONDONTWRITEBYTECODE, as this workplace's does. Under the session's temporary folder, so the
+    checkout's own files are left as they were."""
+    return tmp_path_factory.mktemp("pycache")
+
+
 @pytest.fixture(autouse=True)
-def _private_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _private_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                  _bytecode_cache: Path) -> None:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     for name, folder in (("XDG_STATE_HOME", ".local/state"), ("XDG_DATA_HOME", ".local/share"),
@@ -18,6 +43,10 @@ def _private_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     # attnwalk model looks names up in the Hugging Face cache: the temporary home's, empty
     monkeypatch.setenv("HF_HOME", str(home / ".cache" / "huggingface"))
     monkeypatch.setenv("HF_HUB_CACHE", str(home / ".cache" / "huggingface" / "hub"))
+    # `ollama:NAME` reads OLLAMA_MODELS, else ~/.ollama: the temporary home's, empty
+    monkeypatch.delenv("OLLAMA_MODELS", raising=False)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(_bytecode_cache))
 
 
 @pytest.fixture(autouse=True)

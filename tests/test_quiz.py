@@ -6,6 +6,7 @@ checked against tests/reference.py, an attention layer written apart from attnwa
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -540,11 +541,17 @@ def test_ctrl_c_at_a_terminal_still_scores_records_and_exits_130(tmp_path):
 SEEDS = [None, *range(40)]
 
 
+# Four tests read every quiz in English and two in Chinese: each language's are made once (this
+# file's tests run on one worker, pyproject.toml's --dist loadfile) and read by each test.
+# Questions are frozen; no test changes the tuple.
+@functools.cache
 def _every_quiz(lang):
+    quizzes = []
     for name in builtin_names():
         walk = walk_of(name)
         for seed in SEEDS if name != "shapes" else SEEDS[:6]:
-            yield name, walk, seed, questions(walk, lang, seed=seed)
+            quizzes.append((name, walk, seed, questions(walk, lang, seed=seed)))
+    return tuple(quizzes)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

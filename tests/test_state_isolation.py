@@ -1,10 +1,13 @@
-"""The suite never touches the learner's own progress (issue 15, point 11).
+"""The suite never touches the learner's own progress (issue 15, point 11), nor reads it (issue 38).
 
 tests/conftest.py points HOME and the XDG directories at a temporary folder for every test. The
-learner's real state directory is computed here from the environment as it was when this module
-was imported, at collection, before any test's fixture ran: then programs that record progress
-(the interactive walk in a pseudo-terminal, a piped quiz) are run with the environment a test has,
-as every pty and subprocess test runs them, and the real directory must be exactly as it was.
+learner's real state directory is named here from the environment as it was when this module
+was imported, at collection, before any test's fixture ran: a path only, never opened or listed
+(these tests compared a snapshot of it from before and after, and failed whenever the learner's own
+attnwalk wrote there while the suite ran). Programs that record progress (the interactive walk in a
+pseudo-terminal, a piped quiz) are run with the environment a test has, as every pty and subprocess
+test runs them: what they record is under the test's home, and every file they wrote is there (the
+home starts empty), in the state directory that environment names, which is not the learner's.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from attnwalk.tutor.progress import state_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Read at import, not in a test: by the time a test runs, conftest's fixture has replaced these
+# Read at import, not in a test: by the time a test runs, conftest's fixture has replaced these.
+# Only the names: nothing under the learner's home is opened, listed or even stat'ed.
 _REAL_ENV = dict(os.environ)
 _REAL_HOME = Path(_REAL_ENV["HOME"]) if _REAL_ENV.get("HOME") else Path.home()
 REAL_STATE = state_dir(_REAL_ENV, home=_REAL_HOME)
@@ -40,7 +44,18 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int, str]] | None:
     return found
 
 
-REAL_BEFORE = snapshot(REAL_STATE)  # the learner's state as the session found it
+def assert_recorded_only_in_the_test_home(env: dict[str, str], before: dict) -> None:
+    """The program run with `env` recorded girl_bangs in the state directory `env` names, under the
+    test's home and not the learner's, and wrote nothing else in that home (`before`: the home's
+    files before it ran)."""
+    home = Path(os.environ["HOME"])
+    ours = state_dir(env, home=Path(env["HOME"]))
+    assert ours == state_dir() and ours.is_relative_to(home) and not ours.is_relative_to(_REAL_HOME)
+    assert ours != REAL_STATE
+    recorded = snapshot(ours)
+    assert recorded and any("girl_bangs" in Path(ours, name).read_text(encoding="utf-8") for name in recorded)
+    written = {name for name, facts in snapshot(home).items() if before.get(name) != facts}
+    assert written and all((home / name).is_relative_to(ours) for name in written), written
 
 
 def test_state_dir_inside_a_test_is_under_the_temporary_home() -> None:
@@ -62,8 +77,8 @@ def test_a_stepped_walk_in_a_pty_records_progress_only_in_the_temporary_home() -
     pexpect = pytest.importorskip("pexpect")
     if sys.platform == "win32":  # pragma: no cover
         pytest.skip("pseudo-terminals are POSIX only")
-    ours = state_dir()
-    assert snapshot(ours) is None  # nothing recorded yet in this test's home
+    assert snapshot(state_dir()) is None  # nothing recorded yet in this test's home
+    before = snapshot(Path(os.environ["HOME"])) or {}
     # the environment a pty test gives the program: the test's own, only the terminal's settings changed
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "COLUMNS", "LINES", "ATTNWALK_LANG")}
     env.update(TERM="xterm-256color", NO_COLOR="1", LANG="C.UTF-8")
@@ -77,17 +92,14 @@ def test_a_stepped_walk_in_a_pty_records_progress_only_in_the_temporary_home() -
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    recorded = snapshot(ours)
-    assert recorded and any("girl_bangs" in Path(ours, name).read_text(encoding="utf-8") for name in recorded)
-    assert snapshot(REAL_STATE) == REAL_BEFORE
+    assert_recorded_only_in_the_test_home(env, before)
 
 
 def test_a_piped_quiz_records_its_score_only_in_the_temporary_home() -> None:
-    ours = state_dir()
+    before = snapshot(Path(os.environ["HOME"])) or {}
+    env = {**os.environ, "LANG": "C.UTF-8", "NO_COLOR": "1"}
     run = subprocess.run([sys.executable, "-m", "attnwalk", "quiz", "girl_bangs", "-n", "1"],
                          input="1\n", capture_output=True, text=True, encoding="utf-8", timeout=60,
-                         cwd=ROOT, env={**os.environ, "LANG": "C.UTF-8", "NO_COLOR": "1"})
+                         cwd=ROOT, env=env)
     assert run.returncode == 0, run.stderr
-    recorded = snapshot(ours)
-    assert recorded and any("girl_bangs" in Path(ours, name).read_text(encoding="utf-8") for name in recorded)
-    assert snapshot(REAL_STATE) == REAL_BEFORE
+    assert_recorded_only_in_the_test_home(env, before)
