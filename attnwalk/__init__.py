@@ -18,13 +18,13 @@ from attnwalk.errors import AttnwalkError, ComputeError, OutputError, ScenarioEr
 
 __version__ = "0.1.0"
 
-__all__ = ["walk", "model", "grad", "train", "quiz", "AttnwalkError", "ScenarioError", "ComputeError",
+__all__ = ["walk", "model", "grad", "train", "quiz", "heads", "AttnwalkError", "ScenarioError", "ComputeError",
            "UsageError", "OutputError", "__version__"]
 
 if TYPE_CHECKING:
-    from attnwalk.api.calls import grad, model, quiz, train, walk
+    from attnwalk.api.calls import grad, heads, model, quiz, train, walk
 
-_CALLS = ("walk", "model", "grad", "train", "quiz")
+_CALLS = ("walk", "model", "grad", "train", "quiz", "heads")
 
 
 def __getattr__(name: str) -> Any:

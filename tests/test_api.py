@@ -210,3 +210,11 @@ def test_a_model_is_the_cli_model_export(minilm) -> None:
     assert m.tokens == ["[CLS]", "i", "sat", "by", "the", "river", "bank", "[SEP]"]
     assert m.head_number == 3 and m.heads == 12
     assert np.allclose(m["A"].sum(axis=1), 1.0)
+
+
+def test_heads_is_the_cli_heads_json(minilm) -> None:
+    scored = attnwalk.heads(length=6, seed=2)
+    assert scored == cli_json("heads", "--length", "6", "--seed", "2", "--format", "json")
+    assert {h["layer"] for h in scored["heads"]} == set(range(1, 7)) and scored["repeat"] == 6
+    with pytest.raises(attnwalk.UsageError, match="--seed -1"):
+        attnwalk.heads(seed=-1)

@@ -76,3 +76,13 @@ def quiz(scenario: ScenarioLike, count: int | None = None, seed: int | None = No
     scn = scenario_of(scenario)
     asked = questions(quiz_walk(scn), lang, seed=seed)
     return json.loads(as_json(asked[:count] if count is not None else asked, lang, scn.name, seed))["questions"]
+
+
+def heads(model: str | None = None, length: int = 50, seed: int = 0) -> dict[str, Any]:
+    """Every head of every layer of a real model scored on its start token and `length` random
+    tokens repeated twice (`attnwalk heads --model M --length R --seed N --format json`): the same
+    dict, `{"model", "ids", "repeat", "first", "heads": [{"layer", "head", "previous_token",
+    "induction", "first_token", "self"}]}`, layers and heads from 1."""
+    from attnwalk.commands.heads import heads_data
+
+    return heads_data(model, length, seed)[0]

@@ -10,6 +10,8 @@ from attnwalk.errors import UsageError
 def heads_data(model: str | None, repeat: int, seed: int) -> tuple[dict, bool, tuple[str, ...]]:
     """The JSON contract (`model`, `ids`, `repeat`, `first`, `heads`: one entry per head, layers and
     heads from 1), whether the model's attention is causal, and the sequence's pieces."""
+    if seed < 0:
+        raise UsageError(f"--seed {seed}: give a whole number ≥ 0")
     import numpy as np
 
     from attnwalk.layer.headscores import SCORES, Repeated, head_scores
@@ -37,8 +39,6 @@ def heads_command(*, model: str | None, length: int, seed: int, format: str | No
     """Score every head; print the JSON or the screen. Returns the exit code."""
     if format not in (None, "json"):
         raise UsageError(f"--format {format}: heads are written as json only (or shown without --format)")
-    if seed < 0:
-        raise UsageError(f"--seed {seed}: give a whole number ≥ 0")
     data, causal, pieces = heads_data(model, length, seed)
     if format == "json":
         from attnwalk.export.data import to_json
