@@ -16,17 +16,18 @@ import pytest
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` (pyproject.toml's addopts) starts two workers a CPU: most of the app tests' time is
-    Textual's pilot sleeping until the app is idle after a key, and a subprocess test waits for its
-    program, so two workers keep a CPU busy where one would leave it idle half the time
-    (tests/test_app_quiz.py and test_app_grad.py: 38 s with 2 workers, 26 s with 4, on 2 CPUs)."""
+    Textual's pilot sleeping until the app is idle after a key (test_app_quiz.py alone: 58.5 s, of
+    which 11.8 s on the CPU), and a subprocess test waits for its program; while one worker waits,
+    the other computes (test_app_quiz.py and test_app_grad.py: 38 s with 2 workers, 26 s with 4, on
+    2 CPUs; the whole suite in benchmarks/README.md)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return 2 * cpus
 
 
 @pytest.fixture(scope="session")
 def _bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the programs the tests start keep their compiled modules: a few hundred `python -m
-    attnwalk` each compiled attnwalk from source again (~50 ms of CPU a start) where the shell sets
+    """Where the programs the tests start keep their compiled modules: each `python -m attnwalk`
+    compiled attnwalk from source again (~60 ms of CPU a start) where the shell sets
     PYTHONDONTWRITEBYTECODE, as this workplace's does. Under the session's temporary folder, so the
     checkout's own files are left as they were."""
     return tmp_path_factory.mktemp("pycache")
