@@ -60,7 +60,9 @@ def outcome(text: str) -> str:
             continue
         A = walk.heads[0].mats["A"]
         assert np.all(np.isfinite(A)) and np.all(A >= 0), mode
-        assert np.allclose(A.sum(axis=1), 1.0), mode
+        assert np.all(A.sum(axis=1) <= 1.0 + 1e-12), mode
+        if walk.stage("A").extra_logit is None or not (walk.mode.reads_scores and walk.mode.smooth):
+            assert np.allclose(A.sum(axis=1), 1.0), mode  # a sink's share is the only thing missing
         assert np.all(A[~scn.allowed] == 0), mode
         assert np.all(np.isfinite(walk.heads[-1].mats["Z"]))
         json.loads(to_json(walk_data(walk)))  # allow_nan=False: a NaN anywhere would raise

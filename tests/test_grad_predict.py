@@ -35,7 +35,7 @@ def test_a_wrong_count_of_zeros_is_explained(name, lang, typed):
     zeros = masked + rows
     if lang == "en":
         assert f"Of the {cells} cells of ∂L/∂S, how many will be exactly 0?" in out
-        assert f"Your prediction: {typed} · the walk: {zeros} · off" in out
+        assert f"Your prediction: {typed} · the walk: {zeros} · wrong" in out
         assert f"{zeros} cells are exactly 0: {masked} masked cells" in out
         assert f"and {rows} more in rows the softmax passes nothing back through" in out
     else:

@@ -174,11 +174,12 @@ def test_decode_with_every_variant_equals_the_decoder_and_the_causal_walk(doc, m
             # the cache: the ROTATED keys, each at its own position, and the K/V head's values
             assert np.max(np.abs(head.K_cache - want["K"][kv]), initial=0) <= 1e-12
             assert np.max(np.abs(head.V_cache - want["V"][kv]), initial=0) <= 1e-12
-            if doc.get("bias") == "alibi":
-                assert np.array_equal(head.b, want["heads"][h]["b"]) or \
-                    np.max(np.abs(head.b - want["heads"][h]["b"])) <= 1e-15
+            if doc.get("bias") == "alibi":  # the bias is among the rows between the scores and a_t
+                b = head.scores["B"]
+                assert np.array_equal(b, want["heads"][h]["b"]) or np.max(np.abs(b - want["heads"][h]["b"])) <= 1e-15
+                assert list(head.scores) == ["S", "B", "S+B"]
             else:
-                assert head.b is None
+                assert list(head.scores) == ["S"]
         # z_t to 1e-12 above; o_t = concat · W_O (hundreds with scale 3) to 1e-12 of its size
         big = max(1.0, float(np.abs(dec.walk.mats["O"]).max())) if "O" in dec.walk.mats else 1.0
         assert step.difference <= 1e-12 * big

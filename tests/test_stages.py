@@ -223,6 +223,8 @@ def every_formula() -> set[str]:
 
 
 def model_scenarios() -> list:
+    from test_stage_definitions import gemma_like
+
     from attnwalk.commands.model import scenario_from_model
     from modelwalk_layers import random_layer
 
@@ -234,7 +236,9 @@ def model_scenarios() -> list:
         scenario_from_model(random_layer("bert", model_type="roberta"))] + [  # positions from pad + 1
         # the Llama family: Llama 3.1's rescaled θ_i and 2 K/V heads; Qwen2's biases, a later layer
         scenario_from_model(load_layer("I sat by the river bank", str(fixtures / name), layer))
-        for name, layer in (("tiny-llama", 1), ("tiny-qwen2", 2))]
+        for name, layer in (("tiny-llama", 1), ("tiny-qwen2", 2))] + [
+        # Gemma 3's QK-norm and norm after attention, on the tiny Llama layer
+        scenario_from_model(gemma_like(load_layer("I sat by the river bank", str(fixtures / "tiny-llama"), 1)))]
 
 
 FORMULAS = sorted(every_formula())

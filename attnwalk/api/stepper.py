@@ -112,7 +112,8 @@ class Stepper:
                                   button_style="info" if self.cell == (r, c) else "")
                 button.on_click(lambda _, r=r, c=c: self.pick(r, c))
                 items.append(button)
-        return (w.GridBox(items, layout=w.Layout(grid_template_columns=f"repeat({M.shape[1] + 1}, 7em)")),)
+        width = len(cols) + 1  # the row labels' column, then one a column of M (a count, not a label)
+        return (w.GridBox(items, layout=w.Layout(grid_template_columns=f"repeat({width}, 7em)")),)
 
     def _restage(self) -> None:
         labels = [(f"{person(i)}. {s.symbol}", i) for i, s in enumerate(self.steps)]

@@ -128,6 +128,11 @@ def note_values(scn: Scenario) -> dict[str, Any]:
     return {"slopes": ", ".join(shown if len(shown) <= 8 else shown[:4] + ["…"] + shown[-2:])}
 
 
+def decode_scores_caption(scn: Scenario, head: int) -> tuple[str, dict]:
+    """A decode step's scores, this head's bias and their sum, with its slope."""
+    return "decode.variant.scores_alibi", {"slope": float(alibi.slopes(scn.heads)[head])}
+
+
 def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
     return [("decode.variant.note_alibi", {})]
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from attnwalk.layer import gradcells
 from attnwalk.layer.graph import Backward, amend, replace
+from attnwalk.numbering import shown as person
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -93,7 +94,7 @@ def _grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
     if not c.walk.mode.smooth:
         return [c.prose(c.say(f"grad.cell.{c.walk.mode.name}"))], 0.0
     if c.head != c.col:  # head h's softmax reads s_h alone
-        return [c.prose(c.say("sinks.grad_other", head=c.head + 1, sink=c.col + 1))], 0.0
+        return [c.prose(c.say("sinks.grad_other", head=person(c.head), sink=person(c.col)))], 0.0
     A = c.walk.forward.matrix("A", c.head)  # (n, m)
     g = gradcells.upstream(c, stage)  # (n, m) ∂L/∂A
     share = [c.printed(1.0 - float(np.sum(A[i]))) for i in range(len(A))]

@@ -264,7 +264,9 @@ def softmax(c: Cell) -> list:
     def row_digits(form: np.ndarray, form_x: float | None) -> int:
         for d in EXP_DIGITS:  # the row rounded once per precision: every key's quotient shares it
             shown_e, total = _rounded(c, form, d, form_x)
-            if all(_lands(c, [c.printed(shown_e[j] / total)], weights[j]) for j in keys):
+            sink_ok = form_x is None or _lands(c, [c.printed(float(c.exp(form_x, d)) / total)],
+                                               1.0 - float(weights.sum()))  # and a sink's share
+            if sink_ok and all(_lands(c, [c.printed(shown_e[j] / total)], weights[j]) for j in keys):
                 return d
         return 4
     naive_d, digits = row_digits(e, e_x) if naive else 4, row_digits(stable, stable_x)

@@ -82,8 +82,10 @@ class Fields:
                 line = (node.keys or {}).get(key)
                 path = f"{field}.{shown(key)}" if field else shown(key)
                 near = suggest(key, known)
-                expected = near or f"; the keys {'here' if field else 'of a scenario'} are " \
-                    + ", ".join(known)
+                listed = ", ".join(known)
+                if not field and len(listed) > 160:  # every feature adds keys: name the page, not all
+                    listed = ", ".join(known[:10]) + ", … (attnwalk init FILE writes them all; docs/scenarios.md)"
+                expected = near or f"; the keys {'here' if field else 'of a scenario'} are {listed}"
                 raise ScenarioError(f"unknown key{expected}", file=self.file, field=path,
                                     line=line)
         for key in required:

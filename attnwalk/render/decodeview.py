@@ -161,6 +161,12 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
                         SIGNED, opts)
     caption = style.say(opts, "decode.scores") if len(names) == 1 else style.say(
         opts, "decode.scores_path", last=names[-1])
+    for feature in scn.features:  # a feature's own words for those rows (ALiBi: this head's slope)
+        said = getattr(feature, "decode_scores_caption", lambda scn, head: None)(scn, h)
+        if said is not None:
+            key, values = said
+            caption = style.say(opts, key, **{k: f"{v:.{opts.precision}g}" if isinstance(v, float) else v
+                                               for k, v in values.items()})
     weights = heat_table(head.a[None, :], ["a_t"], keys, WEIGHTS, opts, allowed=allowed, mark_row_max=True)
     out.append(SideBySide(_captioned(caption, scores),
                              _captioned(style.say(opts, "decode.weights"), weights)))

@@ -19,6 +19,7 @@ _SYMBOLS: dict[str, tuple[str | None, str | None, str | None]] = {
     "↑": ("up", r"\uparrow ", None), "↓": ("down", r"\downarrow ", None), "∂": ("d", r"\partial ", None),
     "Σ": ("sum", r"\sum ", None), "∑": ("sum", r"\sum ", None), "ℝ": ("R", r"\mathbb{R}", None),
     "…": ("...", r"\dots ", r"\dots{}"), "⋮": (":", r"\vdots ", None),
+    "✓": ("yes", r"\checkmark ", None), "✗": ("no", r"\times ", None),  # grade's answers grid
     # super- and subscripts, and the combining hat of QK-norm's q̂ (math_text writes \hat{q})
     "ᵀ": ("^T", r"^{\top}", r"\textsuperscript{T}"), "²": ("^2", "^{2}", r"\textsuperscript{2}"),
     "₂": ("2", "_{2}", r"\textsubscript{2}"), "ᵢ": ("_i", "_{i}", r"\textsubscript{i}"),
