@@ -95,11 +95,9 @@ def model_data(walk, head: int) -> dict:
     stages = data["stages"]
     if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's
         chosen = stages["heads"][head]
-        for key in ("Q", "K", "V", "Q_hat", "K_hat", "Q_rot", "K_rot", "QK^T", "S", "A", "Z"):
-            if key in chosen:  # Q_rot, K_rot: the Llama family's rotary positions
-                stages[key] = chosen[key]
-        if "tiled" in chosen:  # --tiles: the chosen head's online softmax at the top, as one head's
-            data["tiled"] = chosen["tiled"]
+        shown = {s.key for s in walk.stages}
+        for key, value in chosen.items():  # its stages at the top, as one head's; a feature's own
+            (stages if key in shown else data)[key] = value  # data (--tiles' blocks) beside them
     weights = data["weights"]
     for name in ("b_Q", "b_K", "b_V", "b_O"):
         if name in scn.params:

@@ -111,19 +111,17 @@ def questions(walk: Walk, lang: str = "en", seed: int | None = None,
     _spread_answers(out, random.Random(f"attnwalk:{seed}"))
     if pick:
         pick.shuffle(out)
-    _in_stage_order(out)
+    _in_stage_order(out, walk)
     return out[:count] if count is not None else out
 
 
-_PIPELINE = {"QK^T": 0, "S": 1, "A": 2, "Z": 4, "tiled": 5}
-
-
-def _in_stage_order(out: list[Question]) -> None:
-    """The number questions, wherever the shuffle put them, asked in the layer's order: each
-    states its inputs, and an input must not be a later question's answer (S gives QKᵀ[i, j])."""
+def _in_stage_order(out: list[Question], walk: Walk) -> None:
+    """The number questions, wherever the shuffle put them, asked in the layer's order (the
+    graph's): each states its inputs, and an input must not be a later question's answer (S gives
+    QKᵀ[i, j]). The what-if reads A: it comes right after A's questions."""
+    order = {s.key: 2 * i for i, s in enumerate(walk.graph)}
     slots = [i for i, q in enumerate(out) if q.kind == NUMBER]
-    rank = lambda q: 3 if q.mode else _PIPELINE[q.cell[0] if q.cell else q.topic]  # noqa: E731
-    # (the what-if reads A; the tiled questions come after Z)
+    rank = lambda q: order["A"] + 1 if q.mode else order.get(q.cell[0] if q.cell else q.topic, 2 * len(order))  # noqa: E731
     for i, q in zip(slots, sorted((out[i] for i in slots), key=rank)):
         out[i] = q
 
