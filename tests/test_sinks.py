@@ -168,6 +168,8 @@ def test_decode_equals_the_walk_and_shows_the_rows_that_sum_below_one(tmp_path) 
     for source in ("attention_sink", two_heads(tmp_path)):
         data = json.loads(invoke("decode", source, "--format", "json"))
         assert data["difference"] <= 1e-12
+    shown = " ".join(invoke("decode", "attention_sink", "--no-pause").split())
+    assert "(they sum to 0.3471: the softmax's sink took the rest)" in shown and "(they sum to 1)" not in shown
     steps = json.loads(invoke("decode", "attention_sink", "--format", "json"))["steps"]
     want = reference(lesson_doc())[0]["A"]
     for t, step in enumerate(steps):

@@ -149,6 +149,11 @@ def note_values(scn: Scenario) -> dict[str, Any]:
     return {"sinks": ", ".join(shown if len(shown) <= 8 else shown[:4] + ["…"] + shown[-2:])}
 
 
+def grad_variants(scn: Scenario) -> tuple[str, ...]:
+    """The backward walk's text: ∂L/∂S's rows no longer sum to weights that sum to 1."""
+    return ("sinks",)
+
+
 def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
     return [("sinks.decode", {})]
 

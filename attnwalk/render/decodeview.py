@@ -169,7 +169,7 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
                                                for k, v in values.items()})
     weights = heat_table(head.a[None, :], ["a_t"], keys, WEIGHTS, opts, allowed=allowed, mark_row_max=True)
     out.append(SideBySide(_captioned(caption, scores),
-                             _captioned(style.say(opts, "decode.weights"), weights)))
+                             _captioned(_weights_caption(head.a, opts), weights)))
     Z = dec.walk.matrix("Z", h)[t - 1]
     out.append(_captioned(style.say(opts, "decode.output"), heat_table(
         np.stack([head.z, Z]), ["z_t", style.say(opts, "decode.walk_row", t=t)], d_v, SIGNED, opts)))
@@ -180,6 +180,14 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
                               [label, style.say(opts, "decode.walk_row", t=t)], _dims(dec, stage.cols, row.shape[0], opts),
                               SIGNED, opts))
     return out
+
+
+def _weights_caption(a: np.ndarray, opts: ViewOptions) -> str:
+    """a_t's caption: they sum to 1, or (an attention sink took a share) to what they sum to."""
+    total = float(a.sum())
+    if abs(total - 1.0) < 1e-12:
+        return style.say(opts, "decode.weights")
+    return style.say(opts, "decode.weights_short", total=f"{total:.{opts.precision}f}")
 
 
 def _captioned(caption: str, table: RenderableType) -> RenderableType:
