@@ -69,7 +69,7 @@ def json_escaped(text: str) -> str:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # A plain number, as Python's repr or a person writes one (-0.25, +3, 1e-05, -inf, nan): a
 # spreadsheet reads it as that number, never as a formula, so it is written as it is.
-_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|nan)", re.IGNORECASE)
+_NUMBER = r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|nan)"  # compiled (and cached) by re on use
 
 
 def spreadsheet_cell(text: str) -> str:
@@ -77,6 +77,6 @@ def spreadsheet_cell(text: str) -> str:
     tab or a carriage return gets a leading apostrophe (OWASP), so it is shown, not computed. The
     rule is on text cells only, and a cell that is a plain number (-0.25, -inf) stays as it is:
     a negative number in an export must stay a number a spreadsheet can add up."""
-    if text.startswith(_FORMULA_START) and not _NUMBER.fullmatch(text):
+    if text.startswith(_FORMULA_START) and not re.fullmatch(_NUMBER, text, re.IGNORECASE):
         return "'" + text
     return text

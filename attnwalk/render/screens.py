@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.console import Group, NewLine, RenderableType
@@ -14,7 +15,6 @@ from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_head, pick_in
 from attnwalk.layer.ops import row_maxima
 from attnwalk.features import catalog
 from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
-from attnwalk.layer.headview import HeadView
 from attnwalk.layer.walk import Walk, segments
 from attnwalk.text import stage_notes, stage_text, text
 from attnwalk.render import style
@@ -28,6 +28,9 @@ from attnwalk.render.overview import (head_blocks, head_intro, shapes_overview, 
 from attnwalk.render.worked import worked_cell
 from attnwalk.render.wrap import Prose
 from attnwalk.numbering import shown as person
+
+if TYPE_CHECKING:
+    from attnwalk.layer.headview import HeadView  # taken by Walk.view, imported where it is made
 
 
 def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,
