@@ -91,17 +91,7 @@ def test_the_picker_opens_on_the_courses_first_lesson_marked_start_here() -> Non
             LessonRow("girl_bangs", "女生撩刘海", "3 × 2 · none", "Every matrix by hand.", start=True),
             LessonRow("river_bank", "by the river bank", "4 × 4 · none", "The word bank is ambiguous.")]
 
-    async def run(keys):
-        picker = PickerApp(lambda chosen: rows, "en")
-        async with picker.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
-            screen = screen_text(picker)
-            for key in keys:
-                await pilot.press(key)
-                await pilot.pause()
-        return picker.return_value, screen
-
-    choice, screen = asyncio.run(run(["enter"]))
+    choice, screen = ended(PickerApp(lambda chosen: rows, "en"), ["enter"])  # its value, its first screen
     assert choice == Choice("girl_bangs", "walk", "en")  # opened on it, not on the first row
     line = next(line for line in screen.splitlines() if "girl_bangs" in line and "女生撩刘海" in line)
     assert "▲ start here" in line and screen.count("start here") == 2  # its row, and its description
@@ -129,7 +119,7 @@ def test_a_chinese_description_wraps_between_characters() -> None:
 
 
 def ended(app, keys: list[str]):
-    """An EndingApp's value after `keys`, and its screen before them."""
+    """An app's value after `keys` (an EndingApp's, the picker's), and its screen before them."""
     async def run():
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()

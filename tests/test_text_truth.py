@@ -10,7 +10,6 @@ Q8_0 (d = max|w| / 127, q in [−127, 127]).
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +20,7 @@ from typer.testing import CliRunner
 from attnwalk.cli import app
 from attnwalk.scenario.builtins import builtin_path
 
-TEXT = Path(__file__).resolve().parent.parent / "attnwalk" / "text"
-
-
-def strings(lang: str) -> dict[str, str]:
-    def walk(node, path=""):
-        for key, value in node.items():
-            if isinstance(value, dict):
-                yield from walk(value, f"{path}{key}.")
-            else:
-                yield f"{path}{key}", value
-    return dict(walk(tomllib.loads((TEXT / f"{lang}.toml").read_text(encoding="utf-8"))))
+from test_teaching_text import strings  # every string of text/<lang>.toml by its dotted key
 
 
 def doc(name: str) -> dict:
