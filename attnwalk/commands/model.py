@@ -95,7 +95,7 @@ def model_data(walk, head: int) -> dict:
     stages = data["stages"]
     if scn.heads > 1:  # walk_data keeps the full-width Q, K, V; the contract is one head's
         chosen = stages["heads"][head]
-        shown = {s.key for s in walk.stages}
+        shown = {s.key for s in walk.stages if s.exported}  # the tiled stage's entry is its blocks' data
         for key, value in chosen.items():  # its stages at the top, as one head's; a feature's own
             (stages if key in shown else data)[key] = value  # data (--tiles' blocks) beside them
     weights = data["weights"]
