@@ -107,7 +107,7 @@ def assert_worked_start(walk, stage, head: int, cursor, opts: ViewOptions, scree
     title = next((i for i, line in enumerate(lines) if f"─ {say(opts, 'ui.worked_cell')}" in line
                   and f"{cell} ─" in line), None)
     assert title is not None, f"{where}: no worked cell title for {cell}\n{screen}"
-    body = drawn(worked_cell(walk, stage.key, r, c, head, opts.with_(width=width)), width)
+    body = drawn(worked_cell(walk.view(head), stage.key, r, c, opts.with_(width=width)), width)
     first = next(line for line in body[1:] if line.strip("│ "))
     assert first.strip("│ ") in lines[title + 1], f"{where}: {first!r} is not the line under the title\n{screen}"
     if before is None:

@@ -396,7 +396,7 @@ def test_the_a_cell_of_a_row_below_minus_700_works_the_stable_form_only() -> Non
     console = Console(width=100, file=io.StringIO(), color_system=None)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning fails the test
-        console.print(worked_cell(walk, "A", 0, 0, 0, ViewOptions(width=100)))
+        console.print(worked_cell(walk.view(0), "A", 0, 0, ViewOptions(width=100)))
     text = console.file.getvalue()
     assert "nan" not in text and "underflows to 0" in text and "e^(s − max)" in text
 

@@ -138,7 +138,7 @@ def test_screens_explain_what_why_and_mistake(screens: dict[str, str]) -> None:
 
 def cell(walk, key: str, row: int, col: int, **kw) -> str:
     opts = ViewOptions(**kw)
-    return render(worked_cell(walk, key, row, col, 0, opts), width=opts.width)
+    return render(worked_cell(walk.view(0), key, row, col, opts), width=opts.width)
 
 
 def flat(panel: str) -> str:
@@ -523,7 +523,7 @@ def a_screen(walk, opts: ViewOptions) -> str:
 @pytest.mark.parametrize("width", [40, 45, 50, 60, 72])
 def test_narrow_terminals_stack_the_exponentials_instead_of_cutting_them(walk, width) -> None:
     """COLUMNS=50 cut the softmax table to "…   e^3.1919 = 24…"."""
-    out = render(worked_cell(walk, "A", 1, 2, 0, ViewOptions(width=width)), width=width)
+    out = render(worked_cell(walk.view(0), "A", 1, 2, ViewOptions(width=width)), width=width)
     assert "…" not in out
     # the exponentials carry a fifth digit here: 172.9 / 243.4 = 0.7104 but 1.000 / 1.408 = 0.7102;
     # e^(s − max) a sixth, as every weight of the row needs (one precision along the row)

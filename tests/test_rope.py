@@ -263,7 +263,7 @@ def _panel(walk, key: str, row: int, col: int, head: int) -> str:
     from attnwalk.render.worked import worked_cell
 
     console = Console(width=100, file=io.StringIO(), color_system=None)
-    console.print(worked_cell(walk, key, row, col, head, ViewOptions(width=100)))
+    console.print(worked_cell(walk.view(head), key, row, col, ViewOptions(width=100)))
     lines = [line.strip()[1:-1].strip() for line in console.file.getvalue().splitlines()
              if line.strip().startswith("│")]
     return re.sub(r"\s+", " ", " ".join(lines))

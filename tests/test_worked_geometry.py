@@ -52,7 +52,7 @@ def panel(text: str) -> str:
 
 
 def cell_text(walk, key: str, row: int, col: int, head: int = 0, **kw) -> str:
-    return panel(render(worked_cell(walk, key, row, col, head, ViewOptions(width=100, **kw))))
+    return panel(render(worked_cell(walk.view(head), key, row, col, ViewOptions(width=100, **kw))))
 
 
 def half_unit(text: str) -> Decimal:
@@ -313,11 +313,11 @@ def test_every_built_ins_default_scores_cell_is_geometry_that_adds_up(name: str)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_geometry_lines_fit_the_panel(width: int, lang: str) -> None:
     walk = compute(load_scenario("girl_bangs"))
-    out = render(worked_cell(walk, "QK^T", 1, 2, 0, ViewOptions(width=width, lang=lang)), width)
+    out = render(worked_cell(walk.view(0), "QK^T", 1, 2, ViewOptions(width=width, lang=lang)), width)
     from rich.cells import cell_len
     assert max(cell_len(line) for line in out.splitlines()) <= width
     assert "…" not in out
-    ascii_out = render(worked_cell(walk, "QK^T", 1, 2, 0, ViewOptions(width=width, lang=lang, ascii=True)),
+    ascii_out = render(worked_cell(walk.view(0), "QK^T", 1, 2, ViewOptions(width=width, lang=lang, ascii=True)),
                        width)
     assert "cos theta" in ascii_out and "sqrt" in ascii_out and " deg" in ascii_out
     assert all(ch.isascii() for ch in ascii_out if ch not in "撩刘海" and not ("\u4e00" <= ch <= "\u9fff")
@@ -469,7 +469,7 @@ def test_a_softmax_cell_rounds_its_row_once_per_precision_not_once_per_key(monke
 
     monkeypatch.setattr(cells, "_rounded", counted)
     row, col = scn.n - 1, int(np.argmax(walk.matrix("A", 0)[scn.n - 1]))
-    worked_cell(walk, "A", row, col, 0, ViewOptions())
+    worked_cell(walk.view(0), "A", row, col, ViewOptions())
     per_try = 2 * len(cells.EXP_DIGITS) + 2  # both forms' searches, then each form's quotient
     assert set(calls) == {scn.m}
     # each level of decimals tried at most once; a rounding per key would be m × 7 for one level

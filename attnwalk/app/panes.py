@@ -113,7 +113,7 @@ def worked_view(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts
     """The cursor's cell worked out; after m or h, first its value before → now."""
     if stage.kind == TOKENS:
         return Text("")
-    worked = worked_cell(walk, stage.key, cell[0], cell[1], head, opts)
+    worked = worked_cell(walk.view(head), stage.key, cell[0], cell[1], opts)
     line = change_line(walk, stage, head, cell, opts, before)
     return worked if line is None else Group(line, worked)
 

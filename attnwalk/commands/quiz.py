@@ -219,7 +219,7 @@ def _worked(walk: Walk, q: Question, console: Console, opts: ViewOptions) -> Non
 
     key, head, row, col = q.cell
     shown_walk = with_mode(walk, q.mode) if q.mode else walk
-    console.print(worked_cell(shown_walk, key, row, col, head, opts))
+    console.print(worked_cell(shown_walk.view(head), key, row, col, opts))
 
 
 def _choices(q: Question) -> Table:

@@ -67,10 +67,10 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
                                     index=explained_at), style=style.NOTE))
     if stage.kind != TOKENS:
         row, col = cell if cell is not None else view.cell(stage.key)
-        parts.append(worked_cell(walk, stage.key, row, col, head, opts))
+        parts.append(worked_cell(view, stage.key, row, col, opts))
         blocked = masked_cell(view, stage, row) if cell is None else None
         if blocked is not None:  # the mask at work: a key it hides, beside the one it allows
-            parts.append(worked_cell(walk, stage.key, *blocked, head, opts))
+            parts.append(worked_cell(view, stage.key, *blocked, opts))
     spaced: list[RenderableType] = []
     for part in parts:  # one blank line between the sections of a screen
         spaced += [part, NewLine()]
@@ -304,7 +304,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: str | in
     if scn.heads > 1 and stage.per_head:
         facts.append("   " + style.say(opts, "ui.head", head=person(h),
                                        heads=scn.heads), style=style.NOTE)
-    return Group(title, facts, worked_cell(walk, stage.key, r, c, h, opts))
+    return Group(title, facts, worked_cell(walk.view(h), stage.key, r, c, opts))
 
 
 def pick_stage(walk: Walk, name: str) -> Stage:

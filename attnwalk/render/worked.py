@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 from operator import mul
+from typing import TYPE_CHECKING
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from rich.cells import cell_len
@@ -25,7 +26,6 @@ from rich.text import Text
 import numpy as np
 
 from attnwalk.features import stage_named
-from attnwalk.layer.axes import axes
 from attnwalk.layer.cells import Hidden
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk
@@ -33,6 +33,9 @@ from attnwalk.render import style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.wrap import Prose
+
+if TYPE_CHECKING:
+    from attnwalk.layer.headview import HeadView
 
 WORKED_DECIMALS = 2  # arithmetic at --precision 0 or 1 would read "172.9 / 243.3 = 1"
 MORE_DECIMALS = 4  # how many decimals a cell may add so its arithmetic lands on the table's value
@@ -57,20 +60,20 @@ class _Cell:
     """One cell being worked out, with the helpers that write its arithmetic: the Cell that the
     stages' recipes (layer/cells.py) write with, in the walk's precision, markers and language."""
 
-    def __init__(self, walk: Walk, stage: Stage, row: int, col: int, head: int,
+    def __init__(self, view: HeadView, stage: Stage, row: int, col: int,
                  opts: ViewOptions, target: ViewOptions, guard: int = 0,
                  exact: dict[tuple, list[Decimal]] | None = None) -> None:
-        self.walk, self.stage, self.row, self.col, self.head, self.opts = walk, stage, row, col, head, opts
+        self.walk, self.stage, self.row, self.col, self.head, self.opts = view.walk, stage, row, col, view.head, opts
         self.target = target  # the precision of the result line: the table's (at least WORKED_DECIMALS)
         self.wide = opts.with_(precision=opts.precision + guard)  # products carry `guard` more decimals
         self.scn = self.walk.scenario
         self.mk = style.markers(self.opts)
-        self.rows, self.cols = axes(self.walk, self.stage, self.head, opts.lang)
+        self.rows, self.cols = view.axes(stage, opts.lang)
         if opts.ascii and not stage.square:  # dimension names such as a LayerNorm's μ, σ
             self.cols = tuple(style.plain(label, opts) for label in self.cols)
         if opts.ascii and stage.rows not in ("n", "m"):  # a weight's rows are dimensions too (∂L/∂W_Q)
             self.rows = tuple(style.plain(label, opts) for label in self.rows)
-        self.value = float(self.walk.matrix(self.stage.key, self.head)[self.row, self.col])
+        self.value = float(view.matrix(stage.key)[row, col])
         self.missed: tuple[float, float] | None = None  # (a chain's end, where it should land)
         self.cramped = False  # set when the arithmetic needs more decimals to agree with itself
         self.hat = "^" if opts.ascii else "\u0302"  # QK-norm's q̂
@@ -280,16 +283,17 @@ def _shown(count: int) -> list[int]:
     return [i for i in elided(count) if isinstance(i, int)]
 
 
-def worked_cell(walk: Walk, key: str, row: int, col: int, head: int,
-                opts: ViewOptions) -> RenderableType:
-    """A panel working out cell [row, col] (0-based) of stage `key` for head `head`."""
+def worked_cell(view: HeadView, key: str, row: int, col: int, opts: ViewOptions) -> RenderableType:
+    """A panel working out cell [row, col] (0-based) of stage `key` of one head (`view`, a
+    layer.headview.HeadView: Walk.view(head))."""
+    walk, head = view.walk, view.head
     stage = walk.stage(key)
     if stage.worked is None:
         return Text(style.say(opts, "ui.no_cells"))
     target = opts.with_(precision=max(opts.precision, WORKED_DECIMALS))
     exact: dict[tuple, list[Decimal]] = {}  # the printed factors and their products, by vector
     for more, guard in _LEVELS:
-        c = _Cell(walk, stage, row, col, head, target.with_(precision=target.precision + more), target,
+        c = _Cell(view, stage, row, col, target.with_(precision=target.precision + more), target,
                   guard, exact)
         lines = stage.worked(c)
         if c.missed is None and not c.cramped:
