@@ -507,7 +507,7 @@ def test_chinese_prose_breaks_between_characters_in_compare_and_head_panels() ->
     assert "若 q、k 各分量大致独立" in out  # Rich put "各分量…" on the next line
     assert "此时 softmax 的雅可比矩阵" in out.replace("\n", "")  # no line left ending "此时 softmax"
     walk = compute(scenario_from_text(HEADS_2, "heads.yaml"))
-    intro = render(head_intro(walk, 0, zh), 80)
+    intro = render(head_intro(walk.view(0), zh), 80)
     assert "每个头有自己那一份 W_Q、W_K、W_V，" in intro
 
 

@@ -97,7 +97,7 @@ def extras_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions, index: i
     if index == 1 and wants_overview(walk, opts):
         parts.append(shapes_overview(walk, opts))
     if stage.per_head and starts_head(walk, stage):
-        parts.append(head_intro(walk, head, opts))
+        parts.append(head_intro(walk.view(head), opts))
     if stage.kind == WEIGHTS:
         scn = walk.scenario
         parts.append(attention_bars(walk.matrix(stage.key, head), axes(walk, stage, head, opts.lang)[0],

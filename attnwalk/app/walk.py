@@ -177,7 +177,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
         width = max(self.size.width - 2, 20)
         index, mode = self.index, self.walk.mode.name
         self.query_one("#header", KeptPane).show(
-            (index, mode, width), lambda: header(self.walk, stage, head, self.opts.with_(width=width),
+            (index, mode, width), lambda: header(self.walk.view(head), stage, self.opts.with_(width=width),
                                           index=shown(index), count=len(self.steps)))
         grid, tokens = self.query_one(MatrixGrid), self.query_one("#tokens")
         opts = self.pane_opts()

@@ -48,6 +48,12 @@ class HeadView:
             self._mats[key] = self.walk.matrix(key, self.head)
         return self._mats[key]
 
+    def block(self, key: str) -> np.ndarray:
+        """This head's own block of a split stage (its columns of Q; its K/V head's of K, V), else
+        as `matrix`."""
+        own = self.walk.heads[self.head].mats
+        return own[key] if key in own else self.matrix(key)
+
     @cached_property
     def scores(self) -> np.ndarray:
         """What this head's softmax read, before the mask (S, S + B, a feature's stage)."""

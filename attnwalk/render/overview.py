@@ -94,13 +94,13 @@ def kv_cache_note(walk: Walk, opts: ViewOptions) -> str:
                      saved=f"{100 * (1 - shared / full):.1f}")
 
 
-def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
-    """Where one head's group of screens starts: which columns it takes, its shapes, and why heads
-    are not one attention repeated."""
-    scn = walk.scenario
+def head_intro(view, opts: ViewOptions) -> RenderableType:
+    """Where one head's group of screens starts (`view`: that head, Walk.view(head)): which
+    columns it takes, its shapes, and why heads are not one attention repeated."""
+    walk, head, scn = view.walk, view.head, view.scenario
     tx = text(opts.lang)
-    q = walk.heads[head].mats["Q"]  # (n, d_k)
-    v = walk.heads[head].mats["V"]  # (m, d_v)
+    q = view.block("Q")  # (n, d_k): this head's block
+    v = view.block("V")  # (m, d_v)
     if scn.groups < scn.heads:  # grouped-query: K and V are the group's K/V head's
         g = scn.kv_head(head)
         sharers = [h + 1 for h in range(scn.heads) if scn.kv_head(h) == g]
@@ -115,7 +115,7 @@ def head_intro(walk: Walk, head: int, opts: ViewOptions) -> RenderableType:
                           head=person(head), heads=scn.heads, start=person(head * scn.d_k),  # from 1
                           end=(head + 1) * scn.d_k, v_start=person(head * scn.d_v),
                           v_end=(head + 1) * scn.d_v, q_shape=_shape(q.shape, opts),
-                          k_shape=_shape(walk.heads[head].mats["K"].shape, opts),
+                          k_shape=_shape(view.block("K").shape, opts),
                           v_shape=_shape(v.shape, opts))
     body = [Prose(intro)]
     why = "gqa.why" if scn.groups < scn.heads else "heads.why"  # "its own W_K, W_V": not under GQA

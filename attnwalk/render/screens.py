@@ -41,14 +41,14 @@ def stage_screen(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, inde
     `explained_at`: the step that already printed this stage's explanation (head 1's, in a walk
     printed whole); the screen then points there instead of repeating it for every head."""
     view = walk.view(head)  # the head this screen shows, taken once: its matrices, labels, cell
-    parts: list[RenderableType] = [header(walk, stage, head, opts, index=index, count=count)]
+    parts: list[RenderableType] = [header(view, stage, opts, index=index, count=count)]
     opening = lesson_panel(walk, opts) if stage is walk.stages[0] else None  # it opens the walk
     if opening is not None:
         parts.append(opening)
     if index == 1 and wants_overview(walk, opts):  # the shapes first, before any numbers
         parts.append(shapes_overview(walk, opts))
     if stage.per_head and starts_head(walk, stage):
-        parts.append(head_intro(walk, head, opts))
+        parts.append(head_intro(view, opts))
     if stage.kind == TOKENS:
         parts.append(token_table(walk, opts))
     else:
@@ -149,11 +149,11 @@ def explained_at(steps: list[tuple[Stage, int]], i: int) -> int | None:
     return next(j for j, (s, h) in enumerate(steps, start=1) if s is stage and h == 0)
 
 
-def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int,
+def header(view: HeadView, stage: Stage, opts: ViewOptions, *, index: int,
            count: int) -> RenderableType:
     """Position, symbol and title; formula; shape in named dimensions; mode and head."""
     tx = text(opts.lang)
-    scn = walk.scenario
+    walk, head, scn = view.walk, view.head, view.scenario
     title = Text()
     title.append(style.say(opts, "ui.stage_header", index=index,
                            count=count), style=style.POSITION)
@@ -171,7 +171,7 @@ def header(walk: Walk, stage: Stage, head: int, opts: ViewOptions, *, index: int
     facts.add_row(Text(style.say(opts, "ui.formula")),
                   Text(style.plain(stage.formula_in(scn, walk.mode), opts), style=style.FORMULA))
     if stage.kind != TOKENS:
-        shape = Text(shape_text(walk.view(head), stage, opts), style=style.SHAPE)
+        shape = Text(shape_text(view, stage, opts), style=style.SHAPE)
         if scn.heads > 1 and stage.per_head:
             shape.append("   (" + style.say(opts, "ui.per_head")
                          + ")", style=style.NOTE)
