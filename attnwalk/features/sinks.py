@@ -12,6 +12,7 @@ token). Uniform and hard weights do not read the scores' sizes, nor the sink.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -161,36 +162,38 @@ def decode_notes(scn: Scenario, n: int) -> list[tuple[str, dict]]:
 # -- the lesson's own questions: the numbers they need, computed from the walk ---------------------
 
 
-def _idle_row(walk: Walk) -> int | None:
-    """The focus row, a query with nothing to look at (the lesson's `the`)."""
-    return walk.scenario.focus
-
-
-def _without(walk: Walk) -> dict | None:
-    """Without the sink, row `the` still hands out all of its weight; with it, most goes nowhere."""
+@functools.lru_cache(maxsize=4)  # both questions of one walk ask it (as tutor/mistakes.py's maps)
+def _compared(walk: Walk) -> tuple[dict, Walk] | None:
+    """The focus row (the lesson's `the`, a query with nothing to look at) with and without the
+    sink: its numbers, and the walk without the sink, computed once for both questions."""
     from attnwalk.layer.axes import token_labels
     from attnwalk.layer.walk import compute
 
-    row = _idle_row(walk)
+    row = walk.scenario.focus
     if row is None or not walk.mode.smooth:
         return None
     plain = compute(walk.scenario.with_setting(NAME, None), walk.mode)
     A0, A = plain.matrix("A", 0)[row], walk.matrix("A", 0)[row]
     S = walk.scores(0)[row][walk.scenario.allowed[row]]
-    return {"token": token_labels(walk.scenario.tokens)[row], "top": float(S.max()),
+    said = {"token": token_labels(walk.scenario.tokens)[row], "top": float(S.max()),
             "sum_plain": float(A0.sum()), "sum_sink": float(A.sum()), "share": float(1 - A.sum()),
             "sink": _logit(walk.scenario, 0)}
+    return said, plain
+
+
+def _without(walk: Walk) -> dict | None:
+    """Without the sink, row `the` still hands out all of its weight; with it, most goes nowhere."""
+    compared = _compared(walk)
+    return None if compared is None else compared[0]
 
 
 def _z_small(walk: Walk) -> dict | None:
     """With the sink, z of that row shrinks toward 0 instead of averaging the values."""
-    from attnwalk.layer.walk import compute
-
-    said = _without(walk)
-    if said is None:
+    compared = _compared(walk)
+    if compared is None:
         return None
-    row = _idle_row(walk)
-    plain = compute(walk.scenario.with_setting(NAME, None), walk.mode)
+    said, plain = compared
+    row = walk.scenario.focus
     z0, z = plain.matrix("Z", 0)[row], walk.matrix("Z", 0)[row]
     return {**said, "z_plain": z0, "z_sink": z, "norm_plain": float(np.linalg.norm(z0)),
             "norm_sink": float(np.linalg.norm(z))}

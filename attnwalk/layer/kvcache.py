@@ -181,16 +181,15 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
     check_decodable(scn)
     mode = mode_named(mode)
     walk = compute(scn, mode)
-    graph = needed(walk.computed, [output_key(walk)])
+    final = output(walk.computed).key  # the layer's output: W_O's O, else concat
+    graph = needed(walk.computed, [final])
     cache = Cache(graph, scn)
+    # the rows a step shows besides q, k, v, a and z, the same at every step: every stage between
+    # the scores and a_t, and every per-head stage after z_t on the way to the output
+    shown = (score_stages(graph), [s for s in path(graph, MIXED, final) if s.per_head], final)
     with np.errstate(over="ignore", invalid="ignore"):
-        steps = [_step(walk, graph, cache, i) for i in range(scn.n)]
+        steps = [_step(walk, graph, cache, i, shown) for i in range(scn.n)]
     return Decode(scn, mode, walk, steps)
-
-
-def output_key(walk: Walk) -> str:
-    """The layer's output (roles.output): W_O's O, else concat (one head's Z itself)."""
-    return output(walk.computed).key
 
 
 class Cache:
@@ -216,8 +215,9 @@ class Cache:
 SHARED = -1  # the cache key of a stage computed once for every head (K, V)
 
 
-def _step(walk: Walk, graph: Graph, cache: Cache, i: int) -> Step:
-    """Step t = i + 1: token t's row of every stage, its keys read from the cache."""
+def _step(walk: Walk, graph: Graph, cache: Cache, i: int, shown: tuple) -> Step:
+    """Step t = i + 1: token t's row of every stage, its keys read from the cache; `shown`: the
+    stages between the scores and a_t, those after z_t, and the output's key (decode's)."""
     scn, t = walk.scenario, i + 1
     before, per_head, after = segments(graph)
     ctx = Context(scn, walk.mode, 1.0, rows=np.array([i]), key_rows=np.array([i]), keys=np.arange(t))
@@ -247,9 +247,7 @@ def _step(walk: Walk, graph: Graph, cache: Cache, i: int) -> Step:
         mats[stage.key] = run(stage, ctx, lambda name: [own[name] for own in heads]
                               if name in per_head_keys else shared(name))
     score, out = get(graph, SCORES), get(graph, MIXED)
-    between = score_stages(graph)
-    final = output(graph).key  # the layer's output: W_O's O, else concat
-    later = [s for s in path(graph, MIXED, final) if s.per_head]
+    between, later, final = shown
     steps = [HeadStep(q=own[score.reads[0]][0], k=own[f"{score.keys[0]}:cache"][i],
                       v=own[f"{out.keys[0]}:cache"][i], K_cache=own[f"{score.keys[0]}:cache"],
                       V_cache=own[f"{out.keys[0]}:cache"], raw=own[SCORES][0], s=own[SCALED][0],

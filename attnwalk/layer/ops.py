@@ -87,3 +87,9 @@ def finite(M: np.ndarray, stage: str, hint: str) -> np.ndarray:
         raise ComputeError(f"{stage} overflows float64 (some values are beyond ±1.8e308); {hint}",
                            stage=stage)
     return M
+
+
+def rows_sum_to_one(W: np.ndarray) -> bool:
+    """Does every row of weights W sum to 1 (to float64's rounding of a long sum)? Not where the
+    softmax also normalised over a logit that is no column (an attention sink took a share)."""
+    return bool(np.all(np.abs(np.sum(W, axis=-1) - 1.0) < 1e-12))

@@ -19,8 +19,9 @@ from rich.text import Text
 
 from attnwalk.layer.axes import dim_labels, token_labels
 from attnwalk.layer.decodemath import row_name
-from attnwalk.layer.kvcache import (Decode, Step, Work, cache_numbers, output_key, rolling_window, ungrouped_numbers,
-                                    window_rows)
+from attnwalk.layer.backward import output_key
+from attnwalk.layer.ops import rows_sum_to_one
+from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers, rolling_window, ungrouped_numbers, window_rows
 from attnwalk.layer.roles import SCALED
 from attnwalk.layer.stages import SIGNED, WEIGHTS
 from attnwalk.render import style
@@ -184,10 +185,9 @@ def _head_view(dec: Decode, step: Step, h: int, opts: ViewOptions) -> list[Rende
 
 def _weights_caption(a: np.ndarray, opts: ViewOptions) -> str:
     """a_t's caption: they sum to 1, or (an attention sink took a share) to what they sum to."""
-    total = float(a.sum())
-    if abs(total - 1.0) < 1e-12:
+    if rows_sum_to_one(a):
         return style.say(opts, "decode.weights")
-    return style.say(opts, "decode.weights_short", total=f"{total:.{opts.precision}f}")
+    return style.say(opts, "decode.weights_short", total=f"{float(a.sum()):.{opts.precision}f}")
 
 
 def _captioned(caption: str, table: RenderableType) -> RenderableType:

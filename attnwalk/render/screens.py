@@ -12,7 +12,7 @@ from rich.text import Text
 
 from attnwalk.errors import UsageError
 from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_head, pick_index, token_labels
-from attnwalk.layer.ops import row_maxima
+from attnwalk.layer.ops import row_maxima, rows_sum_to_one
 from attnwalk.features import catalog
 from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
 from attnwalk.layer.walk import Walk, segments
@@ -97,9 +97,10 @@ def stage_panels(view: HeadView, stage: Stage, opts: ViewOptions) -> list[Render
 def _row_sums(view: HeadView, stage: Stage, opts: ViewOptions) -> list[RenderableType]:
     """Where a stage's weights do not sum to 1 a row (an attention sink took a share), each row's
     sum, read off the matrix itself."""
-    sums = view.matrix(stage.key).sum(axis=1)  # (n,)
-    if np.all(np.abs(sums - 1.0) < 1e-12):
+    W = view.matrix(stage.key)
+    if rows_sum_to_one(W):
         return []
+    sums = W.sum(axis=1)  # (n,)
     rows = token_labels(view.scenario.tokens)
     shown = [f"{rows[i]} {sums[i]:.{opts.precision}f}" for i in range(len(sums))]
     if len(shown) > 8:
@@ -244,7 +245,7 @@ def matrix_legend(stage: Stage, shown: np.ndarray, opts: ViewOptions, *,
     if stage.kind == MASKED:
         legend.append(style.say(opts, "ui.masked_legend"))
     if stage.kind == WEIGHTS:
-        if np.all(np.abs(shown.sum(axis=1) - 1.0) < 1e-9):  # not where a sink took a share (_row_sums)
+        if rows_sum_to_one(shown):  # not where a sink took a share (_row_sums says each row's sum)
             legend.append(style.say(opts, "ui.rows_sum_legend"))
         ties = (row_maxima(shown).sum(axis=1) > 1).any()
         legend.append(style.say(opts, "ui.bars_legend_ties" if ties else "ui.bars_legend"))
