@@ -78,9 +78,14 @@ def look_given(scn: Scenario, head: int) -> list[tuple[str, dict]]:
     score here, with this head's w_a for additive scores (its numbers as arrays)."""
     scoring = _scoring(scn)
     if scoring.score.name == "additive":
-        w_a, d_k = scn.param("w_a"), scn.d_k
-        return [("quiz.given.look_additive", {"w_a": w_a[head * d_k:(head + 1) * d_k] if len(w_a) > d_k else w_a})]
+        return [("quiz.given.look_additive", {"w_a": _head_w_a(scn, head)})]
     return [("quiz.given.look_qk_norm", {})] if scoring.qk_norm else []
+
+
+def _head_w_a(scn: Scenario, head: int) -> np.ndarray:
+    """Head `head`'s w_a: its own block of d_k numbers where each head has one, else the one."""
+    w_a, d_k = scn.param("w_a"), scn.d_k
+    return w_a[head * d_k:(head + 1) * d_k] if len(w_a) > d_k else w_a
 
 
 def raw(scn: Scenario, q: np.ndarray, k: np.ndarray, w_a: np.ndarray | None = None) -> np.ndarray:
@@ -276,8 +281,7 @@ def quiz_given(scn: Scenario, key: str, head: int) -> list[tuple[str, dict]]:
         return []
     scoring, out = _scoring(scn), []
     if scoring.score.name == "additive":
-        w_a, d = scn.param("w_a"), scn.d_k
-        out.append(("quiz.given.look_additive", {"w_a": w_a[head * d:(head + 1) * d] if len(w_a) > d else w_a}))
+        out.append(("quiz.given.look_additive", {"w_a": _head_w_a(scn, head)}))
     if scoring.qk_norm:
         out.append(("quiz.given.qk_norm", {"scale": scoring.qk_scale}))
     return out

@@ -109,11 +109,14 @@ def scores_name(walk: Walk, masked: bool = True) -> str:
 def feature_givens(walk: Walk, tx: Text, key: str, head: int) -> list[str]:
     """What the scenario's features add to a question's givens on stage `key` (their `quiz_given`:
     additive scores' w_a, QK-norm's scale), each a sentence."""
-    out = []
-    for feature in walk.scenario.features:
-        for name, values in getattr(feature, "quiz_given", lambda scn, key, head: [])(walk.scenario, key, head):
-            out.append(tx.t(name, **{k: vector(v) if np.ndim(v) else number_text(float(v)) for k, v in values.items()}))
-    return out
+    return [given_text(tx, name, values) for feature in walk.scenario.features
+            for name, values in getattr(feature, "quiz_given", lambda scn, key, head: [])(walk.scenario, key, head)]
+
+
+def given_text(tx: Text, key: str, values: dict) -> str:
+    """A feature's given as a sentence: its numbers written as the quiz writes them (a vector in
+    brackets, a number to the quiz's digits)."""
+    return tx.t(key, **{k: vector(v) if np.ndim(v) else number_text(float(v)) for k, v in values.items()})
 
 
 def givens(walk: Walk, tx: Text, key: str, head: int, row: int, col: int) -> str:

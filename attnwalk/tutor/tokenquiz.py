@@ -19,7 +19,7 @@ from attnwalk.layer.axes import axes
 from attnwalk.layer.stages import stage_named
 from attnwalk.layer.walk import Walk
 from attnwalk.text import Text
-from attnwalk.tutor.cellquiz import GIVEN_MAX, givens, in_head, vector
+from attnwalk.tutor.cellquiz import GIVEN_MAX, given_text, givens, in_head, vector
 from attnwalk.tutor.quiz import TOKEN, Question, number_text
 
 CLEAR = 5e-5  # the top must lead by more than the last digit shown (4 decimals)
@@ -58,7 +58,7 @@ def look_question(walk: Walk, tx: Text, head: int, row: int, qid: str = "look") 
     given = tx.t(name, row_token=rows[row], q=vector(mats[q_key][row]), keys=keys)
     for feature in scn.features:  # how a feature makes the score from them (additive, QK-norm)
         for key, values in getattr(feature, "look_given", lambda scn, head: [])(scn, head):
-            given += " " + tx.t(key, **{name: vector(v) for name, v in values.items()})
+            given += " " + given_text(tx, key, values)
     worked = tx.t("quiz.look.worked", token=rows[row],
                   scores=" · ".join(f"{cols[j]} {number_text(scores[j])}" for j in range(scn.m)))
     return Question("look", TOKEN, in_head(walk, tx, head, tx.t("quiz.look.question", row_token=rows[row])),
