@@ -64,7 +64,10 @@ class Plan:
 
     def runs(self):
         """One generator of Steps per mode, each from the scenario as given."""
-        return {mode: descend(self.scenario, mode, self.steps, self.lr) for mode in self.modes}
+        from attnwalk.features.target import target_of
+
+        optimizer = target_of(self.scenario).optimizer
+        return {mode: descend(self.scenario, mode, self.steps, self.lr, optimizer) for mode in self.modes}
 
 
 def train_command(*, name: str, steps: int | None, lr: float | None, mode: str, compare: bool,
