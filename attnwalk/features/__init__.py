@@ -21,7 +21,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, quantize, rope, scores, sinks, target, tiles
+from attnwalk.features import alibi, biases, blocks, cross, gqa, heads, masks, model, norm, output, quantize, rope, scores, sinks, target, tiles
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # matrix the features before it read, W_O included; a target is read last, against the output's
 # width and the mask).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, sinks, model, biases,
-                                    gqa, norm, quantize, target)
+                                    gqa, norm, blocks, quantize, target)
 
 
 def graph_of(scn: Scenario) -> Graph:

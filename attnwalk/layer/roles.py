@@ -53,6 +53,18 @@ def output(graph: Graph) -> Stage:
     return projected[-1] if projected else get(graph, CONCAT)
 
 
+def block_output(graph: Graph) -> Stage:
+    """The block's output, what a next block or the unembedding reads: the last stage made from
+    the heads whose rows are d_model wide (a block's Y after its FFN, H after the residual, O),
+    else the heads' Z side by side."""
+    from attnwalk.layer.graph import head_dependent
+
+    dependent = head_dependent(graph)
+    wide = [s for s in graph if s.key in dependent and not s.per_head and s.cols == "d_model"
+            and s.rows == "n"]
+    return wide[-1] if wide else get(graph, CONCAT)
+
+
 def projected_from(graph: Graph, key: str = "Q") -> Stage:
     """What projection `key` (Q, K or V) reads: X, or a stage a feature put between (LN(X))."""
     return get(graph, get(graph, key).reads[0])
