@@ -169,6 +169,7 @@ def b_of(stage: Stage) -> int:
 def _entry_stage(b: int, reads: str) -> Stage:
     return Stage(f"{INPUT}.{b}", superscript(INPUT, b), f"{superscript(INPUT, b)} = $0", "n", "d_model",
                  _entry, reads=(reads,), kind=SIGNED, worked=_entry_cell,
+                 aliases=_aliases(Stage(INPUT, INPUT, "", "n", "d_model", None), b),
                  backward=Backward(_entry_grad, fixed_terms("{d}"), gradcells.passed), block=b - 1, base=ENTRY)
 
 
@@ -223,9 +224,23 @@ def _copy(stage: Stage, b: int, renamed: dict[str, str], mine: set[str], symbols
         params=tuple(param(p) for p in stage.params),
         weight=param(stage.weight) if stage.weight else None,
         learned=tuple(param(p) for p in stage.learned),
+        aliases=_aliases(stage, b),
         formula_for=_formula(stage.formula_for, stage.symbol, words), block=b - 1, base=stage.text_key,
         worked=_worked(stage.worked, words) if stage.worked else None,
         backward=_renamed_backward(stage.backward, b, mine) if stage.backward else None)
+
+
+def _aliases(stage: Stage, b: int) -> tuple[str, ...]:
+    """What a learner may type for block b's copy (g in the walk, explain): A.2, A2, A 2, A^(2),
+    A(2), 2.A, A⁽²⁾, for each spelling of block 1's stage."""
+    names = {stage.key.lower(), stage.symbol.lower().replace(" ", ""), *stage.aliases}
+    mark = f"⁽{str(b).translate(_SUPERSCRIPT)}⁾"
+    out: list[str] = []
+    for name in sorted(names):
+        out += [f"{name}.{b}", f"{name}^({b})", f"{name}({b})", f"{b}.{name}", f"{name}{mark}"]
+        if not name[-1:].isdigit():
+            out.append(f"{name}{b}")
+    return tuple(out)
 
 
 def _renamer(b: int, symbols: dict[str, str], params: tuple[str, ...]):

@@ -134,11 +134,14 @@ def masked_cell(view: HeadView, stage: Stage, row: int) -> tuple[int, int] | Non
 
 def walk_steps(walk: Walk) -> list[tuple[Stage, int]]:
     """The screens of a walk in order: (stage, head). Per-head stages repeat for each head (all
-    stages of head 0, then of head 1, ...); other stages carry head 0. Several blocks: block by
-    block, each in that order."""
+    stages of head 0, then of head 1, ...); other stages carry head 0. Which stages come after the
+    heads is read off every stage computed: one head's concat is hidden, and O, made from it, comes
+    after the heads all the same. Several blocks: block by block, each in that order."""
+    shown = {s.key for s in walk.stages}
+    by_block = {stages[0].block: stages for stages in blocks(walk.computed)}
     out: list[tuple[Stage, int]] = []
-    for stages in blocks(walk.stages):
-        before, per_head, after = segments(stages)
+    for b in dict.fromkeys(s.block for s in walk.stages):  # as shown: the backward walk's last block first
+        before, per_head, after = ([s for s in part if s.key in shown] for part in segments(by_block[b]))
         out += [(s, 0) for s in before]
         for h in range(walk.scenario.heads):
             out += [(s, h) for s in per_head]

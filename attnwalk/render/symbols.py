@@ -30,12 +30,13 @@ _SYMBOLS: dict[str, tuple[str | None, str | None, str | None]] = {
     "⁰": ("^0", "^{0}", r"\textsuperscript{0}"),  # e⁰ = 1
     # a later block's matrices, A⁽²⁾ (features/blocks.py); BLOCK below writes the whole mark at once
     "⁽": ("^(", "^{(", r"\textsuperscript{(}"), "⁾": (")", ")}", r"\textsuperscript{)}"),
-    **{d: (f"^{a}", f"^{{{a}}}", rf"\textsuperscript{{{a}}}") for d, a in zip("¹³⁴⁵⁶⁷⁸⁹", "13456789")},
+    **{d: (f"^{a}", f"^{{{a}}}", rf"\textsuperscript{{{a}}}") for d, a in zip("¹⁴⁵⁶⁷⁸⁹", "1456789")},
+    "³": ("^3", "^{3}", r"\textsuperscript{3}"),  # GELU's tanh form: u + 0.044715 u³
     # Greek: angles, ALiBi's and RoPE's constants, a norm's μ, σ, ε, γ, β
     "α": ("alpha", r"\alpha ", None), "β": ("beta", r"\beta ", None), "γ": ("gamma", r"\gamma ", None),
     "ε": ("eps", r"\varepsilon ", None), "θ": ("theta", r"\theta ", None),
     "λ": ("lambda", r"\lambda ", None), "μ": ("mu", r"\mu ", None), "π": ("pi", r"\pi ", None),
-    "σ": ("sigma", r"\sigma ", None),
+    "σ": ("sigma", r"\sigma ", None), "δ": ("delta", r"\delta ", None),
     # the backward walk and training: the learning rate, RoPE's angle, ⊙ (cell by cell), ½ Σ (Y − T)²
     "η": ("eta", r"\eta ", None), "φ": ("phi", r"\varphi ", None), "⊙": (".*", r"\odot ", None),
     "½": ("1/2", r"\tfrac{1}{2}", r"$\frac{1}{2}$"),
