@@ -245,3 +245,76 @@ def test_decode_says_it_walks_one_block(tmp_path):
     path.write_text(yaml_text())
     out = runner.invoke(app, ["decode", str(path)], env=ENV)
     assert out.exit_code == 2 and "several (blocks:)" in out.output
+
+
+# -- whole blocks: a pre-norm, the residual and the FFN in each (features/residual.py, ffn.py) ----
+
+D_FF = 6
+FFN_WEIGHTS = [{**w, "W_1": RNG.normal(size=(D, D_FF)).round(2), "b_1": RNG.normal(size=D_FF).round(2),
+                "W_2": RNG.normal(size=(D_FF, D)).round(2), "norm_gamma": RNG.normal(size=D).round(2)}
+               for w in WEIGHTS[:2]]
+
+
+def vec(v: np.ndarray) -> str:
+    return "[" + ", ".join(repr(float(x)) for x in v) + "]"
+
+
+def ffn_yaml(extra: str = "") -> str:
+    lines = ["tokens: [the, river, bank, flooded]", f"embeddings: {rows(E)}", "positional: sinusoidal",
+             f"heads: {H}", "mask: causal", "norm: layer", "residual: true", "ffn: gelu", "blocks:"]
+    for block in FFN_WEIGHTS:
+        for i, (k, W) in enumerate(block.items()):
+            lines.append(f"  {'-' if i == 0 else ' '} {k}: {vec(W) if W.ndim == 1 else rows(W)}")
+    return "\n".join(lines) + "\n" + extra
+
+
+def gelu(u: np.ndarray) -> np.ndarray:  # the tanh form (Hendrycks and Gimpel, 2016), as GPT-2
+    return 0.5 * u * (1 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u ** 3)))
+
+
+def ffn_reference() -> np.ndarray:
+    """The last block's output Y by numpy: X → LN → attention → H = X + O → U, G, F → Y = H + F."""
+    X = E + sinusoidal(N, D)
+    d_k = D // H
+    for W in FFN_WEIGHTS:
+        mu, var = X.mean(axis=1, keepdims=True), X.var(axis=1, keepdims=True)
+        LN = (X - mu) / np.sqrt(var + 1e-5) * W["norm_gamma"]
+        Q, K, V = LN @ W["W_Q"], LN @ W["W_K"], LN @ W["W_V"]
+        Zs = []
+        for h in range(H):
+            c = slice(h * d_k, (h + 1) * d_k)
+            S = np.where(np.tril(np.ones((N, N), bool)), Q[:, c] @ K[:, c].T / np.sqrt(d_k), -np.inf)
+            A = np.exp(S - S.max(axis=1, keepdims=True))
+            Zs.append(A / A.sum(axis=1, keepdims=True) @ V[:, c])
+        Hs = X + np.concatenate(Zs, axis=1) @ W["W_O"]
+        mu, var = Hs.mean(axis=1, keepdims=True), Hs.var(axis=1, keepdims=True)
+        LN2 = (Hs - mu) / np.sqrt(var + 1e-5)  # γ₂ = 1: not given
+        X = Hs + gelu(LN2 @ W["W_1"] + W["b_1"]) @ W["W_2"]
+    return X
+
+
+def test_whole_blocks_follow_numpy():
+    scn = scenario_from_text(ffn_yaml(), "ffn.yaml")
+    from attnwalk.layer import roles
+
+    walk = compute(scn)
+    last = roles.block_output(walk.graph)
+    assert last.block == 1
+    np.testing.assert_allclose(walk.matrix(last.key), ffn_reference(), atol=1e-12)
+
+
+def test_gradients_through_whole_blocks_match_finite_differences():
+    target = RNG.normal(size=(N, D)).round(2)
+    scn = scenario_from_text(ffn_yaml(f"target:\n  output: {rows(target)}\n"), "ffn.yaml")
+    assert loss_of(scn) == pytest.approx(0.5 * np.sum((ffn_reference() - target) ** 2), abs=1e-10)
+    grads = gradients(compute(scn)).params
+    eps = 1e-6
+    for name in ("W_Q", "W_1", "W_2.2", "W_K.2", "W_O"):
+        W = np.array(scn.param(name), dtype=float)
+        numeric = np.zeros_like(W)
+        for idx in np.ndindex(W.shape):
+            up, down = W.copy(), W.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            numeric[idx] = (loss_of(with_param(scn, name, up)) - loss_of(with_param(scn, name, down))) / (2 * eps)
+        np.testing.assert_allclose(grads[name], numeric, atol=1e-6, rtol=1e-6, err_msg=name)
