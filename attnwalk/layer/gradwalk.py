@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.layer import gradscreens
-from attnwalk.layer.backward import Grads, objective, output_of, path_of
+from attnwalk.layer.backward import Grads, loss_end, objective, path_of
 from attnwalk.layer.graph import Graph, Stage, segments
 from attnwalk.layer.stages import blocks
 from attnwalk.layer.walk import Head, Walk
@@ -52,11 +52,10 @@ def grad_stages(scn: Scenario, mode: Mode | str = "scaled") -> tuple[Stage, ...]
 
     mode = mode_named(mode)
     computed = tuple(s for s in scn.graph if s.in_mode(mode))
-    path = path_of(computed)
+    path = path_of(computed, loss_end(scn))  # to the output, and on to the stage the loss reads (ℓ)
     shown = {s.key for s in computed if s.shown}
-    output = output_of(computed)
     by_key = {s.key: s for s in path}
-    return (objective(scn).LOSS_STAGE, *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown, output)))
+    return (objective(scn).LOSS_STAGE, *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown)))
 
 
 def grad_walk(grads: Grads) -> GradWalk:
@@ -90,7 +89,7 @@ def _source_of(key: str, scn: Scenario) -> tuple[str, bool, bool]:
     return name, False, not any(s.key == name for s in scn.graph)
 
 
-def _order(path: Graph, scn: Scenario, shown: set[str], output: str) -> list[tuple[str, str]]:
+def _order(path: Graph, scn: Scenario, shown: set[str]) -> list[tuple[str, str]]:
     """(forward key, scope) of each gradient screen in the order it completes. Scope: "once" (a
     stage computed once), "head" (a per-head stage), "view" (a head's share of Q, K, V), "split"
     (Q, K, V full width, after the heads), "param" (a weight). The layer's inputs (E, P, ALiBi's
@@ -119,8 +118,10 @@ def _order(path: Graph, scn: Scenario, shown: set[str], output: str) -> list[tup
         elif name in split:  # with one head, its share is the whole of it
             heads.append((name, "head" if one else "view"))
 
-    if output in made and output not in per_head_keys:
-        out.append((output, "once"))
+    read = {name for s in path for name in s.inputs}
+    for stage in path:  # where the path ends: the output Y, or the stage the loss reads after it (ℓ)
+        if stage.key in made and stage.key not in per_head_keys and stage.key not in read:
+            out.append((stage.key, "once"))
     _completed(after, once)
     _completed(per_head, per)
     out += heads

@@ -89,6 +89,10 @@ def stage_panels(view: HeadView, stage: Stage, opts: ViewOptions) -> list[Render
         from attnwalk.render.tiles import tiles_view
 
         return tiles_view(view.walk, view.head, opts)
+    if stage.panel == "next":  # the next token: one position's top k at T = 0.5, 1 and 2
+        from attnwalk.render.nextview import next_panel
+
+        return [next_panel(view, stage, opts)]
     if stage.kind == WEIGHTS:
         return _row_sums(view, stage, opts)
     return []
@@ -134,7 +138,8 @@ def masked_cell(view: HeadView, stage: Stage, row: int) -> tuple[int, int] | Non
 def walk_steps(walk: Walk) -> list[tuple[Stage, int]]:
     """The screens of a walk in order: (stage, head). Per-head stages repeat for each head (all
     stages of head 0, then of head 1, ...); other stages carry head 0."""
-    before, per_head, after = segments(walk.stages)
+    shown = {s.key for s in walk.stages}  # sorted over every stage: O reads the heads through concat, hidden with one head
+    before, per_head, after = (tuple(s for s in part if s.key in shown) for part in segments(walk.computed))
     out = [(s, 0) for s in before]
     for h in range(walk.scenario.heads):
         out += [(s, h) for s in per_head]
