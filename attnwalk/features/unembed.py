@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
 
 NAME = "unembed"
+COURSE_AFTER = {"next_token": "backprop"}  # its lesson: after the first loss and gradient
 KEYS = ("vocab", "W_U", "tie_embeddings", "vocab_embeddings", "final_norm", "final_norm_gamma",
         "final_norm_beta", "final_norm_eps", "temperature", "top_k")
 NORMS = ("layer", "rms")
@@ -223,6 +224,11 @@ def _final_norm(d: Draft, width: int) -> tuple[str | None, float]:
 def dimension_names(scn: Scenario, dim: str) -> tuple[str, ...] | None:
     """The logits' and probabilities' columns are the vocabulary's words."""
     return setting(scn).vocab if dim == VOCAB and active(scn) else None
+
+
+def dimension_sizes(scn: Scenario) -> dict[str, int]:
+    """How wide the vocabulary's columns are (an export's size is counted before it is made)."""
+    return {VOCAB: len(setting(scn).vocab)}
 
 
 # -- the stages --------------------------------------------------------------------------------------
