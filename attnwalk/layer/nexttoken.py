@@ -58,15 +58,16 @@ def worked(c: Cell, logits: np.ndarray, T: float, name: str) -> list:
     total = float(c.exp(float(shown.sum()), digits))
     value = c.printed(shown[c.col] / total)
     c.lands(value)
-    over = "" if T == 1 else f" / {c.short(T)}"
+    def power(a: str, b: str) -> str:  # e^((a − b) / T), or e^(a − b) at T = 1
+        return f"e^({a} {minus} {b})" if T == 1 else f"e^(({a} {minus} {b}) / {c.short(T)})"
+
     rows: list[tuple[str, list[str | None]]] = []
     for j in c.elided(len(l), also=c.col):
         if isinstance(j, int):
-            rows.append((c.cols[j], [f"e^(({c.num(l[j])} {minus} {top_text}){over}) = e^{c.operand(s[j])} = "
-                                     f"{c.exp(e[j], digits)}"]))
+            rows.append((c.cols[j], [f"{power(c.num(l[j]), top_text)} = e^{c.operand(s[j])} = {c.exp(e[j], digits)}"]))
         else:
             rows.append((c.mk.ellipsis, [c.say("ui.more_terms", count=j.count)]))
-    head = f"e^(({name} {minus} max){over})"
+    head = power(name, "max")
     parts = c.terms({j: c.exp(e[j], digits) for j in range(len(l))}, len(l))
     return [f"{name}[{tok}] = {c.vec(l)}",
             f"max = {c.num(top)},  T = {c.short(T)}",
