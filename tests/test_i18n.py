@@ -89,6 +89,9 @@ def gradient_stages():
     scenarios += [scn for scn in lessons if any(hasattr(feature, "loss") for feature in scn.features)]
     rms = (Path(__file__).resolve().parents[1] / "scenarios" / "layer_norm.yaml").read_text(encoding="utf-8")
     scenarios.append(scenario_from_text(rms.replace("\nnorm: layer\n", "\nnorm: rms\n"), "rms.yaml"))
+    tied = (Path(__file__).resolve().parents[1] / "scenarios" / "next_token.yaml").read_text(encoding="utf-8")
+    W_U = load_scenario("next_token").param("vocab_embeddings").T.tolist()  # the lesson untied: its own W_U
+    scenarios.append(scenario_from_text(tied.replace("\ntie_embeddings: true\n", f"\nW_U: {W_U}\n"), "untied.yaml"))
     scenarios.append(two_blocks())
     return {stage.text_key: stage for scn in scenarios for stage in grad_stages(scn)}
 

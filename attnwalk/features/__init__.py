@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from attnwalk.features import (alibi, biases, blocks, cross, ffn, gqa, heads, masks, model, norm, output, quantize,
-                               residual, rope, scores, sinks, target, tiles)
+                               residual, rope, scores, sinks, target, tiles, unembed)
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 # stages come before the grouped heads' text, which names them; quantize reads every weight
 # matrix the features before it read, W_O included; a target is read last, against the output's
 # width and the mask; the residual and the FFN after the norm, which tells them where its second
-# norm stands).
+# norm stands; several blocks copy the block so far; the unembedding reads the block's output, the
+# last block's, before quantize).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, sinks, model, biases,
-                                    gqa, norm, residual, ffn, blocks, quantize, target)
+                                    gqa, norm, residual, ffn, blocks, unembed, quantize, target)
 
 
 def graph_of(scn: Scenario) -> Graph:

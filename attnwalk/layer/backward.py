@@ -66,10 +66,11 @@ def output_key(walk: Walk) -> str:
     return output_of(walk.computed)
 
 
-def path_of(computed: Graph) -> Graph:
-    """The stages the layer's output is made from (what a gradient can reach), in order; a
+def path_of(computed: Graph, end: str | None = None) -> Graph:
+    """The stages the layer's output is made from (what a gradient can reach), in order, and those
+    `end` is made from, the stage the loss reads (the next-token logits, after the output); a
     UsageError naming the first one whose backward is not known."""
-    path = needed(computed, [output_of(computed)])
+    path = needed(computed, [output_of(computed), *([end] if end else [])])
     for stage in path:
         if stage.compute is not None and stage.inputs and stage.backward is None:
             raise UsageError(f"the backward pass cannot go through stage {stage.key}: its gradient "
@@ -87,12 +88,17 @@ def objective(scn):
     raise UsageError(f"{scn.label}: has no target, so there is no loss to differentiate")
 
 
+def loss_end(scn) -> str:
+    """The stage `scn`'s loss reads, where the backward pass starts (path_of's end)."""
+    return objective(scn).reads(scn)
+
+
 def backward(walk: Walk, seeds: Seeds, loss: float) -> Grads:
     """∂L/∂ of every stage and parameter on the path to the output, from `seeds`: the gradient
     the loss gives the stage it reads ((key, None) for a stage computed once, (key, h) for head
     h's)."""
     scn = walk.scenario
-    path = path_of(walk.computed)
+    path = path_of(walk.computed, loss_end(scn))
     shared: dict[str, np.ndarray] = {}
     heads: list[dict[str, np.ndarray]] = [{} for _ in range(scn.heads)]
     params: dict[str, np.ndarray] = {}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.layer import gradscreens
-from attnwalk.layer.backward import Grads, objective, output_of, path_of
+from attnwalk.layer.backward import Grads, loss_end, objective, path_of
 from attnwalk.layer.graph import Graph, Stage, blocks as block_stages, segments
 from attnwalk.layer.roles import MIXED
 from attnwalk.layer.stages import blocks
@@ -53,13 +53,12 @@ def grad_stages(scn: Scenario, mode: Mode | str = "scaled") -> tuple[Stage, ...]
 
     mode = mode_named(mode)
     computed = tuple(s for s in scn.graph if s.in_mode(mode))
-    path = path_of(computed)
+    path = path_of(computed, loss_end(scn))  # to the output, and on to the stage the loss reads (ℓ)
     shown = {s.key for s in computed if s.shown}
-    output = output_of(computed)
     by_key = {s.key: s for s in path}
     last = max((s.block for s in path), default=0)  # the loss reads the last block: its screens come first
     return (objective(scn).LOSS_STAGE._replace(block=last),
-            *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown, output)))
+            *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown)))
 
 
 def grad_walk(grads: Grads) -> GradWalk:
@@ -93,7 +92,7 @@ def _source_of(key: str, scn: Scenario) -> tuple[str, bool, bool]:
     return name, False, not any(s.key == name for s in scn.graph)
 
 
-def _order(path: Graph, scn: Scenario, shown: set[str], output: str) -> list[tuple[str, str]]:
+def _order(path: Graph, scn: Scenario, shown: set[str]) -> list[tuple[str, str]]:
     """(forward key, scope) of each gradient screen in the order it completes. Scope: "once" (a
     stage computed once), "head" (a per-head stage), "view" (a head's share of Q, K, V), "split"
     (Q, K, V full width, after the heads), "param" (a weight). The layer's inputs (E, P, ALiBi's
@@ -106,8 +105,11 @@ def _order(path: Graph, scn: Scenario, shown: set[str], output: str) -> list[tup
         for name in stage.inputs:
             remaining[name] = remaining.get(name, 0) + 1
     out: list[tuple[str, str]] = []
-    if output in made and not any(s.key == output and s.per_head for s in path):
-        out.append((output, "once"))
+    per_head = {s.key for s in path if s.per_head}
+    read = {name for s in path for name in s.inputs}
+    for stage in path:  # where the path ends: the output Y, or the stage the loss reads after it (ℓ)
+        if stage.key in made and stage.key not in per_head and stage.key not in read:
+            out.append((stage.key, "once"))
     for stages in reversed(block_stages(path)):
         out += _block_order(list(stages), scn, made, remaining)
     return out

@@ -90,6 +90,10 @@ def stage_panels(view: HeadView, stage: Stage, opts: ViewOptions) -> list[Render
         from attnwalk.render.tiles import tiles_view
 
         return tiles_view(view.walk, view.head, opts)
+    if stage.panel == "next":  # the next token: one position's top k at T = 0.5, 1 and 2
+        from attnwalk.render.nextview import next_panel
+
+        return [next_panel(view, stage, opts)]
     if stage.kind == WEIGHTS:
         return _row_sums(view, stage, opts)
     return []

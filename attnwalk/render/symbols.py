@@ -35,7 +35,7 @@ _SYMBOLS: dict[str, tuple[str | None, str | None, str | None]] = {
     # Greek: angles, ALiBi's and RoPE's constants, a norm's μ, σ, ε, γ, β
     "α": ("alpha", r"\alpha ", None), "β": ("beta", r"\beta ", None), "γ": ("gamma", r"\gamma ", None),
     "ε": ("eps", r"\varepsilon ", None), "θ": ("theta", r"\theta ", None),
-    "λ": ("lambda", r"\lambda ", None), "μ": ("mu", r"\mu ", None), "π": ("pi", r"\pi ", None),
+    "λ": ("lambda", r"\lambda ", None), "ℓ": ("l", r"\ell ", None), "μ": ("mu", r"\mu ", None), "π": ("pi", r"\pi ", None),
     "σ": ("sigma", r"\sigma ", None), "δ": ("delta", r"\delta ", None),
     # the backward walk and training: the learning rate, RoPE's angle, ⊙ (cell by cell), ½ Σ (Y − T)²
     "η": ("eta", r"\eta ", None), "φ": ("phi", r"\varphi ", None), "⊙": (".*", r"\odot ", None),
