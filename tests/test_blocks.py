@@ -318,3 +318,36 @@ def test_gradients_through_whole_blocks_match_finite_differences():
             down[idx] -= eps
             numeric[idx] = (loss_of(with_param(scn, name, up)) - loss_of(with_param(scn, name, down))) / (2 * eps)
         np.testing.assert_allclose(grads[name], numeric, atol=1e-6, rtol=1e-6, err_msg=name)
+
+
+# -- to the next token: the unembedding after the last block (features/unembed.py) ---------------
+
+VOCAB = ["the", "river", "bank", "flooded", "money"]
+W_U = RNG.normal(size=(D, len(VOCAB))).round(2)
+
+
+def test_the_next_token_loss_reaches_every_block():
+    """Two whole blocks, a final LayerNorm and W_U, target: next (L = mean of −log p_i[t_(i+1)]):
+    the loss by numpy, and gradients by finite differences, block 1's weights included."""
+    extra = (f"vocab: {VOCAB}\nW_U: {rows(W_U)}\nfinal_norm: layer\ntemperature: 2\n"
+             "target: next\n")
+    scn = scenario_from_text(ffn_yaml(extra), "next.yaml")
+    Y = ffn_reference()
+    mu, var = Y.mean(axis=1, keepdims=True), Y.var(axis=1, keepdims=True)
+    logits = ((Y - mu) / np.sqrt(var + 1e-5)) @ W_U / 2  # T = 2
+    logp = logits - logits.max(axis=1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+    nxt = [VOCAB.index(t) for t in ["river", "bank", "flooded"]]
+    expected = -np.mean([logp[i, nxt[i]] for i in range(3)])
+    assert loss_of(scn) == pytest.approx(expected, abs=1e-12)
+    grads = gradients(compute(scn)).params
+    eps = 1e-6
+    for name in ("W_U", "W_V", "W_1.2", "W_Q.2"):
+        W = np.array(scn.param(name), dtype=float)
+        numeric = np.zeros_like(W)
+        for idx in np.ndindex(W.shape):
+            up, down = W.copy(), W.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            numeric[idx] = (loss_of(with_param(scn, name, up)) - loss_of(with_param(scn, name, down))) / (2 * eps)
+        np.testing.assert_allclose(grads[name], numeric, atol=1e-7, rtol=1e-6, err_msg=name)

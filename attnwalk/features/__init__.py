@@ -47,7 +47,19 @@ def graph_of(scn: Scenario) -> Graph:
     for feature in FEATURES:
         if feature.active(scn):
             feature.extend(stages, scn)
-    return tuple(stages)
+    return _in_blocks(stages)
+
+
+def _in_blocks(stages: list[Stage]) -> Graph:
+    """Each stage in the block of the latest block it reads from: a stage a feature adds after the
+    last block (the unembedding's) belongs to that block, evaluated and walked with it."""
+    block: dict[str, int] = {}
+    out = []
+    for stage in stages:
+        b = max([stage.block, *(block[name] for name in stage.inputs if name in block)])
+        block[stage.key] = b
+        out.append(stage if b == stage.block else stage._replace(block=b))
+    return tuple(out)
 
 
 def catalog() -> Graph:
