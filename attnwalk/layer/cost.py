@@ -142,6 +142,9 @@ def stage_numbers(scn: Scenario) -> list[tuple[str, int, bool]]:
     scenario; only the tiled stage's running state (tiled_numbers) is left out."""
     fixed = {"d_model": scn.d_model, "m": scn.m, "stats": 2, "rms": 1, "h": scn.heads, "-": 0,
              "h·d_v": scn.heads * scn.d_v}
+    for feature in scn.features:  # a feature's own named widths (the unembedding's vocab)
+        if hasattr(feature, "dimension_sizes"):
+            fixed.update(feature.dimension_sizes(scn))
     out = []
     for s in scn.graph:  # the hidden stages too (a source's X): a walk holds them
         if s.compute is None:
