@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from attnwalk.features import (alibi, biases, blocks, cross, ffn, gqa, heads, masks, model, norm, output, quantize,
-                               residual, rope, scores, sinks, target, tiles, unembed)
+                               residual, rope, scores, sequences, sinks, target, tiles, unembed)
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 # norm stands; several blocks copy the block so far; the unembedding reads the block's output, the
 # last block's, before quantize).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, sinks, model, biases,
-                                    gqa, norm, residual, ffn, blocks, unembed, quantize, target)
+                                    gqa, norm, residual, ffn, blocks, unembed, quantize, target, sequences)
 
 
 def graph_of(scn: Scenario) -> Graph:

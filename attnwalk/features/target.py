@@ -299,6 +299,14 @@ def _next_loss(walk: Walk, target: Target) -> Loss:
     return Loss(float(rows.sum()), rows, key, None, seed)
 
 
+def retargeted(scn: Scenario) -> Scenario:
+    """`scn`, whose tokens were drawn in place of the file's (features/sequences.py), with its
+    next-token target made for them: each position but the last predicts the token after it."""
+    ids = scn.main.ids
+    pairs = tuple((i, int(ids[i + 1])) for i in range(len(ids) - 1))
+    return scn.with_setting(NAME, target_of(scn)._replace(pairs=pairs))
+
+
 def next_token_loss(walk: Walk, positions: Iterable[int] | None = None) -> float:
     """The mean of −log p_i[token i+1] over `positions` (0-based; those whose next token the
     target knows; all of them when None): the loss on part of a sequence (the second copy of a

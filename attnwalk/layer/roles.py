@@ -36,6 +36,14 @@ def logits(graph: Graph) -> Stage:
     return get(graph, get(graph, SOFTMAX).reads[0])
 
 
+def weights_by_block(graph: Graph) -> tuple[Stage, ...]:
+    """Each block's attention weights (A, A⁽²⁾, …), block 1's first: the stage of every block that
+    holds what block 1's SOFTMAX stage holds."""
+    from attnwalk.layer.graph import blocks
+
+    return tuple(s for block in blocks(graph) for s in block if s.text_key == SOFTMAX)
+
+
 def masked_view(graph: Graph) -> Stage | None:
     """The stage that shows the softmax's input with −∞ where the mask forbids (S + M), if any:
     the graph's stage of kind MASKED."""
