@@ -164,10 +164,11 @@ def samples(scn: Scenario, k: int) -> list[Scenario]:
     return out
 
 
-def measured(walks: list[Walk], losses: list[float]) -> dict[str, float]:
-    """loss_repeat: the mean next-token loss over the second copies' positions (each position of a
-    second copy whose next token is in it: the ones an induction head can predict), all the
-    batch's together."""
+def measured(walk: Walk, walks: list[Walk]) -> dict[str, object]:
+    """What a step's numbers hold besides its loss: loss_repeat, the mean next-token loss over the
+    batch's second copies (each position of a second copy whose next token is in it: the ones an
+    induction head can predict), all the batch's together; and `heads`, every head scored on the
+    scenario's own tokens (`walk`)."""
     from attnwalk.features import target
 
     total, count = 0.0, 0
@@ -176,7 +177,7 @@ def measured(walks: list[Walk], losses: list[float]) -> dict[str, float]:
         positions = range(layout.second.start, layout.second.stop - 1)
         total += target.next_token_loss(walk, positions) * len(positions)
         count += len(positions)
-    return {"loss_repeat": total / count}
+    return {"loss_repeat": total / count, "heads": head_scores(walk)}
 
 
 def head_scores(walk: Walk) -> list[dict]:

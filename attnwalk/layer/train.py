@@ -45,7 +45,7 @@ class Step(NamedTuple):
     loss: float
     walk: Walk
     grads: Grads
-    numbers: Mapping[str, float] = MappingProxyType({})
+    numbers: Mapping[str, object] = MappingProxyType({})
 
     @property
     def grad_norm(self) -> float:
@@ -173,7 +173,7 @@ def batch_size(scn: Scenario) -> int:
 def batch_gradients(walk: Walk, batch: list[Scenario]) -> tuple[Grads, dict[str, float]]:
     """The mean loss of `batch` and the mean of its parameters' gradients, as a Grads of `walk` (the
     scenario's own tokens: its stages' gradients are not worked out, only the weights'); and what the
-    sampling feature measures of the batch's walks."""
+    sampling feature measures of the batch's walks and of `walk` (Step.numbers)."""
     walks, losses, params = [], [], {}
     for sample in batch:
         w = compute(sample, walk.mode, stages=walk.graph)
@@ -185,7 +185,7 @@ def batch_gradients(walk: Walk, batch: list[Scenario]) -> tuple[Grads, dict[str,
     params = {name: G / len(batch) for name, G in params.items()}
     loss = float(np.mean(losses))
     grads = Grads(walk, loss, g.path, {}, [{} for _ in walk.heads], params)
-    return grads, _sampler(walk.scenario).measured(walks, losses)
+    return grads, _sampler(walk.scenario).measured(walk, walks)
 
 
 def diverged(scn: Scenario, k: int, lr: float, mode: Mode) -> ComputeError:
