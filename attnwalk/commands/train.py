@@ -92,7 +92,9 @@ def train_command(*, name: str, steps: int | None, lr: float | None, mode: str, 
     if not no_pause and interactive():
         from attnwalk.app.train import TrainApp  # only in a terminal: piped, Textual is never loaded
 
-        app = TrainApp(plan.runs(), plan.steps, plan.lr, plan.head, opts)
+        from attnwalk.layer.train import draws
+
+        app = TrainApp(plan.runs(), plan.steps, plan.lr, plan.head, opts, drawn=draws(plan.scenario))
         app.run()
         return app.return_code or 0
     if not no_pause and sys.stdout.isatty():

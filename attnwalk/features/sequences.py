@@ -191,3 +191,8 @@ def head_scores(walk: Walk) -> list[dict]:
         out += [{"layer": shown(b), "head": shown(h), "previous_token": float(scores["previous_token"][h]),
                  "induction": float(scores["induction"][h])} for h in range(walk.scenario.heads)]
     return out
+
+
+def setting(scn: Scenario) -> Sequences:
+    """What `sequences:` said (for the screens that describe a run: render/sequences.py)."""
+    return scn.setting(NAME)

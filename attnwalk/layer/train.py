@@ -157,6 +157,11 @@ def _sampler(scn: Scenario):
     return next((f for f in scn.features if hasattr(f, "samples")), None)
 
 
+def draws(scn: Scenario) -> bool:
+    """Does `scn` train on sequences a feature draws at each step (not on its own tokens)?"""
+    return _sampler(scn) is not None
+
+
 def samples(scn: Scenario, k: int) -> list[Scenario] | None:
     """The sequences step `k` trains on (`scn` with other tokens), drawn by the scenario's feature
     that samples them; None when the scenario trains on its own tokens."""
