@@ -172,10 +172,10 @@ def measured(walk: Walk, walks: list[Walk]) -> dict[str, object]:
     from attnwalk.features import target
 
     total, count = 0.0, 0
-    for walk in walks:
-        layout = walk.scenario.setting(NAME).layout
+    for drawn_walk in walks:
+        layout = drawn_walk.scenario.setting(NAME).layout
         positions = range(layout.second.start, layout.second.stop - 1)
-        total += target.next_token_loss(walk, positions) * len(positions)
+        total += target.next_token_loss(drawn_walk, positions) * len(positions)
         count += len(positions)
     return {"loss_repeat": total / count, "heads": head_scores(walk)}
 
