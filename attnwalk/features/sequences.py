@@ -196,3 +196,37 @@ def head_scores(walk: Walk) -> list[dict]:
 def setting(scn: Scenario) -> Sequences:
     """What `sequences:` said (for the screens that describe a run: render/sequences.py)."""
     return scn.setting(NAME)
+
+
+# -- the lesson's own questions: the numbers they need, from the scenario's tokens ---------------------
+
+COURSE_AFTER = {"induction": "saturation"}  # its lesson: after the training lessons, several blocks in
+
+
+def _second_copy(walk: Walk) -> dict | None:
+    """A query in the second copy, its word's earlier occurrence, the token after that, the token
+    before the query: where an induction head, a duplicate-token head and a previous-token head look."""
+    from attnwalk.layer.axes import token_labels
+
+    scn = walk.scenario
+    if not active(scn):
+        return None
+    layout = probe(scn)
+    i = layout.second.start + min(2, layout.repeat - 1)  # a query well into the second copy
+    j = i - layout.repeat  # the same word, the first time
+    labels = token_labels(scn.tokens)
+    spec = setting(scn)
+    return {"token": labels[i], "word": scn.tokens[i], "earlier": labels[j], "after": labels[j + 1],
+            "before": labels[i - 1], "repeat": layout.repeat, "low": spec.low, "high": spec.high}
+
+
+def _first_copy(walk: Walk) -> dict | None:
+    """The loss a model can reach on the first copy: its words are drawn uniformly."""
+    scn = walk.scenario
+    if not active(scn):
+        return None
+    count = len(setting(scn).words)
+    return {"words": count, "uniform": float(np.log(count))}
+
+
+QUESTIONS = {"induction": {"looks": _second_copy, "key": _second_copy, "first_copy": _first_copy}}
