@@ -78,12 +78,12 @@ def read(d: Draft) -> None:
     if vocab is None or "vocab_embeddings" not in d.params:
         raise f.error("sequences", node, "drawn sequences are embedded by the vocabulary's table: "
                       "give vocab: [WORD, …] and vocab_embeddings (one row per word)")
-    target = d.settings.get("target")
-    if target is None or target.kind != "next":
-        raise f.error("sequences", node, "drawn sequences are trained to predict their next tokens: "
-                      "add target: next")
     tokens = d.main.tokens
     n = len(tokens)
+    target = d.settings.get("target")
+    if target is None or target.kind != "next" or len(target.pairs) != n - 1:
+        raise f.error("sequences", node, "drawn sequences are trained to predict their next tokens, "
+                      "each but the last (whose next word no one gives): use target: next")
     half = (n - 1) // 2
     if n < 3 or n % 2 == 0 or tokens[1:1 + half] != tokens[1 + half:]:
         raise f.error("tokens", d.top["tokens"], "with sequences, the tokens are what each head is "
