@@ -220,3 +220,17 @@ def test_bad_sequences_are_one_line_at_their_field(old, new, field, said):
     message = str(info.value)
     assert message.startswith("bad.yaml:") and f": {field}:" in message and said in message, message
     assert "\n" not in message
+
+
+def test_the_notes_on_the_untrained_walk_say_what_it_shows():
+    from attnwalk.layer.axes import token_labels
+    from attnwalk.layer.walk import compute
+
+    scn = load_scenario("induction")
+    walk = compute(scn)
+    row = token_labels(scn.tokens).index("tree#12")
+    assert scn.focus == row
+    A = walk.matrix("A", 0)[row]
+    assert int(np.count_nonzero(A)) == 12 and f"{A.max():.2f}" == "0.16"
+    for lang in ("en", "zh"):
+        assert "0.16" in scn.notes["A"][lang] and "12" in scn.notes["A"][lang]
