@@ -234,3 +234,33 @@ def test_the_notes_on_the_untrained_walk_say_what_it_shows():
     assert int(np.count_nonzero(A)) == 12 and f"{A.max():.2f}" == "0.16"
     for lang in ("en", "zh"):
         assert "0.16" in scn.notes["A"][lang] and "12" in scn.notes["A"][lang]
+
+
+def test_the_live_view_shows_both_losses_and_every_heads_map():
+    import asyncio
+
+    from appdriver import screen_text
+
+    from attnwalk.app.train import TrainApp
+    from attnwalk.commands.train import Plan
+    from attnwalk.render.options import ViewOptions
+
+    plan = Plan("induction", 3, None, "scaled", False, None)
+    app = TrainApp(plan.runs(), plan.steps, plan.lr, plan.head, ViewOptions(), drawn=True)
+
+    async def go():
+        async with app.run_test(size=(100, 50)) as pilot:
+            for _ in range(300):
+                await pilot.pause(0.1)
+                if app.done:
+                    break
+            return screen_text(app)
+
+    screen = asyncio.run(go())
+    assert app.done and len(app.losses["scaled"]) == len(app.repeats["scaled"]) == 4
+    assert "3 steps of Adam" in screen and "step 3 / 3 · done" in screen
+    assert "L_rep, the loss on the second copies" in screen and "L_rep 3.1148 →" in screen
+    for layer in (1, 2):
+        for head in (1, 2):
+            assert f"layer {layer} · head {head}" in screen
+    assert screen.count("prev 0.") >= 4 and "induction head L" in screen
