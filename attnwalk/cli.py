@@ -262,6 +262,9 @@ def train_cmd(
     head: Annotated[Optional[int], typer.Option("--head", metavar="N", help="The head whose A is shown (default: the target's).")] = None,
     format: Annotated[CompareFormat, typer.Option(
         "--format", "-f", help="text for people; json for scripts: {\"steps\": [{\"step\": 0, \"loss\", \"A\"}, ...]}.")] = CompareFormat.text,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", metavar="FILE", help="Write the trained layer (after the last step) as a scenario "
+        "file that run, grad, export and train take.")] = None,
     no_pause: NoPauseOpt = False, precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
 ) -> None:
     """Train the layer on its target by plain gradient descent, W ← W − η·∂L/∂W. Keys: space pauses,
@@ -271,12 +274,13 @@ def train_cmd(
     Examples:
       attnwalk train backprop
       attnwalk train saturation --compare
-      attnwalk train backprop --steps 5 --lr 0.5 --format json"""
+      attnwalk train backprop --steps 5 --lr 0.5 --format json
+      attnwalk train backprop -o trained.yaml && attnwalk run trained.yaml"""
     from attnwalk.commands.train import train_command
 
     raise typer.Exit(train_command(name=scenario, steps=steps, lr=lr, mode=mode.value, compare=compare,
                                    every=every, head=head, no_pause=no_pause, precision=precision,
-                                   ascii=ascii, lang=lang, format=format.value))
+                                   ascii=ascii, lang=lang, format=format.value, output=output))
 
 
 @app.command("compare", short_help="One scenario's modes side by side, or two scenarios.")

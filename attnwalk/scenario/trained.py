@@ -1,0 +1,355 @@
+"""The trained layer as a scenario file (`attnwalk train NAME -o trained.yaml`): the file it was
+read from, with every trained parameter (layer.graph.trained: W_Q, W_K, W_V, W_O, sinks, …)
+replaced by its trained values, written with every digit float64 has, so that `run`, `grad`,
+`export` and `train` of the new file walk the trained layer bit for bit.
+
+The original text is edited in place, not re-emitted: PyYAML keeps no comments, so a dump of the
+loaded values would lose every comment of a lesson. Here the file's positions (yaml.compose's
+marks) say where each value starts and ends, and only these spans are rewritten:
+
+- each trained parameter, at the place `param_place` gives for its name (a row per line);
+- every matrix read from a file (`{file: wq.npy}`) or made from a seed (`{random: …}`): written
+  out, so the file stands alone;
+- `name` and `title`, marked as trained; `description`, with a paragraph saying what was trained;
+- `notes`: left out (each speaks of the numbers before training);
+- a key a feature writes otherwise for trained weights (its `trained_keys(scn)`: quantize: none,
+  since the trained weights are floats off the quantization grid).
+
+What is lost: the comments inside a replaced value (a row's comment on W_Q's old numbers), and the
+notes. A header comment says what the layer was trained from, how, and the final loss.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import yaml
+
+from attnwalk.errors import ScenarioError
+from attnwalk.layer.graph import trained
+
+if TYPE_CHECKING:
+    from attnwalk.scenario.scenario import Scenario
+
+# blocks: is a list of mappings, the b-th (from 1) holding block b's parameters by their names;
+# FIRST_LISTED is the block its first mapping holds (set it to 2 if block 1 stays top-level only)
+FIRST_LISTED = 1
+DROPPED = ("notes",)  # keys left out: they speak of the numbers before training
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+@dataclass(frozen=True)
+class Trained:
+    """How the layer was trained, for the file's header and its title."""
+
+    source: str  # the scenario as the command named it (a built-in's name, a path)
+    steps: int  # the updates made
+    lr: float
+    mode: str
+    first_loss: float  # L before any update
+    loss: float  # L after the last update
+
+
+def param_place(name: str) -> tuple[str | int, ...]:
+    """Where learned parameter `name` lives in a scenario file: a top-level key of the same name
+    (W_Q, sinks, W_1, W_U); block b ≥ 2's copy, `W_Q.b`, under the same name in the mapping of
+    `blocks:` that holds block b."""
+    base, dot, block = name.rpartition(".")
+    if dot and block.isdecimal() and int(block) >= 2:
+        return ("blocks", int(block) - FIRST_LISTED, base)
+    return (name,)
+
+
+def trained_text(text: str, given: Scenario, layer: Scenario, how: Trained) -> str:
+    """The scenario file `text` (read as `given`) rewritten to hold `layer`, the trained layer."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)  # the loader has refused anchors, tags, …
+    edits = _Edits(text)
+    names = trained(layer.graph)
+    places = {param_place(name): np.asarray(layer.param(name), dtype=np.float64) for name in names}
+    for place, value in places.items():
+        edits.put(root, place, value)
+    changed = _feature_keys(layer)
+    for key, value in changed.items():
+        edits.put(root, (key,), value)
+    for key in DROPPED:
+        edits.drop(root, key)
+    edits.put(root, ("name",), f"{given.name}_trained")
+    edits.put(root, ("title",), _title(given))
+    edits.put(root, ("description",), _description(given, how))
+    _inline_matrices(edits, root, given, skip=set(places) | {(key,) for key in DROPPED})
+    out = _header(given, how, names, changed) + edits.applied()
+    _check(out, layer, names)
+    return out
+
+
+# -- the edits -------------------------------------------------------------------------------------
+
+
+class _Edits:
+    """Spans of the text to replace, applied at the end from the last to the first."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.spans: list[tuple[int, int, str]] = []
+        self.appended: list[str] = []
+
+    def put(self, root: yaml.Node, place: tuple[str | int, ...], value: Any) -> None:
+        """`key: value` at `place`, replacing what is there, or added to its mapping."""
+        parent = _find(root, place[:-1])
+        key = place[-1]
+        if not isinstance(parent, yaml.MappingNode):
+            raise ScenarioError(f"cannot write the trained {'.'.join(map(str, place))}: the file has no "
+                                f"mapping at {'.'.join(map(str, place[:-1])) or 'its top'}")
+        for key_node, value_node in parent.value:
+            if key_node.value == key:
+                column = key_node.start_mark.column
+                self.spans.append((key_node.start_mark.index, _end(value_node, self.text),
+                                   _entry(str(key), value, column, parent.flow_style)))
+                return
+        if parent is root and not root.flow_style:  # a key the file left to its default
+            self.appended.append(_entry(str(key), value, 0, False))
+            return
+        raise ScenarioError(f"cannot write the trained {'.'.join(map(str, place))}: the file does not "
+                            "give it, and attnwalk adds a missing key only at the top level")
+
+    def drop(self, root: yaml.Node, key: str) -> None:
+        """Remove top-level `key` and its value (a comment says so)."""
+        for key_node, value_node in root.value:
+            if key_node.value == key:
+                self.spans.append((key_node.start_mark.index, _end(value_node, self.text),
+                                   f"# {key}: left out: they speak of the numbers before training"))
+
+    def value(self, node: yaml.Node, value: Any) -> None:
+        """Replace the value `node` alone (a matrix inside a mapping or a list) with `value`."""
+        column = node.start_mark.column
+        self.spans.append((node.start_mark.index, _end(node, self.text), _flow_matrix(value, column)))
+
+    def applied(self) -> str:
+        out = self.text
+        last = len(out) + 1
+        for start, end, new in sorted(self.spans, reverse=True):
+            if end > last:  # nested spans are never both edited (matrices inside a trained key are skipped)
+                raise AssertionError("overlapping edits")
+            out = out[:start] + new + out[end:]
+            last = start
+        if self.appended:
+            out = out.rstrip("\n") + "\n" + "\n".join(self.appended) + "\n"
+        return out
+
+
+def _find(root: yaml.Node, place: tuple[str | int, ...]) -> yaml.Node | None:
+    node: yaml.Node | None = root
+    for step in place:
+        if isinstance(step, int) and isinstance(node, yaml.SequenceNode) and 0 <= step < len(node.value):
+            node = node.value[step]
+        elif isinstance(step, str) and isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == step), None)
+        else:
+            return None
+    return node
+
+
+def _end(node: yaml.Node, text: str) -> int:
+    """Where `node` ends in `text`: a scalar before trailing blanks; a block collection after its
+    last item and that item's comment on the same line (the comment of an old row), but not the
+    comments and blank lines that follow (its own end mark takes them in)."""
+    if isinstance(node, yaml.ScalarNode):
+        start, end = node.start_mark.index, node.end_mark.index
+        return start + len(text[start:end].rstrip())
+    if node.flow_style or not node.value:
+        return node.end_mark.index
+    last = node.value[-1]
+    end = _end(last[1] if isinstance(node, yaml.MappingNode) else last, text)
+    line_end = text.find("\n", end)
+    rest = text[end:] if line_end < 0 else text[end:line_end]
+    return end + len(rest) if rest.lstrip().startswith("#") else end
+
+
+# -- writing values ----------------------------------------------------------------------------------
+
+
+def _number(x: float) -> str:
+    """Every digit float64 has: repr is the shortest text that reads back as the same float."""
+    if not math.isfinite(x):
+        raise ScenarioError(f"cannot write the trained layer: a parameter is {x}")
+    return repr(float(x))
+
+
+def _cell(x: Any) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return "true" if x else "false"
+    return _number(float(x))
+
+
+def _row(row: np.ndarray) -> str:
+    return "[" + ", ".join(_cell(x) for x in row) + "]"
+
+
+def _flow_matrix(value: np.ndarray, column: int) -> str:
+    """A matrix where a value stood: `[[…],` a row per line, each under the first."""
+    rows = [_row(r) for r in value]
+    pad = "\n" + " " * (column + 1)
+    return "[" + ("," + pad).join(rows) + "]"
+
+
+def _text(value: str, column: int) -> str:
+    """A text as it reads back exactly, Chinese as written: a name plain, a long text folded (`>-`,
+    wrapped at spaces, a blank line for each line break), else double-quoted. `column` is where
+    its continuation lines start."""
+    if _PLAIN.fullmatch(value) and value.lower() not in _WORDS:
+        return value
+    if len(value) > 90 or "\n" in value:
+        folded = _folded(value)
+        if folded is not None:
+            return "\n".join(line and " " * column + line if k else line
+                             for k, line in enumerate(folded.split("\n")))
+    dumped = yaml.safe_dump(value, default_style='"', allow_unicode=True, width=100).rstrip("\n")
+    return dumped.replace("\n", "\n" + " " * column)
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_WORDS = {"yes", "no", "true", "false", "on", "off", "null", "y", "n"}
+
+
+def _folded(value: str) -> str | None:
+    """`value` as a folded block (its lines to be indented under its key), or None where folding
+    would not read back the same (leading spaces, a trailing line break, runs of spaces)."""
+    import textwrap
+
+    lines: list[str] = []
+    for k, paragraph in enumerate(value.split("\n")):
+        if k:
+            lines.append("")  # a blank line: one line break
+        lines += textwrap.wrap(paragraph, 96, break_long_words=False, break_on_hyphens=False)
+    block = ">-\n" + "\n".join(lines)
+    try:
+        same = yaml.safe_load("v: " + block.replace("\n", "\n  ")) == {"v": value}
+    except yaml.YAMLError:
+        same = False
+    return block if same else None
+
+
+def _entry(key: str, value: Any, column: int, flow: bool) -> str:
+    """`key: value` for a key at `column`: a matrix a row per line, a list of numbers on one line,
+    a text double-quoted, a mapping of texts (en, zh) a language per line."""
+    inner = " " * (column + 2)
+    if isinstance(value, np.ndarray) and value.ndim == 2:
+        if flow:
+            return f"{key}: {_flow_matrix(value, column + len(key) + 2)}"
+        return f"{key}:" + "".join(f"\n{inner}- {_row(r)}" for r in value)
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return f"{key}: {_row(value)}"
+    if isinstance(value, np.ndarray):
+        return f"{key}: {_number(float(value))}"
+    if isinstance(value, dict):
+        if flow:
+            return f"{key}: {{" + ", ".join(f"{k}: {_text(v, 0)}" for k, v in value.items()) + "}"
+        return f"{key}:" + "".join(f"\n{inner}{k}: {_text(v, column + 4)}" for k, v in value.items())
+    if isinstance(value, str):
+        return f"{key}: {_text(value, column + 2)}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{key}: {_number(value)}"
+    return f"{key}: {yaml.safe_dump(value, default_flow_style=True).strip()}"
+
+
+def _inline_matrices(edits: _Edits, root: yaml.Node, given: Scenario, skip: set) -> None:
+    """Every `{file: …}` and `{random: …}` matrix of the file, written out as the loader read it."""
+    from attnwalk.reading.fields import Fields
+    from attnwalk.reading.yamltree import parse
+    from attnwalk.scenario.matrixfile import load_matrix_file
+    from attnwalk.scenario.randommatrix import random_matrix
+
+    base = str(Path(given.path).parent) if given.path else None
+    fields = Fields(given.label, base)
+    tree = parse(edits.text, given.label)  # the loader's own nodes, for its own readers
+
+    def visit(node: yaml.Node, mine: Any, place: tuple) -> None:
+        if place in skip:
+            return
+        if isinstance(node, yaml.MappingNode):
+            keys = {k.value for k, _ in node.value}
+            field = ".".join(str(p) for p in place)
+            if keys and keys <= {"file", "key"}:
+                edits.value(node, load_matrix_file(fields, mine, field, boolean=place[-1] == "mask"))
+                return
+            if keys == {"random"}:
+                edits.value(node, random_matrix(fields, mine, field))
+                return
+            for k, v in node.value:
+                visit(v, mine.value[k.value], place + (k.value,))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                visit(v, mine.value[i], place + (i,))
+
+    visit(root, tree, ())
+
+
+# -- what the file says about itself ---------------------------------------------------------------------
+
+
+def _feature_keys(layer: Scenario) -> dict[str, Any]:
+    """The keys a feature writes otherwise for a trained layer (its trained_keys(scn))."""
+    out: dict[str, Any] = {}
+    for feature in layer.features:
+        out.update(getattr(feature, "trained_keys", lambda scn: {})(layer))
+    return out
+
+
+def _title(given: Scenario) -> str | dict[str, str]:
+    title = given.title
+    if not title:
+        return {"en": f"{given.name}, trained", "zh": f"{given.name}（训练后）"}
+    if isinstance(title, dict):
+        return {lang: _marked(text, lang == "zh") for lang, text in title.items()}
+    return _marked(title, bool(_CJK.search(title)))
+
+
+def _marked(title: str, chinese: bool) -> str:
+    return f"{title}（训练后）" if chinese else f"{title} (trained)"
+
+
+def _description(given: Scenario, how: Trained) -> str | dict[str, str]:
+    """The original description, after a paragraph on what was trained (its numbers are from
+    before training)."""
+    loss = f"{how.first_loss:.4g} → {how.loss:.4g}"
+    en = (f"Trained: {given.name}'s layer after {how.steps} steps of gradient descent on its target "
+          f"(η = {how.lr:g}, {how.mode} mode); the loss L went {loss}. What follows was written for "
+          "the layer before training: its numbers are the old ones; walk this file for the new.")
+    zh = (f"训练后：{given.name} 这一层在它的目标上做了 {how.steps} 步梯度下降（η = {how.lr:g}，"
+          f"{how.mode} 模式），损失 L 从 {loss}。下面的说明写的是训练前的那一层，里面的数还是旧的；"
+          "新的数请走一遍这个文件。")
+    old = given.description
+    if not old:
+        return {"en": en, "zh": zh}
+    if isinstance(old, dict):
+        return {lang: (zh if lang == "zh" else en) + "\n" + text for lang, text in old.items()}
+    return (zh if _CJK.search(old) else en) + "\n" + old
+
+
+def _header(given: Scenario, how: Trained, names: tuple[str, ...], changed: dict[str, Any]) -> str:
+    where = f"the built-in {given.name}" if given.builtin else how.source
+    settings = [f"# Set for the trained weights: {', '.join(f'{k}: {v}' for k, v in changed.items())} (the trained "
+                "weights are used as they are)."] if changed else []
+    return "\n".join([
+        f"# Trained by attnwalk train from {where}: {how.steps} steps of gradient descent,",
+        f"# W <- W - lr * dL/dW with lr = {how.lr!r}, {how.mode} mode; the loss L went from",
+        f"# {how.first_loss!r} to {how.loss!r} (the loss of the layer below).",
+        f"# Trained parameters, written with every digit float64 holds: {', '.join(names)}.",
+        "# Matrices read from files or made from seeds are written out; the notes are left out",
+        "# (they speak of the numbers before training), as are comments inside replaced values.",
+        *settings, "", ""])
+
+
+def _check(text: str, layer: Scenario, names: tuple[str, ...]) -> None:
+    """Read the file back: each trained parameter must be the trained layer's, to the bit."""
+    from attnwalk.scenario.load import scenario_from_text
+
+    back = scenario_from_text(text, "<trained file>")
+    for name in names:
+        if not np.array_equal(np.asarray(back.param(name)), np.asarray(layer.param(name))):
+            raise ScenarioError(f"the trained {name} did not read back as written; the file was not written")
