@@ -95,18 +95,45 @@ class Plan:
         if not self.reached:  # quit before step 0 was computed
             print(say("train.file.none", path=self.output), file=sys.stderr)
             return
-        from attnwalk.scenario.trained import Trained, trained_text
+        from attnwalk.scenario.trained import Trained, check_trained, trained_file
 
         first, last = self.reached[0], self.reached[-1]
         how = Trained(self.source, last.step, self.lr, self.modes[0], first.loss, last.loss)
         if self.text is None:
             raise UsageError("--output writes the trained layer over its scenario file's text; this "
                              "scenario was given already loaded: save it to a file and train that")
-        content = trained_text(self.text, self.scenario, last.walk.scenario, how)
-        write_output(self.output, content, option="--output")
+        layer = last.walk.scenario
+        made = trained_file(self.text, self.scenario, layer, how, self.output)
+        _write_beside(made.beside, self.output)
+        check_trained(made, layer, self.output)
+        write_output(self.output, made.text, option="--output")
         if not json:
             print(say("train.file.saved", path=self.output, steps=last.step, first=f"{first.loss:.4g}",
                       last=f"{last.loss:.4g}"), file=sys.stderr)
+
+
+def _write_beside(files: dict, output: str) -> None:
+    """The trained matrices too large for the YAML, as .npy files in -o's folder (never onto an
+    input); a device or a FIFO has no folder to put them in."""
+    if not files:
+        return
+    import io
+    from pathlib import Path
+
+    import numpy as np
+
+    from attnwalk.commands.output import output_path, write_output
+
+    if not Path(output).is_file() and Path(output).exists():
+        raise UsageError(f"--output {output}: the trained layer has matrices too large to write inline "
+                         f"({', '.join(files)}), which go in .npy files beside it: give a file in a folder")
+    folder = Path(output).parent
+    for name, value in files.items():
+        path = folder / name
+        output_path(path, "--output", name)
+        data = io.BytesIO()
+        np.save(data, value, allow_pickle=False)
+        write_output(path, data.getvalue(), option="--output")
 
 
 def _check_output(output: str, compare: bool) -> None:

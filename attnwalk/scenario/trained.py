@@ -65,14 +65,52 @@ def param_place(name: str) -> tuple[str | int, ...]:
     return (name,)
 
 
-def trained_text(text: str, given: Scenario, layer: Scenario, how: Trained) -> str:
-    """The scenario file `text` (read as `given`) rewritten to hold `layer`, the trained layer."""
+@dataclass(frozen=True)
+class TrainedFile:
+    """What `train -o` writes: the scenario's text, and the matrices too large to write inline,
+    each by its file name beside it (relative to the scenario's folder)."""
+
+    text: str
+    beside: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class _FileRef:
+    """`{file: name}` (with `key:` for an .npz member)."""
+
+    name: str
+    key: str | None = None
+
+    def __str__(self) -> str:
+        key = f", key: {_text(self.key, 0)}" if self.key is not None else ""
+        return f"{{file: {_text(self.name, 0)}{key}}}"
+
+
+def trained_file(text: str, given: Scenario, layer: Scenario, how: Trained, output: str | Path) -> TrainedFile:
+    """The scenario file `text` (read as `given`) rewritten to hold `layer`, the trained layer, for
+    writing to `output`. Matrices are written inline, smallest first, up to INLINE numbers (a
+    scenario's YAML holds at most yamltree.MAX_VALUES values); a larger trained one goes to an .npy
+    file beside `output`, a larger seeded one keeps its seed (the same numbers) and a larger file
+    is named from `output`'s folder."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)  # the loader has refused anchors, tags, …
     edits = _Edits(text)
     names = trained(layer.graph)
     places = {param_place(name): np.asarray(layer.param(name), dtype=np.float64) for name in names}
-    for place, value in places.items():
+    found = _matrices(root, text, given, skip=set(places) | {(key,) for key in DROPPED})
+    inline = _inline(list(places.values()) + [m.value for m in found])
+    out = Path(output)
+    beside: dict[str, np.ndarray] = {}
+    for name, (place, value) in zip(names, places.items()):
+        if id(value) not in inline:
+            file = f"{out.stem}.{name}.npy"
+            beside[file] = value
+            value = _FileRef(file)
         edits.put(root, place, value)
+    for m in found:
+        if id(m.value) in inline:
+            edits.value(m.node, m.value)
+        elif m.path is not None:  # a file: named from the new file's folder
+            edits.value(m.node, _FileRef(_relative(m.path, out), m.key))
     changed = _feature_keys(layer)
     for key, value in changed.items():
         edits.put(root, (key,), value)
@@ -81,10 +119,31 @@ def trained_text(text: str, given: Scenario, layer: Scenario, how: Trained) -> s
     edits.put(root, ("name",), f"{given.name}_trained")
     edits.put(root, ("title",), _title(given))
     edits.put(root, ("description",), _description(given, how))
-    _inline_matrices(edits, root, given, skip=set(places) | {(key,) for key in DROPPED})
-    out = _header(given, how, names, changed) + edits.applied()
-    _check(out, layer, names)
-    return out
+    return TrainedFile(_header(given, how, names, changed, sorted(beside)) + edits.applied(), beside)
+
+
+INLINE = 100_000  # numbers written inline at most: half of what a scenario's YAML may hold
+
+
+def _inline(values: list[np.ndarray]) -> set[int]:
+    """The matrices written inline (by id): the smallest first, while they fit in INLINE numbers."""
+    chosen, total = set(), 0
+    for value in sorted(values, key=lambda v: v.size):
+        total += value.size
+        if total > INLINE:
+            break
+        chosen.add(id(value))
+    return chosen
+
+
+def _relative(path: Path, output: Path) -> str:
+    import os
+
+    folder = Path(os.path.realpath(output)).parent
+    try:
+        return os.path.relpath(os.path.realpath(path), folder)
+    except ValueError:  # another drive (Windows)
+        return str(Path(path).absolute())
 
 
 # -- the edits -------------------------------------------------------------------------------------
@@ -124,10 +183,10 @@ class _Edits:
                 self.spans.append((key_node.start_mark.index, _end(value_node, self.text),
                                    f"# {key}: left out: they speak of the numbers before training"))
 
-    def value(self, node: yaml.Node, value: Any) -> None:
+    def value(self, node: yaml.Node, value: np.ndarray | _FileRef) -> None:
         """Replace the value `node` alone (a matrix inside a mapping or a list) with `value`."""
-        column = node.start_mark.column
-        self.spans.append((node.start_mark.index, _end(node, self.text), _flow_matrix(value, column)))
+        new = str(value) if isinstance(value, _FileRef) else _flow_matrix(value, node.start_mark.column)
+        self.spans.append((node.start_mark.index, _end(node, self.text), new))
 
     def applied(self) -> str:
         out = self.text
@@ -238,6 +297,8 @@ def _entry(key: str, value: Any, column: int, flow: bool) -> str:
     """`key: value` for a key at `column`: a matrix a row per line, a list of numbers on one line,
     a text double-quoted, a mapping of texts (en, zh) a language per line."""
     inner = " " * (column + 2)
+    if isinstance(value, _FileRef):
+        return f"{key}: {value}"
     if isinstance(value, np.ndarray) and value.ndim == 2:
         if flow:
             return f"{key}: {_flow_matrix(value, column + len(key) + 2)}"
@@ -257,16 +318,26 @@ def _entry(key: str, value: Any, column: int, flow: bool) -> str:
     return f"{key}: {yaml.safe_dump(value, default_flow_style=True).strip()}"
 
 
-def _inline_matrices(edits: _Edits, root: yaml.Node, given: Scenario, skip: set) -> None:
-    """Every `{file: …}` and `{random: …}` matrix of the file, written out as the loader read it."""
+@dataclass(frozen=True)
+class _Found:
+    """A matrix the file gives as `{file: …}` or `{random: …}`, as the loader reads it."""
+
+    node: yaml.Node
+    value: np.ndarray
+    path: Path | None = None  # a file's, as the loader resolved it
+    key: str | None = None
+
+
+def _matrices(root: yaml.Node, text: str, given: Scenario, skip: set) -> list[_Found]:
+    """Every `{file: …}` and `{random: …}` matrix of the file outside `skip`, read as the loader
+    reads it (its own readers, on its own nodes)."""
     from attnwalk.reading.fields import Fields
     from attnwalk.reading.yamltree import parse
-    from attnwalk.scenario.matrixfile import load_matrix_file
+    from attnwalk.scenario import matrixfile
     from attnwalk.scenario.randommatrix import random_matrix
 
-    base = str(Path(given.path).parent) if given.path else None
-    fields = Fields(given.label, base)
-    tree = parse(edits.text, given.label)  # the loader's own nodes, for its own readers
+    fields = Fields(given.label, str(Path(given.path).parent) if given.path else None)
+    found: list[_Found] = []
 
     def visit(node: yaml.Node, mine: Any, place: tuple) -> None:
         if place in skip:
@@ -275,18 +346,21 @@ def _inline_matrices(edits: _Edits, root: yaml.Node, given: Scenario, skip: set)
             keys = {k.value for k, _ in node.value}
             field = ".".join(str(p) for p in place)
             if keys and keys <= {"file", "key"}:
-                edits.value(node, load_matrix_file(fields, mine, field, boolean=place[-1] == "mask"))
-                return
-            if keys == {"random"}:
-                edits.value(node, random_matrix(fields, mine, field))
-                return
-            for k, v in node.value:
-                visit(v, mine.value[k.value], place + (k.value,))
+                value = matrixfile.load_matrix_file(fields, mine, field, boolean=place[-1] == "mask")
+                key = mine.value.get("key")
+                found.append(_Found(node, value, matrixfile.resolve(fields, mine.value["file"].value),
+                                    None if key is None else str(key.value)))
+            elif keys == {"random"}:
+                found.append(_Found(node, random_matrix(fields, mine, field)))
+            else:
+                for k, v in node.value:
+                    visit(v, mine.value[k.value], place + (k.value,))
         elif isinstance(node, yaml.SequenceNode):
             for i, v in enumerate(node.value):
                 visit(v, mine.value[i], place + (i,))
 
-    visit(root, tree, ())
+    visit(root, parse(text, given.label), ())
+    return found
 
 
 # -- what the file says about itself ---------------------------------------------------------------------
@@ -331,7 +405,8 @@ def _description(given: Scenario, how: Trained) -> str | dict[str, str]:
     return (zh if _CJK.search(old) else en) + "\n" + old
 
 
-def _header(given: Scenario, how: Trained, names: tuple[str, ...], changed: dict[str, Any]) -> str:
+def _header(given: Scenario, how: Trained, names: tuple[str, ...], changed: dict[str, Any],
+            beside: list[str]) -> str:
     where = f"the built-in {given.name}" if given.builtin else how.source
     settings = [f"# Set for the trained weights: {', '.join(f'{k}: {v}' for k, v in changed.items())} (the trained "
                 "weights are used as they are)."] if changed else []
@@ -340,16 +415,19 @@ def _header(given: Scenario, how: Trained, names: tuple[str, ...], changed: dict
         f"# W <- W - lr * dL/dW with lr = {how.lr!r}, {how.mode} mode; the loss L went from",
         f"# {how.first_loss!r} to {how.loss!r} (the loss of the layer below).",
         f"# Trained parameters, written with every digit float64 holds: {', '.join(names)}.",
-        "# Matrices read from files or made from seeds are written out; the notes are left out",
-        "# (they speak of the numbers before training), as are comments inside replaced values.",
+        *([f"# Too many numbers to write here, in .npy files beside this one: {', '.join(beside)}."]
+          if beside else []),
+        "# Matrices read from files or made from seeds are written out (all but the largest); the notes",
+        "# are left out (they speak of the numbers before training), as are comments inside replaced values.",
         *settings, "", ""])
 
 
-def _check(text: str, layer: Scenario, names: tuple[str, ...]) -> None:
-    """Read the file back: each trained parameter must be the trained layer's, to the bit."""
+def check_trained(made: TrainedFile, layer: Scenario, output: str | Path) -> None:
+    """Read the file back as if at `output` (its .npy files written beside it by now): each
+    trained parameter must be the trained layer's, to the bit."""
     from attnwalk.scenario.load import scenario_from_text
 
-    back = scenario_from_text(text, "<trained file>")
-    for name in names:
+    back = scenario_from_text(made.text, "<trained file>", path=str(output))
+    for name in trained(layer.graph):
         if not np.array_equal(np.asarray(back.param(name)), np.asarray(layer.param(name))):
             raise ScenarioError(f"the trained {name} did not read back as written; the file was not written")
