@@ -38,7 +38,7 @@ class Plan:
             from attnwalk.commands.output import check_not_input
 
             check_not_input(output, "--output")  # the scenario's files are read by now
-        self.source = name if isinstance(name, str) else given.label
+        self.source = given.label if isinstance(name, Scenario) or name == "-" else name
         self.scenario: Scenario = with_target(given, "attnwalk train")
         target = target_of(self.scenario)
         self.steps = target.steps if steps is None else steps
