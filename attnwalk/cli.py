@@ -528,6 +528,9 @@ def heads_cmd(
     length: Annotated[int, typer.Option("--length", "-r", metavar="R", help="How many random tokens, each "
                                         "repeated once after all of them (1 to 200).")] = 50,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="The random tokens' seed.")] = 0,
+    scenario: Annotated[Optional[str], typer.Option(
+        "--scenario", "-s", metavar="FILE", help="Score a scenario's heads instead (a file, e.g. one train -o "
+        "wrote, or a built-in's name), on its own tokens: induction only where they end in a run said twice.")] = None,
     format: Annotated[Optional[str], typer.Option("--format", "-f", metavar="json",
                                                   help="Print every head's scores as JSON.")] = None,
     ascii: AsciiOpt = False, lang: LangOpt = None,
@@ -541,11 +544,12 @@ def heads_cmd(
     Examples:
       attnwalk heads
       attnwalk heads --model SmolLM2-135M-Instruct.Q4_1.gguf --length 30 --seed 1
-      attnwalk heads --format json > heads.json"""
+      attnwalk heads --format json > heads.json
+      attnwalk heads --scenario trained.yaml"""
     from attnwalk.commands.heads import heads_command
 
     raise typer.Exit(heads_command(model=model, length=length, seed=seed, format=format, ascii=ascii,
-                                   lang=lang))
+                                   lang=lang, scenario=scenario))
 
 
 def run() -> None:

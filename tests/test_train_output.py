@@ -264,3 +264,63 @@ def test_texts_read_back_as_written() -> None:
         loaded = scenario_from_text(f"name: {_text(value, 6)}\ntokens: [a]\nembeddings: [[1]]\n"
                                     "W_Q: [[1]]\nW_K: [[1]]\nW_V: [[1]]\n", "t")
         assert loaded.name == value
+
+
+# -- heads --scenario: the scores of `attnwalk heads` over a scenario's own tokens ----------------
+
+
+REPEATED = """tokens: [s, a, b, c, a, b, c]
+embeddings: {random: {seed: 1, rows: 7, cols: 4}}
+W_Q: {random: {seed: 2, rows: 4, cols: 4}}
+W_K: {random: {seed: 3, rows: 4, cols: 4}}
+W_V: {random: {seed: 4, rows: 4, cols: 4}}
+heads: 2
+mask: causal
+"""
+
+
+def numpy_weights(text_seeds: tuple[int, int, int], n: int, d: int, heads: int) -> np.ndarray:
+    """Each head's causal softmax(Q Kᵀ / √d_k), written here from the seeds: (H, n, n)."""
+    E = np.random.default_rng(text_seeds[0]).normal(0.0, 1.0, size=(n, d))
+    W_Q = np.random.default_rng(text_seeds[1]).normal(0.0, 1.0, size=(d, d))
+    W_K = np.random.default_rng(text_seeds[2]).normal(0.0, 1.0, size=(d, d))
+    d_k = d // heads
+    out = []
+    for h in range(heads):
+        Q = E @ W_Q[:, h * d_k:(h + 1) * d_k]  # (n, d_k)
+        K = E @ W_K[:, h * d_k:(h + 1) * d_k]
+        S = Q @ K.T / np.sqrt(d_k)  # (n, n)
+        S[np.triu_indices(n, 1)] = -np.inf
+        A = np.exp(S - S.max(axis=1, keepdims=True))
+        out.append(A / A.sum(axis=1, keepdims=True))
+    return np.array(out)
+
+
+def test_heads_scores_a_scenario_on_its_own_tokens(tmp_path: Path) -> None:
+    src = tmp_path / "rep.yaml"
+    src.write_text(REPEATED, encoding="utf-8")
+    data = json.loads(ok("heads", "--scenario", src, "--format", "json"))
+    A = numpy_weights((1, 2, 3), 7, 4, 2)
+    assert data["tokens"] == ["s", "a", "b", "c", "a", "b", "c"] and (data["first"], data["repeat"]) == (1, 3)
+    for h, head in enumerate(data["heads"]):
+        assert (head["layer"], head["head"]) == (1, h + 1)
+        assert head["previous_token"] == pytest.approx(np.mean([A[h, i, i - 1] for i in range(1, 7)]), abs=1e-12)
+        # the second copy is positions 4, 5, 6; the token after each one's first occurrence: 2, 3, 4
+        assert head["induction"] == pytest.approx(np.mean([A[h, 4, 2], A[h, 5, 3], A[h, 6, 4]]), abs=1e-12)
+        assert head["first_token"] == pytest.approx(np.mean(A[h, 1:, 0]), abs=1e-12)
+        assert head["self"] == pytest.approx(np.mean(np.diag(A[h])), abs=1e-12)
+    screen = ok("heads", "--scenario", src)
+    assert "scenario's own 7 tokens" in screen and "induction: mean of" in screen
+
+
+def test_heads_of_a_trained_file_have_no_induction_without_a_repeat(tmp_path: Path) -> None:
+    out = tmp_path / "t.yaml"
+    ok("train", "backprop", "--format", "json", "-o", out)
+    data = json.loads(ok("heads", "-s", out, "-f", "json"))
+    assert data["repeat"] is None and data["heads"][0]["induction"] is None
+    A = compute(load_scenario(str(out)), "scaled").matrix("A", 0)
+    assert data["heads"][0]["self"] == pytest.approx(float(np.mean(np.diag(A))), abs=1e-12)
+    assert "no induction score" in ok("heads", "-s", out)
+    assert "--model" in refused("heads", "-s", out, "--model", "x")
+    assert "--length" in refused("heads", "-s", out, "--length", "3")
+    assert "cross-attention" in refused("heads", "-s", "cross_attention")
