@@ -47,7 +47,7 @@ def scenario_heads_data(ref: str) -> tuple[dict, bool]:
     from attnwalk.scenario.load import load_scenario
 
     scn = load_scenario(ref)
-    if scn.source is not None or scn.m != scn.n:
+    if scn.key_tokens != scn.tokens or scn.m != scn.n:  # keys from another sequence
         raise UsageError(f"--scenario {ref}: its keys are another sequence's (cross-attention); the scores "
                          "are of a head's attention over its own sequence (A[i, i − 1], A[i, i], …)")
     walk = compute(scn, "scaled")
