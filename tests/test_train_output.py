@@ -241,6 +241,16 @@ def test_json_with_output_writes_both(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert len(json.loads(result.stdout)["steps"]) == 3 and out.is_file()
     assert result.stderr == ""  # stdout is the JSON; nothing else is said
+    ok("train", "backprop", "--steps", "2", "--format", "json", "-o", os.devnull)  # a device, as it is
+
+
+def test_another_mode_is_named_and_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "t.yaml"
+    steps = json.loads(ok("train", "backprop", "--steps", "3", "--mode", "unscaled", "--format", "json",
+                          "-o", out))["steps"]
+    assert "in unscaled mode: give --mode unscaled to go on" in out.read_text(encoding="utf-8")
+    again = json.loads(ok("train", out, "--steps", "1", "--mode", "unscaled", "--format", "json"))["steps"]
+    assert again[0]["loss"] == steps[-1]["loss"]
 
 
 def test_nothing_is_written_to_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -324,3 +334,20 @@ def test_heads_of_a_trained_file_have_no_induction_without_a_repeat(tmp_path: Pa
     assert "--model" in refused("heads", "-s", out, "--model", "x")
     assert "--length" in refused("heads", "-s", out, "--length", "3")
     assert "cross-attention" in refused("heads", "-s", "cross_attention")
+
+
+def test_in_a_terminal_the_layer_is_written_when_the_learner_quits(tmp_path: Path) -> None:
+    """The live view (a real pseudo-terminal): run to the end, q, and the file holds the last step."""
+    pytest.importorskip("pexpect")
+    from test_pty import finish, spawn
+
+    out = tmp_path / "t.yaml"
+    child = spawn("train", "backprop", "--steps", "5", "-o", str(out))
+    child.expect(r"step 5 / 5 · done")
+    child.send("q")
+    assert finish(child) == 0
+    assert "is written to" in child.before
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# Trained by attnwalk train from the built-in backprop: 5 steps")
+    expected = json.loads(ok("train", "backprop", "--steps", "5", "--format", "json"))["steps"][-1]["loss"]
+    assert json.loads(ok("train", out, "--steps", "1", "--format", "json"))["steps"][0]["loss"] == expected

@@ -413,7 +413,8 @@ def _header(given: Scenario, how: Trained, names: tuple[str, ...], changed: dict
     return "\n".join([
         f"# Trained by attnwalk train from {where}: {how.steps} steps of gradient descent,",
         f"# W <- W - lr * dL/dW with lr = {how.lr!r}, {how.mode} mode; the loss L went from",
-        f"# {how.first_loss!r} to {how.loss!r} (the loss of the layer below).",
+        f"# {how.first_loss!r} to {how.loss!r} (the loss of the layer below"
+        + (f", in {how.mode} mode: give --mode {how.mode} to go on)." if how.mode != "scaled" else ")."),
         f"# Trained parameters, written with every digit float64 holds: {', '.join(names)}.",
         *([f"# Too many numbers to write here, in .npy files beside this one: {', '.join(beside)}."]
           if beside else []),
