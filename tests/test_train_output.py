@@ -268,10 +268,10 @@ def test_a_later_block_param_lives_in_blocks() -> None:
 
 def test_texts_read_back_as_written() -> None:
     """A text that folding would change (runs of spaces, a leading space) is double-quoted."""
-    from attnwalk.scenario.trained import _text
+    from attnwalk.scenario.yamledit import text_value
 
     for value in ("a  b " * 30, " lead" + "x " * 60, "第一行\n\n第二行 " + "词 " * 50, "yes", "1e3", "plain_name"):
-        loaded = scenario_from_text(f"name: {_text(value, 6)}\ntokens: [a]\nembeddings: [[1]]\n"
+        loaded = scenario_from_text(f"name: {text_value(value, 6)}\ntokens: [a]\nembeddings: [[1]]\n"
                                     "W_Q: [[1]]\nW_K: [[1]]\nW_V: [[1]]\n", "t")
         assert loaded.name == value
 
@@ -351,3 +351,17 @@ def test_in_a_terminal_the_layer_is_written_when_the_learner_quits(tmp_path: Pat
     assert text.startswith("# Trained by attnwalk train from the built-in backprop: 5 steps")
     expected = json.loads(ok("train", "backprop", "--steps", "5", "--format", "json"))["steps"][-1]["loss"]
     assert json.loads(ok("train", out, "--steps", "1", "--format", "json"))["steps"][0]["loss"] == expected
+
+
+def test_a_file_written_as_one_flow_mapping(tmp_path: Path) -> None:
+    """`{tokens: …, W_Q: …}` on a line or two: the keys it lacks (name, title, description) go in
+    before its closing brace, its texts double-quoted."""
+    src = tmp_path / "flow.yaml"
+    src.write_text("{tokens: [a, b, c], embeddings: [[1, 0], [0, 1], [1, 1]], W_Q: [[1, 0], [0, 1]],\n"
+                   " W_K: {random: {seed: 1, rows: 2, cols: 2}}, W_V: [[1, 0], [0, 1]], target: {attend: {3: 1}}}\n",
+                   encoding="utf-8")
+    out = tmp_path / "t.yaml"
+    steps, last = round_trip(src, out)
+    scn = load_scenario(str(out))
+    assert scn.name == "flow_trained" and scn.title == {"en": "flow, trained", "zh": "flow（训练后）"}
+    assert_same_walk(compute(scn, "scaled"), last.walk)

@@ -3,9 +3,8 @@ read from, with every trained parameter (layer.graph.trained: W_Q, W_K, W_V, W_O
 replaced by its trained values, written with every digit float64 has, so that `run`, `grad`,
 `export` and `train` of the new file walk the trained layer bit for bit.
 
-The original text is edited in place, not re-emitted: PyYAML keeps no comments, so a dump of the
-loaded values would lose every comment of a lesson. Here the file's positions (yaml.compose's
-marks) say where each value starts and ends, and only these spans are rewritten:
+The original text is edited in place (yamledit.py), not re-emitted: PyYAML keeps no comments, so a
+dump of the loaded values would lose every comment of a lesson. Only these spans are rewritten:
 
 - each trained parameter, at the place `param_place` gives for its name (a row per line);
 - every matrix read from a file (`{file: wq.npy}`) or made from a seed (`{random: …}`): written
@@ -21,7 +20,6 @@ notes. A header comment says what the layer was trained from, how, and the final
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ import yaml
 
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.graph import trained
+from attnwalk.scenario.yamledit import Edits, FileRef
 
 if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
@@ -74,18 +73,6 @@ class TrainedFile:
     beside: dict[str, np.ndarray]
 
 
-@dataclass(frozen=True)
-class _FileRef:
-    """`{file: name}` (with `key:` for an .npz member)."""
-
-    name: str
-    key: str | None = None
-
-    def __str__(self) -> str:
-        key = f", key: {_text(self.key, 0)}" if self.key is not None else ""
-        return f"{{file: {_text(self.name, 0)}{key}}}"
-
-
 def trained_file(text: str, given: Scenario, layer: Scenario, how: Trained, output: str | Path) -> TrainedFile:
     """The scenario file `text` (read as `given`) rewritten to hold `layer`, the trained layer, for
     writing to `output`. Matrices are written inline, smallest first, up to INLINE numbers (a
@@ -93,7 +80,7 @@ def trained_file(text: str, given: Scenario, layer: Scenario, how: Trained, outp
     file beside `output`, a larger seeded one keeps its seed (the same numbers) and a larger file
     is named from `output`'s folder."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)  # the loader has refused anchors, tags, …
-    edits = _Edits(text)
+    edits = Edits(text)
     names = trained(layer.graph)
     places = {param_place(name): np.asarray(layer.param(name), dtype=np.float64) for name in names}
     found = _matrices(root, text, given, skip=set(places) | {(key,) for key in DROPPED})
@@ -104,18 +91,18 @@ def trained_file(text: str, given: Scenario, layer: Scenario, how: Trained, outp
         if id(value) not in inline:
             file = f"{out.stem}.{name}.npy"
             beside[file] = value
-            value = _FileRef(file)
+            value = FileRef(file)
         edits.put(root, place, value)
     for m in found:
         if id(m.value) in inline:
             edits.value(m.node, m.value)
         elif m.path is not None:  # a file: named from the new file's folder
-            edits.value(m.node, _FileRef(_relative(m.path, out), m.key))
+            edits.value(m.node, FileRef(_relative(m.path, out), m.key))
     changed = _feature_keys(layer)
     for key, value in changed.items():
         edits.put(root, (key,), value)
     for key in DROPPED:
-        edits.drop(root, key)
+        edits.drop(root, key, "they speak of the numbers before training")
     edits.put(root, ("name",), f"{given.name}_trained")
     edits.put(root, ("title",), _title(given))
     edits.put(root, ("description",), _description(given, how))
@@ -144,178 +131,6 @@ def _relative(path: Path, output: Path) -> str:
         return os.path.relpath(os.path.realpath(path), folder)
     except ValueError:  # another drive (Windows)
         return str(Path(path).absolute())
-
-
-# -- the edits -------------------------------------------------------------------------------------
-
-
-class _Edits:
-    """Spans of the text to replace, applied at the end from the last to the first."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.spans: list[tuple[int, int, str]] = []
-        self.appended: list[str] = []
-
-    def put(self, root: yaml.Node, place: tuple[str | int, ...], value: Any) -> None:
-        """`key: value` at `place`, replacing what is there, or added to its mapping."""
-        parent = _find(root, place[:-1])
-        key = place[-1]
-        if not isinstance(parent, yaml.MappingNode):
-            raise ScenarioError(f"cannot write the trained {'.'.join(map(str, place))}: the file has no "
-                                f"mapping at {'.'.join(map(str, place[:-1])) or 'its top'}")
-        for key_node, value_node in parent.value:
-            if key_node.value == key:
-                column = key_node.start_mark.column
-                self.spans.append((key_node.start_mark.index, _end(value_node, self.text),
-                                   _entry(str(key), value, column, parent.flow_style)))
-                return
-        if parent is root and not root.flow_style:  # a key the file left to its default
-            self.appended.append(_entry(str(key), value, 0, False))
-            return
-        raise ScenarioError(f"cannot write the trained {'.'.join(map(str, place))}: the file does not "
-                            "give it, and attnwalk adds a missing key only at the top level")
-
-    def drop(self, root: yaml.Node, key: str) -> None:
-        """Remove top-level `key` and its value (a comment says so)."""
-        for key_node, value_node in root.value:
-            if key_node.value == key:
-                self.spans.append((key_node.start_mark.index, _end(value_node, self.text),
-                                   f"# {key}: left out: they speak of the numbers before training"))
-
-    def value(self, node: yaml.Node, value: np.ndarray | _FileRef) -> None:
-        """Replace the value `node` alone (a matrix inside a mapping or a list) with `value`."""
-        new = str(value) if isinstance(value, _FileRef) else _flow_matrix(value, node.start_mark.column)
-        self.spans.append((node.start_mark.index, _end(node, self.text), new))
-
-    def applied(self) -> str:
-        out = self.text
-        last = len(out) + 1
-        for start, end, new in sorted(self.spans, reverse=True):
-            if end > last:  # nested spans are never both edited (matrices inside a trained key are skipped)
-                raise AssertionError("overlapping edits")
-            out = out[:start] + new + out[end:]
-            last = start
-        if self.appended:
-            out = out.rstrip("\n") + "\n" + "\n".join(self.appended) + "\n"
-        return out
-
-
-def _find(root: yaml.Node, place: tuple[str | int, ...]) -> yaml.Node | None:
-    node: yaml.Node | None = root
-    for step in place:
-        if isinstance(step, int) and isinstance(node, yaml.SequenceNode) and 0 <= step < len(node.value):
-            node = node.value[step]
-        elif isinstance(step, str) and isinstance(node, yaml.MappingNode):
-            node = next((v for k, v in node.value if k.value == step), None)
-        else:
-            return None
-    return node
-
-
-def _end(node: yaml.Node, text: str) -> int:
-    """Where `node` ends in `text`: a scalar before trailing blanks; a block collection after its
-    last item and that item's comment on the same line (the comment of an old row), but not the
-    comments and blank lines that follow (its own end mark takes them in)."""
-    if isinstance(node, yaml.ScalarNode):
-        start, end = node.start_mark.index, node.end_mark.index
-        return start + len(text[start:end].rstrip())
-    if node.flow_style or not node.value:
-        return node.end_mark.index
-    last = node.value[-1]
-    end = _end(last[1] if isinstance(node, yaml.MappingNode) else last, text)
-    line_end = text.find("\n", end)
-    rest = text[end:] if line_end < 0 else text[end:line_end]
-    return end + len(rest) if rest.lstrip().startswith("#") else end
-
-
-# -- writing values ----------------------------------------------------------------------------------
-
-
-def _number(x: float) -> str:
-    """Every digit float64 has: repr is the shortest text that reads back as the same float."""
-    if not math.isfinite(x):
-        raise ScenarioError(f"cannot write the trained layer: a parameter is {x}")
-    return repr(float(x))
-
-
-def _cell(x: Any) -> str:
-    if isinstance(x, (bool, np.bool_)):
-        return "true" if x else "false"
-    return _number(float(x))
-
-
-def _row(row: np.ndarray) -> str:
-    return "[" + ", ".join(_cell(x) for x in row) + "]"
-
-
-def _flow_matrix(value: np.ndarray, column: int) -> str:
-    """A matrix where a value stood: `[[…],` a row per line, each under the first."""
-    rows = [_row(r) for r in value]
-    pad = "\n" + " " * (column + 1)
-    return "[" + ("," + pad).join(rows) + "]"
-
-
-def _text(value: str, column: int) -> str:
-    """A text as it reads back exactly, Chinese as written: a name plain, a long text folded (`>-`,
-    wrapped at spaces, a blank line for each line break), else double-quoted. `column` is where
-    its continuation lines start."""
-    if _PLAIN.fullmatch(value) and value.lower() not in _WORDS:
-        return value
-    if len(value) > 90 or "\n" in value:
-        folded = _folded(value)
-        if folded is not None:
-            return "\n".join(line and " " * column + line if k else line
-                             for k, line in enumerate(folded.split("\n")))
-    dumped = yaml.safe_dump(value, default_style='"', allow_unicode=True, width=100).rstrip("\n")
-    return dumped.replace("\n", "\n" + " " * column)
-
-
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-_WORDS = {"yes", "no", "true", "false", "on", "off", "null", "y", "n"}
-
-
-def _folded(value: str) -> str | None:
-    """`value` as a folded block (its lines to be indented under its key), or None where folding
-    would not read back the same (leading spaces, a trailing line break, runs of spaces)."""
-    import textwrap
-
-    lines: list[str] = []
-    for k, paragraph in enumerate(value.split("\n")):
-        if k:
-            lines.append("")  # a blank line: one line break
-        lines += textwrap.wrap(paragraph, 96, break_long_words=False, break_on_hyphens=False)
-    block = ">-\n" + "\n".join(lines)
-    try:
-        same = yaml.safe_load("v: " + block.replace("\n", "\n  ")) == {"v": value}
-    except yaml.YAMLError:
-        same = False
-    return block if same else None
-
-
-def _entry(key: str, value: Any, column: int, flow: bool) -> str:
-    """`key: value` for a key at `column`: a matrix a row per line, a list of numbers on one line,
-    a text double-quoted, a mapping of texts (en, zh) a language per line."""
-    inner = " " * (column + 2)
-    if isinstance(value, _FileRef):
-        return f"{key}: {value}"
-    if isinstance(value, np.ndarray) and value.ndim == 2:
-        if flow:
-            return f"{key}: {_flow_matrix(value, column + len(key) + 2)}"
-        return f"{key}:" + "".join(f"\n{inner}- {_row(r)}" for r in value)
-    if isinstance(value, np.ndarray) and value.ndim == 1:
-        return f"{key}: {_row(value)}"
-    if isinstance(value, np.ndarray):
-        return f"{key}: {_number(float(value))}"
-    if isinstance(value, dict):
-        if flow:
-            return f"{key}: {{" + ", ".join(f"{k}: {_text(v, 0)}" for k, v in value.items()) + "}"
-        return f"{key}:" + "".join(f"\n{inner}{k}: {_text(v, column + 4)}" for k, v in value.items())
-    if isinstance(value, str):
-        return f"{key}: {_text(value, column + 2)}"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{key}: {_number(value)}"
-    return f"{key}: {yaml.safe_dump(value, default_flow_style=True).strip()}"
 
 
 @dataclass(frozen=True)
@@ -388,18 +203,18 @@ def _marked(title: str, chinese: bool) -> str:
 
 
 def _description(given: Scenario, how: Trained) -> str | dict[str, str]:
-    """The original description, after a paragraph on what was trained (its numbers are from
-    before training)."""
-    loss = f"{how.first_loss:.4g} → {how.loss:.4g}"
+    """A paragraph on what was trained, before the original description (whose numbers are from
+    before training, and which says so)."""
+    loss = f"{how.first_loss:.4g} to {how.loss:.4g}"
     en = (f"Trained: {given.name}'s layer after {how.steps} steps of gradient descent on its target "
-          f"(η = {how.lr:g}, {how.mode} mode); the loss L went {loss}. What follows was written for "
-          "the layer before training: its numbers are the old ones; walk this file for the new.")
+          f"(η = {how.lr:g}, {how.mode} mode); the loss L went from {loss}.")
     zh = (f"训练后：{given.name} 这一层在它的目标上做了 {how.steps} 步梯度下降（η = {how.lr:g}，"
-          f"{how.mode} 模式），损失 L 从 {loss}。下面的说明写的是训练前的那一层，里面的数还是旧的；"
-          "新的数请走一遍这个文件。")
+          f"{how.mode} 模式），损失 L 从 {how.first_loss:.4g} 变为 {how.loss:.4g}。")
     old = given.description
     if not old:
         return {"en": en, "zh": zh}
+    en += " What follows was written for the layer before training: its numbers are the old ones; walk this file for the new."
+    zh += "下面的说明写的是训练前的那一层，里面的数还是旧的；新的数请走一遍这个文件。"
     if isinstance(old, dict):
         return {lang: (zh if lang == "zh" else en) + "\n" + text for lang, text in old.items()}
     return (zh if _CJK.search(old) else en) + "\n" + old
