@@ -275,7 +275,7 @@ def train_cmd(
       attnwalk train backprop
       attnwalk train saturation --compare
       attnwalk train backprop --steps 5 --lr 0.5 --format json
-      attnwalk train backprop -o trained.yaml && attnwalk run trained.yaml"""
+      attnwalk train backprop -o trained.yaml"""
     from attnwalk.commands.train import train_command
 
     raise typer.Exit(train_command(name=scenario, steps=steps, lr=lr, mode=mode.value, compare=compare,
@@ -545,7 +545,7 @@ def heads_cmd(
       attnwalk heads
       attnwalk heads --model SmolLM2-135M-Instruct.Q4_1.gguf --length 30 --seed 1
       attnwalk heads --format json > heads.json
-      attnwalk heads --scenario trained.yaml"""
+      attnwalk heads --scenario backprop"""
     from attnwalk.commands.heads import heads_command
 
     raise typer.Exit(heads_command(model=model, length=length, seed=seed, format=format, ascii=ascii,
