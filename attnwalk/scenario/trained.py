@@ -44,7 +44,7 @@ _CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
 
 @dataclass(frozen=True)
 class Trained:
-    """How the layer was trained, for the file's header and its title."""
+    """How the layer was trained, for the file's header and its description."""
 
     source: str  # the scenario as the command named it (a built-in's name, a path)
     steps: int  # the updates made
