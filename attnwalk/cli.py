@@ -262,6 +262,9 @@ def train_cmd(
     head: Annotated[Optional[int], typer.Option("--head", metavar="N", help="The head whose A is shown (default: the target's).")] = None,
     format: Annotated[CompareFormat, typer.Option(
         "--format", "-f", help="text for people; json for scripts: {\"steps\": [{\"step\": 0, \"loss\", \"A\"}, ...]}.")] = CompareFormat.text,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", metavar="FILE", help="Write the trained layer (after the last step) as a scenario "
+        "file that run, grad, export and train take.")] = None,
     no_pause: NoPauseOpt = False, precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
 ) -> None:
     """Train the layer on its target by plain gradient descent, W ← W − η·∂L/∂W. Keys: space pauses,
@@ -271,12 +274,13 @@ def train_cmd(
     Examples:
       attnwalk train backprop
       attnwalk train saturation --compare
-      attnwalk train backprop --steps 5 --lr 0.5 --format json"""
+      attnwalk train backprop --steps 5 --lr 0.5 --format json
+      attnwalk train backprop -o trained.yaml"""
     from attnwalk.commands.train import train_command
 
     raise typer.Exit(train_command(name=scenario, steps=steps, lr=lr, mode=mode.value, compare=compare,
                                    every=every, head=head, no_pause=no_pause, precision=precision,
-                                   ascii=ascii, lang=lang, format=format.value))
+                                   ascii=ascii, lang=lang, format=format.value, output=output))
 
 
 @app.command("compare", short_help="One scenario's modes side by side, or two scenarios.")
@@ -524,6 +528,9 @@ def heads_cmd(
     length: Annotated[int, typer.Option("--length", "-r", metavar="R", help="How many random tokens, each "
                                         "repeated once after all of them (1 to 200).")] = 50,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="The random tokens' seed.")] = 0,
+    scenario: Annotated[Optional[str], typer.Option(
+        "--scenario", "-s", metavar="FILE", help="Score a scenario's heads instead (a file, e.g. one train -o "
+        "wrote, or a built-in's name), on its own tokens: induction only where they end in a run said twice.")] = None,
     format: Annotated[Optional[str], typer.Option("--format", "-f", metavar="json",
                                                   help="Print every head's scores as JSON.")] = None,
     ascii: AsciiOpt = False, lang: LangOpt = None,
@@ -537,11 +544,12 @@ def heads_cmd(
     Examples:
       attnwalk heads
       attnwalk heads --model SmolLM2-135M-Instruct.Q4_1.gguf --length 30 --seed 1
-      attnwalk heads --format json > heads.json"""
+      attnwalk heads --format json > heads.json
+      attnwalk heads --scenario backprop"""
     from attnwalk.commands.heads import heads_command
 
     raise typer.Exit(heads_command(model=model, length=length, seed=seed, format=format, ascii=ascii,
-                                   lang=lang))
+                                   lang=lang, scenario=scenario))
 
 
 def run() -> None:
