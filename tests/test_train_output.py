@@ -263,7 +263,11 @@ def test_nothing_is_written_to_home(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_a_later_block_param_lives_in_blocks() -> None:
     assert param_place("W_Q") == ("W_Q",) and param_place("sinks") == ("sinks",)
-    assert param_place("W_Q.2") == ("blocks", 1, "W_Q") and param_place("b_1.3") == ("blocks", 2, "b_1")
+    from test_blocks import yaml_text
+
+    stacked = scenario_from_text(yaml_text(), "three.yaml")  # three blocks: W_Q, W_K, W_V, W_O each
+    assert param_place("W_Q", stacked) == ("blocks", 0, "W_Q")
+    assert param_place("W_Q.2", stacked) == ("blocks", 1, "W_Q") and param_place("W_O.3", stacked) == ("blocks", 2, "W_O")
 
 
 def test_texts_read_back_as_written() -> None:

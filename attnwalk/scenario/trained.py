@@ -35,9 +35,6 @@ from attnwalk.scenario.yamledit import Edits, FileRef
 if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
 
-# blocks: is a list of mappings, the b-th (from 1) holding block b's parameters by their names;
-# FIRST_LISTED is the block its first mapping holds (set it to 2 if block 1 stays top-level only)
-FIRST_LISTED = 1
 DROPPED = ("notes",)  # keys left out: they speak of the numbers before training
 _CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
 
@@ -54,13 +51,15 @@ class Trained:
     loss: float  # L after the last update
 
 
-def param_place(name: str) -> tuple[str | int, ...]:
+def param_place(name: str, scn: Scenario | None = None) -> tuple[str | int, ...]:
     """Where learned parameter `name` lives in a scenario file: a top-level key of the same name
-    (W_Q, sinks, W_1, W_U); block b ≥ 2's copy, `W_Q.b`, under the same name in the mapping of
-    `blocks:` that holds block b."""
-    base, dot, block = name.rpartition(".")
-    if dot and block.isdecimal() and int(block) >= 2:
-        return ("blocks", int(block) - FIRST_LISTED, base)
+    (W_Q, sinks, W_1, W_U), unless a feature of `scn` keeps it elsewhere (several blocks: block
+    b's W_Q in the b-th mapping of `blocks:`, features/blocks.py's `param_place`)."""
+    for feature in scn.features if scn is not None else ():
+        if hasattr(feature, "param_place"):
+            place = feature.param_place(scn, name)
+            if place is not None:
+                return place
     return (name,)
 
 
@@ -82,7 +81,7 @@ def trained_file(text: str, given: Scenario, layer: Scenario, how: Trained, outp
     root = yaml.compose(text, Loader=yaml.SafeLoader)  # the loader has refused anchors, tags, …
     edits = Edits(text)
     names = trained(layer.graph)
-    places = {param_place(name): np.asarray(layer.param(name), dtype=np.float64) for name in names}
+    places = {param_place(name, layer): np.asarray(layer.param(name), dtype=np.float64) for name in names}
     found = _matrices(root, text, given, skip=set(places) | {(key,) for key in DROPPED})
     inline = _inline(list(places.values()) + [m.value for m in found])
     out = Path(output)
