@@ -1,9 +1,8 @@
 """`attnwalk model --next`: the walked layer's feed-forward, the remaining layers, the final norm
 and the LM head, against transformers' causal LMs (tests/reference/make_next_reference.py, torch
-float64, committed as next-*.npz): SmolLM2-135M Q4_1 (English and Chinese) to 1e-6, the tiny
-models (safetensors and GGUF, tied heads and their own lm_head); Gemma 3 against the independent
-float64 forward of tests/reference/make_gemma3_reference.py carried to its final norm and tied
-head; then the command's screen, JSON and refusals."""
+float64, committed as next-*.npz): SmolLM2-135M Q4_1 and Gemma 3 270M Q4_K_M (English and
+Chinese, transformers' own GGUF loading) to 1e-6, the tiny models (safetensors and GGUF, tied heads
+and their own lm_head); then the command's screen, JSON and refusals."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gemmafile import gemma3_gguf  # noqa: F401  (the fixture)
 
 from attnwalk.models.model import open_model
 from attnwalk.models.nexttoken import next_token, probabilities
@@ -61,6 +61,18 @@ def test_smollm2_logits_match_transformers_in_english_and_chinese() -> None:
                                    atol=1e-9 * max(1.0, np.abs(ref[f"s{s}/L14/F"]).max()))
         np.testing.assert_allclose(found.mlp.G[:, :64], ref[f"s{s}/L14/G"], rtol=0,
                                    atol=1e-9 * max(1.0, np.abs(ref[f"s{s}/L14/G"]).max()))
+
+
+def test_gemma3_logits_match_transformers_gemma3_for_causal_lm(gemma3_gguf: Path) -> None:  # noqa: F811
+    pytest.importorskip("gguf")
+    ref = np.load(REFERENCE / "next-gemma3.npz")
+    model = open_model(str(gemma3_gguf))
+    for s, sentence in enumerate(["I sat by the river bank", "我坐在河边的"]):  # make_next_reference.GEMMA3_SENTENCES
+        tokens = model.tokenize(sentence)
+        assert list(tokens.ids) == ref[f"s{s}/ids"].tolist()
+        found = next_token(model, tokens, 5)  # a global layer: its GeGLU between two norms kept
+        assert found.head == "tied" and found.logits.shape == (262144,) and found.mlp.post_norm is not None
+        check(found, ref, s, 1e-6)
 
 
 @pytest.mark.parametrize("name", TINY)

