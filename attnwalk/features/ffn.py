@@ -182,4 +182,4 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
                                  "{0}ᵀ · ({d} ⊙ {1} ⊙ SiLU'({0} · {2}))"), ffncells.gated_grad))
     total = total._replace(reads=(stream.key, "F"))
     insert_after(stages, stream.key, *before, up, gate, down, total)
-    insert_after(stages, total.key, *norm.after_sum(scn, total.key, second=True))  # post: LN₂(Y)
+    insert_after(stages, total.key, *norm.after_sum(scn, total.key, total.symbol, second=True))  # post: LN₂(Y)
