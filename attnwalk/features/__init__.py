@@ -21,7 +21,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, quantize, rope, scores, sinks, target, tiles
+from attnwalk.features import (alibi, biases, cross, ffn, gqa, heads, masks, model, norm, output, quantize, residual, rope,
+                               scores, sinks, target, tiles)
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
 # stage after Z before the others reroute what it reads and add their notes to it; a real model's
 # stages come before the grouped heads' text, which names them; quantize reads every weight
 # matrix the features before it read, W_O included; a target is read last, against the output's
-# width and the mask).
+# width and the mask; the residual and the FFN after the norm, which tells them where its second
+# norm stands).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, sinks, model, biases,
-                                    gqa, norm, quantize, target)
+                                    gqa, norm, residual, ffn, quantize, target)
 
 
 def graph_of(scn: Scenario) -> Graph:

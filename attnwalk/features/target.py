@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from attnwalk.errors import ComputeError
-from attnwalk.layer.graph import Stage
+from attnwalk.layer.graph import Stage, symbol_of
 from attnwalk.numbering import shown as person
 from attnwalk.reading.fields import quoted, shape_text, whole
 from attnwalk.reading.yamltree import shown
@@ -229,7 +229,7 @@ def loss(walk: Walk) -> Loss:
 def _output_symbol(scn: Scenario) -> str:
     """How the loss names the output Y: O, concat, or with one head its Z."""
     out = reads(scn) if target_of(scn).kind == "output" else "concat"
-    return "Z" if out == "concat" and scn.heads == 1 else out
+    return "Z" if out == "concat" and scn.heads == 1 else symbol_of(out, scn)  # O, a block's Y
 
 
 def _loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:

@@ -55,10 +55,11 @@ class Grads:
 
 
 def output_of(stages: Graph) -> str:
-    """The key of the layer's output Y among `stages` (roles.output: W_O's O, else concat)."""
-    from attnwalk.layer.roles import output
+    """The key of the layer's output Y among `stages`: the block's output (roles.block_output: the
+    FFN's Y, the residual's H, else W_O's O or concat), what an output target compares."""
+    from attnwalk.layer.roles import block_output
 
-    return output(stages).key
+    return block_output(stages).key
 
 
 def output_key(walk: Walk) -> str:

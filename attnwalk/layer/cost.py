@@ -142,6 +142,9 @@ def stage_numbers(scn: Scenario) -> list[tuple[str, int, bool]]:
     scenario; only the tiled stage's running state (tiled_numbers) is left out."""
     fixed = {"d_model": scn.d_model, "m": scn.m, "stats": 2, "rms": 1, "h": scn.heads, "-": 0,
              "h·d_v": scn.heads * scn.d_v}
+    # a feature's own dimension (the FFN's d_ff): the width of the weight that makes a stage that wide
+    fixed.update({s.cols: int(scn.param(s.weight).shape[1]) for s in scn.graph
+                  if s.weight and s.cols not in fixed and s.cols not in ("d_k", "d_v")})
     out = []
     for s in scn.graph:  # the hidden stages too (a source's X): a walk holds them
         if s.compute is None:

@@ -121,24 +121,27 @@ def _order(path: Graph, scn: Scenario, shown: set[str], output: str) -> list[tup
 
     if output in made and output not in per_head_keys:
         out.append((output, "once"))
-    _completed(after, once)
-    _completed(per_head, per)
+    # readers counted over the whole path: X read by the residual (after the heads) and by the
+    # projections (before them) is complete only once both have passed back
+    remaining: dict[str, int] = {}
+    for stage in path:
+        for name in stage.inputs:
+            remaining[name] = remaining.get(name, 0) + 1
+    _completed(after, once, remaining)
+    _completed(per_head, per, remaining)
     out += heads
     if not one:
         out += [(s.key, "split") for s in reversed(before) if s.key in split]
     out += later
-    _completed(before, once)
+    _completed(before, once, remaining)
     return out
 
 
-def _completed(section: list[Stage], emit) -> None:
-    """Walk `section` in reverse; each input whose readers in it have all passed back is complete:
-    emit(name, is it a parameter), a stage's parameters first, then what it reads whole, then the
-    rest (Z = A · V: ∂L/∂V before ∂L/∂A, whose path goes on)."""
-    remaining: dict[str, int] = {}
-    for stage in section:
-        for name in stage.inputs:
-            remaining[name] = remaining.get(name, 0) + 1
+def _completed(section: list[Stage], emit, remaining: dict[str, int]) -> None:
+    """Walk `section` in reverse; each input whose readers (`remaining`: how many have not yet
+    passed back, counted over the whole path) have all passed back is complete: emit(name, is it a
+    parameter), a stage's parameters first, then what it reads whole, then the rest (Z = A · V:
+    ∂L/∂V before ∂L/∂A, whose path goes on)."""
     for stage in reversed(section):
         first_param = len(stage.reads) + len(stage.keys)
         named = list(enumerate(stage.inputs))

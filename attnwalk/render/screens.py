@@ -133,8 +133,12 @@ def masked_cell(view: HeadView, stage: Stage, row: int) -> tuple[int, int] | Non
 
 def walk_steps(walk: Walk) -> list[tuple[Stage, int]]:
     """The screens of a walk in order: (stage, head). Per-head stages repeat for each head (all
-    stages of head 0, then of head 1, ...); other stages carry head 0."""
-    before, per_head, after = segments(walk.stages)
+    stages of head 0, then of head 1, ...); other stages carry head 0. Which stages come after the
+    heads is read off every stage computed: one head's concat is hidden, and O, made from it, comes
+    after the heads all the same."""
+    shown = {s.key for s in walk.stages}
+    before, per_head, after = (  # in order, the shown ones
+        [s for s in part if s.key in shown] for part in segments(walk.computed))
     out = [(s, 0) for s in before]
     for h in range(walk.scenario.heads):
         out += [(s, h) for s in per_head]

@@ -26,11 +26,12 @@ _SYMBOLS: dict[str, tuple[str | None, str | None, str | None]] = {
     "ⱼ": ("_j", "_{j}", r"\textsubscript{j}"), "\u0302": ("^", None, None),
     "Õ": ("O~", r"\tilde{O}", None), "Ô": ("O^", r"\hat{O}", None), "₁": ("1", "_{1}", r"\textsubscript{1}"),
     "⁰": ("^0", "^{0}", r"\textsuperscript{0}"),  # e⁰ = 1
+    "³": ("^3", "^{3}", r"\textsuperscript{3}"),  # GELU's tanh form: u + 0.044715 u³
     # Greek: angles, ALiBi's and RoPE's constants, a norm's μ, σ, ε, γ, β
     "α": ("alpha", r"\alpha ", None), "β": ("beta", r"\beta ", None), "γ": ("gamma", r"\gamma ", None),
     "ε": ("eps", r"\varepsilon ", None), "θ": ("theta", r"\theta ", None),
     "λ": ("lambda", r"\lambda ", None), "μ": ("mu", r"\mu ", None), "π": ("pi", r"\pi ", None),
-    "σ": ("sigma", r"\sigma ", None),
+    "σ": ("sigma", r"\sigma ", None), "δ": ("delta", r"\delta ", None),
     # the backward walk and training: the learning rate, RoPE's angle, ⊙ (cell by cell), ½ Σ (Y − T)²
     "η": ("eta", r"\eta ", None), "φ": ("phi", r"\varphi ", None), "⊙": (".*", r"\odot ", None),
     "½": ("1/2", r"\tfrac{1}{2}", r"$\frac{1}{2}$"),
