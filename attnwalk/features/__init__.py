@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from attnwalk.features import (alibi, biases, cross, ffn, gqa, heads, masks, model, norm, output, quantize, residual, rope,
                                scores, sinks, target, tiles)
+from attnwalk.features.model import nexttoken
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 # width and the mask; the residual and the FFN after the norm, which tells them where its second
 # norm stands).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, sinks, model, biases,
-                                    gqa, norm, residual, ffn, quantize, target)
+                                    gqa, norm, residual, ffn, nexttoken, quantize, target)
 
 
 def graph_of(scn: Scenario) -> Graph:

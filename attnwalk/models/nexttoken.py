@@ -14,6 +14,7 @@ import numpy as np
 from attnwalk.layer.ops import softmax
 from attnwalk.models.blocks import Attention, layer_norm, rms_norm
 from attnwalk.models.data import Mlp, ModelError, ModelLayer, Norm, Tokenization
+from attnwalk.models.tokens import token_text
 
 # family -> its final norm's tensor (GPT-2's ln_f is a LayerNorm with β; the others RMSNorms)
 FINAL = {"gpt2": "ln_f", "llama": "norm", "gemma3": "norm"}
@@ -30,9 +31,11 @@ class NextToken:
     attention: Attention
     mlp: Mlp                          # the walked layer's feed-forward, every piece
     remaining: int                    # how many layers ran in full after it
-    final: Norm                       # the final norm of the last position's row, (1, d_model)
+    final: Norm                       # the final norm of the last layer's output, (n, d_model)
     head: str                         # "lm_head" | "tied" (the token embedding table)
     logits: np.ndarray                # (vocab,) the last position's
+    texts: tuple[str, ...] = ()       # the top tokens as a reader sees them (tokens.token_text)
+    rows: np.ndarray | None = None    # (TOP, d_model) the top tokens' rows of the LM head
 
     def top(self, k: int = TOP) -> np.ndarray:
         """The k token ids of highest logit, highest first (ties: the lower id first)."""
@@ -58,14 +61,19 @@ def next_token(model, tokens: Tokenization, layer: int) -> NextToken:
         stream = trace.out
     if walked is None:
         raise ModelError(f"layer {layer + 1}: {model.info.name} has {model.config.n_layers} layers")
-    final = final_norm(model, stream[-1:])
-    tied, logits = head_logits(model, final.y[0])
+    final = final_norm(model, stream)
+    tied, logits = head_logits(model, final.y[-1])
+    ids = top_ids(logits, TOP)
+    texts = tuple(token_text(model.tokenizer, int(i)) for i in ids)
+    name = model.family_anchor if tied else "lm_head.weight"
+    rows = np.concatenate([model.weights.block(name, (model.config.vocab_size, model.config.d_model),
+                                               "vocab_size × hidden_size", int(i), int(i) + 1) for i in ids])
     return NextToken(walked.layer, walked.attention, walked.mlp, model.config.n_layers - 1 - layer,
-                     final, "tied" if tied else "lm_head", logits)
+                     final, "tied" if tied else "lm_head", logits, texts, rows)
 
 
 def final_norm(model, h: np.ndarray) -> Norm:
-    """The family's norm after the last layer, on rows h (1, d_model)."""
+    """The family's norm after the last layer, on rows h (n, d_model)."""
     cfg, w, name = model.config, model.weights, FINAL[model.config.family]
     gamma = w.get(name + ".weight", (cfg.d_model,), "hidden size")
     if cfg.family == "gpt2":
