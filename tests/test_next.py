@@ -121,3 +121,106 @@ def test_mlp_pieces_are_the_feed_forward_written_apart() -> None:
     G = 0.5 * U * (1 + np.tanh(np.sqrt(2 / np.pi) * (U + 0.044715 * U ** 3)))
     np.testing.assert_allclose(m.Y, H + G @ m.W_2 + m.b_2, rtol=0, atol=1e-12)
     assert m.kind == "gelu" and m.W_gate is None
+
+
+# -- the walk: the MLP as the FFN feature's stages, the final norm, the next token -----------------
+
+def next_walk(folder: Path, sentence: str = "I sat by the river bank", layer: int = 1):
+    from attnwalk.commands.model import load_next, scenario_with_next
+    from attnwalk.layer.walk import compute
+
+    found = load_next(sentence, str(folder), layer)
+    return found, compute(scenario_with_next(found), "scaled")
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama"])
+def test_the_graph_computes_the_models_own_mlp(name: str) -> None:
+    """U, G, F, Y as the FFN feature's stages compute them from the model's W_1, W_2 (W_gate) equal
+    the family's own feed-forward (models/gpt2.py, llama.py), and the layer's output the next
+    layer reads; the next stage's ℓ column is the logits of the 10 highest."""
+    found, walk = next_walk(MODELS / name)
+    keys = [s.key for s in walk.stages]
+    assert keys[keys.index("R"):] == ["R", "LN2", "U", "G", "F", "res_ffn", "final", "next"]
+    m = found.mlp
+    for key, value in (("LN2", m.norm.y), ("U", m.U), ("G", m.G), ("F", m.F), ("res_ffn", m.Y)):
+        np.testing.assert_allclose(walk.matrix(key), value, rtol=0, atol=1e-12, err_msg=key)
+    np.testing.assert_allclose(walk.matrix("R"), m.H, rtol=0, atol=1e-12)
+    table = walk.matrix("next")
+    assert table.shape == (10, 4)
+    np.testing.assert_array_equal(table[:, 0], found.logits[found.top()])
+    ref = np.load(REFERENCE / f"next-{name}.npz")  # the first sentence of make_next_reference's tiny ones
+    np.testing.assert_allclose(table[:, 0], ref["s0/top_logits"][:10], rtol=0, atol=1e-5 * np.abs(table).max())
+    # p at T: the softmax over the whole vocabulary, written here from the reference's logits
+    logits = np.empty(ref["s0/sample_ids"].shape[0])
+    logits[ref["s0/sample_ids"]] = ref["s0/sample_logits"]  # a tiny model: every id
+    for col, T in enumerate((0.5, 1.0, 2.0), start=1):
+        e = np.exp((logits - logits.max()) / T)
+        np.testing.assert_allclose(table[:, col], (e / e.sum())[found.top()], rtol=1e-6, atol=1e-12)
+    assert (np.diff(table[:, 2]) <= 0).all() and table[:, 2].sum() < 1
+
+
+def test_swiglu_gate_and_rms_norm_for_llama() -> None:
+    found, walk = next_walk(MODELS / "tiny-llama")
+    assert walk.stage("LN2").symbol == "RMSNorm₂(R)" and walk.stage("G").reads == ("LN2", "U")
+    assert walk.stage("G").formula_in(walk.scenario).startswith("G = SiLU(RMSNorm₂(R) · W_gate) ⊙ U")
+    assert found.head == "lm_head"
+
+
+def run(*args: str):
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "80", "NO_COLOR": "1", "ATTNWALK_LANG": None})
+
+
+def test_json_adds_the_next_tokens_and_the_temperatures() -> None:
+    import json
+
+    result = run("model", "I sat by the river bank", "--model", str(MODELS / "tiny-llama"), "--next",
+                 "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    ref = np.load(REFERENCE / "next-tiny-llama.npz")
+    assert data["temperatures"] == [0.5, 1.0, 2.0] and data["model"]["lm_head"] == "lm_head"
+    assert [row["id"] for row in data["next"]] == ref["s0/top_ids"][:10].tolist()
+    for row, logit in zip(data["next"], ref["s0/top_logits"]):
+        assert set(row) == {"token", "id", "logit", "p", "p_T"} and isinstance(row["token"], str)
+        assert abs(row["logit"] - logit) < 1e-5
+        assert abs(np.log(row["p"]) - (logit - float(ref["s0/lse"]))) < 1e-5
+        assert row["p_T"]["1"] == row["p"] and set(row["p_T"]) == {"0.5", "1", "2"}
+    assert {"U", "G", "F", "res_ffn", "final", "next"} <= set(data["stages"])
+
+
+def test_printed_walk_ends_on_the_next_token_in_english_and_chinese() -> None:
+    for lang, title in (("en", "The next token: logits and probabilities"), ("zh", "下一个词：logit 和概率")):
+        result = run("model", "the bank by the river, 河边", "--model", str(MODELS / "tiny-gpt2"), "--next",
+                     "--no-pause", "--lang", lang)
+        assert result.exit_code == 0, result.output
+        last = result.stdout.rsplit("─" * 80, 1)[-1]
+        assert title in last and "p T=0.5" in last and "p T=2" in last
+        assert all(len(line) <= 80 for line in last.splitlines())
+
+
+def test_token_text_turns_byte_level_pieces_into_text() -> None:
+    from attnwalk.models.tokens import token_text
+
+    model = open_model(str(MODELS / "tiny-gpt2"))
+    tok = model.tokenizer
+    space_piece = next(i for i in range(tok.get_vocab_size()) if (tok.id_to_token(i) or "").startswith("Ġ")
+                       and len(tok.id_to_token(i)) > 1)
+    assert token_text(tok, space_piece) == " " + tok.id_to_token(space_piece)[1:]
+    half = next(i for i in range(tok.get_vocab_size()) if "\ufffd" in tok.decode([i]))
+    assert token_text(tok, half).startswith("<0x") and "\ufffd" not in token_text(tok, half)
+
+
+def test_an_encoder_is_refused_in_one_line() -> None:
+    result = run("model", "I sat by the river bank", "--model", str(MODELS / "tiny-bert"), "--next")
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "--next" in result.output and "encoder" in result.output
+
+
+@pytest.mark.parametrize("option", ["--decode", "--compare", "--quiz"])
+def test_next_with_another_use_of_the_layer_is_refused(option: str) -> None:
+    result = run("model", "I sat by the river bank", "--model", str(MODELS / "tiny-gpt2"), "--next", option)
+    assert result.exit_code == 2 and option in result.output and result.output.count("\n") == 1

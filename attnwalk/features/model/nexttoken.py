@@ -24,7 +24,7 @@ from attnwalk.features.model import layout
 from attnwalk.layer import activations as act
 from attnwalk.layer import norms, normcells, ops
 from attnwalk.layer.cells import dims_shown
-from attnwalk.layer.graph import Stage, get, has, insert_after, replace
+from attnwalk.layer.graph import Stage, get, has, insert_after, replace, symbol_of
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -92,12 +92,12 @@ def _geglu(ctx: Context, X: np.ndarray, U: np.ndarray, W: np.ndarray) -> np.ndar
 
 
 def _geglu_cell(c: Cell) -> list:
-    X, U = c.walk.input(c.stage, 0)[1], c.walk.input(c.stage, 1)[1]
+    (x_key, X), U = c.walk.input(c.stage, 0), c.walk.input(c.stage, 1)[1]
     W = np.asarray(c.scn.param("W_gate"))
     tok, col = c.rows[c.row], c.cols[c.col]
     a = float(X[c.row] @ W[:, c.col])
     g = float(act.ACTIVATIONS["gelu"].apply(np.float64(a)))
-    return [f"a = LN₂(R)[{tok}] {c.mk.dot} W_gate[:, {col}] = {c.num(a)}",
+    return [f"a = {symbol_of(x_key, c.scn)}[{tok}] {c.mk.dot} W_gate[:, {col}] = {c.num(a)}",
             f"GELU(a) = {c.num(g)},  U[{tok}, {col}] = {c.num(U[c.row, c.col])}",
             f"G[{tok}, {col}] = GELU(a) {c.mk.times} U = {c.num(g * U[c.row, c.col])}"]
 
@@ -154,8 +154,8 @@ def _next_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
         return base
     nt = found(scn)
     W_U = "E" if nt.head == "tied" else "W_U"
-    return (f"ℓ = LN_f(H_L)[n] · {W_U}ᵀ (all {nt.logits.shape[0]:,} tokens),  "
-            f"p_T(t) = exp(ℓ_t / T) / Σ_v exp(ℓ_v / T),  T = 0.5, 1, 2")
+    return (f"ℓ = LN_f(H_L)[n] · {W_U}ᵀ,  V = {nt.logits.shape[0]:,},  "
+            f"p_T(t) = exp(ℓ_t / T) / Σ_v exp(ℓ_v / T),  T = 0.5, 1, 2")  # V: the vocabulary's size
 
 
 def _next_cell(c: Cell) -> list:
@@ -210,6 +210,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
         replace(stages, "G", reads=(NORM_KEY, "U"))
     if nt.mlp.kind == "geglu":
         replace(stages, "G", compute=_geglu, worked=_geglu_cell, backward=None,
+                variants=lambda scn, mode: ("geglu",),
                 formula_for=lambda base, scn, mode, stage: "G = GELU(RMSNorm₂(R) · W_gate) ⊙ U",
                 step=lambda scn, mode, h, u: f"GELU({h} · W_gate) ⊙ {u}")
     total = next(s for s in stages if s.reads[-1:] == ("F",) and s.reads[0] == stream)
