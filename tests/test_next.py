@@ -182,7 +182,7 @@ def test_json_adds_the_next_tokens_and_the_temperatures() -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     ref = np.load(REFERENCE / "next-tiny-llama.npz")
-    assert data["temperatures"] == [0.5, 1.0, 2.0] and data["model"]["lm_head"] == "lm_head"
+    assert data["temperatures"] == [0.5, 1.0, 2.0] and data["lm_head"] == "lm_head"
     assert [row["id"] for row in data["next"]] == ref["s0/top_ids"][:10].tolist()
     for row, logit in zip(data["next"], ref["s0/top_logits"]):
         assert set(row) == {"token", "id", "logit", "p", "p_T"} and isinstance(row["token"], str)

@@ -156,16 +156,6 @@ def model_data(walk, head: int) -> dict:
     if layer.stored:  # a GGUF (or --quantize): how each attention weight is stored
         data["model"]["stored"] = {name: {"type": w.kind, "block": w.info.block_size, "bits": w.info.bits}
                                    for name, w in layer.stored.items()}
-    found = scn.setting("next")
-    if found is not None:  # --next: the 10 likeliest next tokens, p at T = 1, and at each temperature
-        from attnwalk.features.model.nexttoken import TEMPERATURES, table
-
-        rows = table(found)
-        data["model"]["lm_head"] = found.head
-        data["temperatures"] = list(TEMPERATURES)
-        data["next"] = [{"token": text, "id": int(token_id), "logit": float(row[0]), "p": float(row[2]),
-                         "p_T": {f"{t:g}": float(p) for t, p in zip(TEMPERATURES, row[1:])}}
-                        for text, token_id, row in zip(found.texts, found.top(), rows)]
     tok = layer.tokens
     data["tokenization"] = {"text": tok.text, "words": list(tok.words), "pieces": list(tok.pieces),
                             "ids": list(tok.ids), "special": list(tok.special),

@@ -192,6 +192,18 @@ STAGES = (
 _POST = STAGES[2]
 
 
+def export(walk: Any, data: dict[str, Any]) -> None:
+    """`--format json`: the 10 likeliest next tokens (text, id, logit, p at T = 1, p at each T),
+    the temperatures, and whether the LM head is tied to the embeddings or its own lm_head."""
+    nt = found(walk.scenario)
+    rows = table(nt)
+    data["temperatures"] = list(TEMPERATURES)
+    data["lm_head"] = nt.head
+    data["next"] = [{"token": text, "id": int(token_id), "logit": float(row[0]), "p": float(row[2]),
+                     "p_T": {f"{t:g}": float(p) for t, p in zip(TEMPERATURES, row[1:])}}
+                    for text, token_id, row in zip(nt.texts, nt.top(), rows)]
+
+
 def extend(stages: list[Stage], scn: Scenario) -> None:
     """After the FFN feature's stages: the model's own norm before U (and the gate), Gemma's GeGLU
     and its norm after F, then the remaining layers' final norm and the next token."""
