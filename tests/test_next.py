@@ -224,3 +224,19 @@ def test_an_encoder_is_refused_in_one_line() -> None:
 def test_next_with_another_use_of_the_layer_is_refused(option: str) -> None:
     result = run("model", "I sat by the river bank", "--model", str(MODELS / "tiny-gpt2"), "--next", option)
     assert result.exit_code == 2 and option in result.output and result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize("lang,title", [("en", "The next token"), ("zh", "下一个词")])
+def test_the_app_ends_on_the_next_token_within_80_by_24(lang: str, title: str) -> None:
+    from appdriver import drive
+
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.render.options import ViewOptions
+    from attnwalk.render.screens import walk_steps
+
+    found, walk = next_walk(MODELS / "tiny-gpt2", "the bank by the river, 河边")
+    app = WalkApp(walk, ViewOptions(lang=lang), start=len(walk_steps(walk)) - 1)
+    screen = drive("", (), size=(80, 24), app=app).screen
+    assert title in screen and "p T=0.5" in screen and "p T=2" in screen
+    first = f'"{found.texts[0]}" {int(found.top()[0])}'
+    assert first in screen and f"{walk.matrix('next')[0, 0]:.4f}" in screen

@@ -23,6 +23,7 @@ import numpy as np
 from attnwalk.features.model import layout
 from attnwalk.layer import activations as act
 from attnwalk.layer import norms, normcells, ops
+from attnwalk.layer.axes import token_labels
 from attnwalk.layer.cells import dims_shown
 from attnwalk.layer.graph import Stage, get, has, insert_after, replace, symbol_of
 
@@ -166,7 +167,7 @@ def _next_cell(c: Cell) -> list:
     logit = float(nt.logits[t_id])
     if c.col == 0:
         x, w = nt.final.y[-1], nt.rows[c.row]  # the last token's row, and this token's row of W_U
-        last = c.walk.scenario.tokens[-1]
+        last = token_labels(c.walk.scenario.tokens)[-1]  # the last row, as the tables label it
         W_U = "E" if nt.head == "tied" else "W_U"
         return [c.prose(c.say("next.logit_cell", head=c.say(f"next.head_{nt.head}"))),
                 f"LN_f(H_L)[{last}] = {c.vec(x)}", f"{W_U}[{t_id}] = {c.vec(w)}",
