@@ -21,10 +21,9 @@ def next_token(sentence: str, model: str | None, layer: int, quantize: str | Non
     """`attnwalk model --next`: layer `layer` (0-based) of `model` on `sentence` with its
     feed-forward, the layers after it, the final norm and the LM head (nexttoken.NextToken). An
     encoder (BERT) is refused before any layer is run."""
-    from attnwalk.models.nexttoken import causal, next_token as run
+    from attnwalk.models.nexttoken import check_causal, next_token as run
 
     opened = open_model(model, quantize)
     index = layer_index(opened.info, layer + 1)
-    if not causal(opened.config.family):
-        run(opened, None, index)  # says why, in one line
+    check_causal(opened)
     return run(opened, opened.tokenize(sentence), index)

@@ -42,17 +42,18 @@ class NextToken:
         return top_ids(self.logits, k)
 
 
-def causal(family: str) -> bool:
-    """Does this family predict a next token (has a final norm and an LM head attnwalk reads)?"""
-    return family in FINAL
+def check_causal(model) -> None:
+    """A ModelError unless the model predicts a next token (a family with a final norm and an LM
+    head attnwalk reads): BERT and its kin are encoders."""
+    if model.config.family not in FINAL:
+        raise ModelError(f"--next: {model.info.name} is an encoder ({model.config.model_type}: it reads "
+                         f"both ways and has no LM head); give a causal LM such as GPT-2, SmolLM2 or Gemma 3")
 
 
 def next_token(model, tokens: Tokenization, layer: int) -> NextToken:
     """`model` (models.model.Model) on `tokens`: layer `layer` (0-based) and every layer after it
     in full, the final norm and the LM head on the last token."""
-    if not causal(model.config.family):
-        raise ModelError(f"--next: {model.info.name} is an encoder ({model.config.model_type}: it reads "
-                         f"both ways and has no LM head); give a causal LM such as GPT-2, SmolLM2 or Gemma 3")
+    check_causal(model)
     model.prepare(model.config.n_layers)  # a GGUF: every layer's tensors, feed-forward included
     walked = None
     for trace in model.traces(tokens):
