@@ -240,3 +240,18 @@ def test_the_app_ends_on_the_next_token_within_80_by_24(lang: str, title: str) -
     assert title in screen and "p T=0.5" in screen and "p T=2" in screen
     first = f'"{found.texts[0]}" {int(found.top()[0])}'
     assert first in screen and f"{walk.matrix('next')[0, 0]:.4f}" in screen
+
+
+def test_next_with_quantize_reads_the_lm_head_as_stored() -> None:
+    """--quantize quantizes the layers' weight matrices (QuantizedWeights), whose own `block` is
+    the block size: the LM head is read through row_span, as the file stores it."""
+    import json
+
+    pytest.importorskip("gguf")
+    result = run("model", "I sat by the river bank", "--model", str(GGUFS / "tiny-llama.gguf"), "--next",
+                 "--quantize", "q4_0", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model"]["quantized"] == "Q4_0" and len(data["next"]) == 10 and data["lm_head"] == "tied"
+    p = [row["p"] for row in data["next"]]
+    assert p == sorted(p, reverse=True) and 0 < sum(p) <= 1 + 1e-12

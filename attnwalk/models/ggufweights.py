@@ -141,7 +141,7 @@ class GGUFWeights:
             return np.zeros((0, shape[1]))
         return self.file.dequantized(target, list(rows))
 
-    def block(self, name: str, shape: tuple[int, ...], why: str, start: int, stop: int) -> np.ndarray:
+    def row_span(self, name: str, shape: tuple[int, ...], why: str, start: int, stop: int) -> np.ndarray:
         """Rows start … stop − 1 of a table (a slice of the LM head): only their blocks dequantized."""
         return self.rows(name, shape, why, list(range(start, stop)))
 

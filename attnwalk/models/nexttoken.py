@@ -67,7 +67,7 @@ def next_token(model, tokens: Tokenization, layer: int) -> NextToken:
     ids = top_ids(logits, TOP)
     texts = tuple(token_text(model.tokenizer, int(i)) for i in ids)
     name = model.family_anchor if tied else "lm_head.weight"
-    rows = np.concatenate([model.weights.block(name, (model.config.vocab_size, model.config.d_model),
+    rows = np.concatenate([model.weights.row_span(name, (model.config.vocab_size, model.config.d_model),
                                                "vocab_size × hidden_size", int(i), int(i) + 1) for i in ids])
     return NextToken(walked.layer, walked.attention, walked.mlp, model.config.n_layers - 1 - layer,
                      final, "tied" if tied else "lm_head", logits, texts, rows)
@@ -91,7 +91,7 @@ def head_logits(model, x: np.ndarray) -> tuple[bool, np.ndarray]:
         raise ModelError(f"{model.info.name}: its config says tie_word_embeddings false, but the file "
                          f"holds no lm_head.weight: the LM head is missing")
     shape, why = (cfg.vocab_size, cfg.d_model), "vocab_size × hidden_size"
-    parts = [w.block(name, shape, why, start, min(start + SLICE, cfg.vocab_size)) @ x  # (rows, d) @ (d,)
+    parts = [w.row_span(name, shape, why, start, min(start + SLICE, cfg.vocab_size)) @ x  # (rows, d) @ (d,)
              for start in range(0, cfg.vocab_size, SLICE)]
     return tied, np.concatenate(parts)
 

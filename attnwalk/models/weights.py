@@ -73,7 +73,7 @@ class Weights:
         return np.stack([self._read(name, i)[0] for i in rows]) if rows else \
             np.zeros((0, shape[1]))
 
-    def block(self, name: str, shape: tuple[int, ...], why: str, start: int, stop: int) -> np.ndarray:
+    def row_span(self, name: str, shape: tuple[int, ...], why: str, start: int, stop: int) -> np.ndarray:
         """Rows start … stop − 1 of a table (a slice of the LM head), float64."""
         self._check(name, shape, why)
         return self._read(name, None, (start, stop))
