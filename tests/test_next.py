@@ -73,6 +73,17 @@ def test_gemma3_logits_match_transformers_gemma3_for_causal_lm(gemma3_gguf: Path
         found = next_token(model, tokens, 5)  # a global layer: its GeGLU between two norms kept
         assert found.head == "tied" and found.logits.shape == (262144,) and found.mlp.post_norm is not None
         check(found, ref, s, 1e-6)
+    # the walk: GeGLU as the FFN's G, Gemma's norm after F as F̂, Y = R + F̂, as models/gemma3.py computes
+    from attnwalk.commands.model import scenario_with_next
+    from attnwalk.layer.walk import compute
+
+    walk = compute(scenario_with_next(found), "scaled")
+    m = found.mlp
+    for key, value in (("LN2", m.norm.y), ("U", m.U), ("G", m.G), ("F", m.F), ("F_post", m.post_norm.y),
+                       ("res_ffn", m.Y)):
+        np.testing.assert_allclose(walk.matrix(key), value, rtol=0, atol=1e-9 * max(1.0, np.abs(value).max()),
+                                   err_msg=key)
+    assert walk.stage("G").formula_in(walk.scenario) == "G = GELU(RMSNorm₂(R) · W_gate) ⊙ U"
 
 
 @pytest.mark.parametrize("name", TINY)
