@@ -326,13 +326,13 @@ def test_the_lessons_notes_are_true_to_its_numbers() -> None:
         "A": [f(A[bank, river]), f(A[bank, the]), f(A[bank, 0]), f(A[bank, bank])],
         "Z": [f(head["Z"][bank, 0]), f"{f(A[bank, river])} × {f(V[river, 0])} = {f(part)}",
               f"O[bank] = [0, {f(ref['O'][bank, 1])}, 0, 0]"],
-        "H": [f"[0, {f(ref['O'][bank, 1])}, 0, 0] = [1, {f(ref['res_attn'][bank, 1])}, 1, 0]"],
+        "res_attn": [f"[0, {f(ref['O'][bank, 1])}, 0, 0] = [1, {f(ref['res_attn'][bank, 1])}, 1, 0]"],
         "U": [f"U[bank, 1] = {f(w)} + {f(land)} − 2.2 = {f(shore)}", f"U[bank, 2] = {f(land)} − {f(w)} = "
               f"{f(money).replace('-', '−')}"],
         "G": [f(G[bank, 0])],
         "F": [f"{f(G[bank, 0])} × [-2, 0, 0, 4] = [{f(-2 * float(f(G[bank, 0])))}, 0, 0, "
               f"{f(4 * float(f(G[bank, 0])))}]"],
-        "Y": ["[" + ", ".join(f"{x:.4f}".rstrip("0").rstrip(".") if x == round(x) else f(x)
+        "res_ffn": ["[" + ", ".join(f"{x:.4f}".rstrip("0").rstrip(".") if x == round(x) else f(x)
                               for x in ref["res_ffn"][bank]) + "]"],
     }
     np.testing.assert_allclose(ref["F"][bank], [-2 * G[bank, 0], 0, 0, 4 * G[bank, 0]], atol=1e-12)
