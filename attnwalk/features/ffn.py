@@ -38,6 +38,7 @@ NAME = "ffn"
 KINDS = ("gelu", "relu", "silu", "swiglu")
 KEYS = ("ffn", "W_1", "b_1", "W_2", "b_2", "W_gate", "ffn_norm_gamma", "ffn_norm_beta")
 MAX_D_FF = 4096
+COURSE_AFTER = {"block": "layer_norm"}  # its lesson, in the course after the norm's
 
 
 def active(scn: Scenario) -> bool:
