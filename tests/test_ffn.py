@@ -294,7 +294,7 @@ def test_the_lesson_text_is_true_to_its_numbers() -> None:
                                for x in v) + "]"
 
     quoted = [f"{A[bank, river]:.4f}", f"{ref['O'][bank, 1]:.4f}", row(H[bank]), f"{U[bank, 0]:.4f}",
-              f"{U[bank, 1]:.4f}".replace("-", "−"), f"{F[bank, 0]:.4f}".replace("-", "−"),
+              f"{U[bank, 1]:.4f}", f"{F[bank, 0]:.4f}",
               f"+{F[bank, 3]:.4f}", row(Y[bank]), f"{Y[bank, 0]:.4f}"]
     for lang in ("en", "zh"):
         text = source["description"][lang]
@@ -328,7 +328,7 @@ def test_the_lessons_notes_are_true_to_its_numbers() -> None:
               f"O[bank] = [0, {f(ref['O'][bank, 1])}, 0, 0]"],
         "res_attn": [f"[0, {f(ref['O'][bank, 1])}, 0, 0] = [1, {f(ref['res_attn'][bank, 1])}, 1, 0]"],
         "U": [f"U[bank, 1] = {f(w)} + {f(land)} − 2.2 = {f(shore)}", f"U[bank, 2] = {f(land)} − {f(w)} = "
-              f"{f(money).replace('-', '−')}"],
+              f"{f(money)}"],
         "G": [f(G[bank, 0])],
         "F": [f"{f(G[bank, 0])} × [-2, 0, 0, 4] = [{f(-2 * float(f(G[bank, 0])))}, 0, 0, "
               f"{f(4 * float(f(G[bank, 0])))}]"],
