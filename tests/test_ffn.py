@@ -342,3 +342,13 @@ def test_the_lessons_notes_are_true_to_its_numbers() -> None:
         for lang in ("en", "zh"):
             for number in numbers:
                 assert number in notes[stage][lang], (stage, lang, number)
+
+
+def test_the_app_walks_to_the_block_output_and_works_its_cell() -> None:
+    from appdriver import drive, typed
+
+    d = drive("block", ["g", *typed("Y")], size=(120, 50))
+    assert "Stage 20 / 20   Y  The block's output" in d.screen
+    assert "Y[bank, money] = H[bank, money] + F[bank, money] = 1.0000 + (-0.4934) = 0.5066" in d.screen
+    d = drive("block", ["g", *typed("G")], size=(120, 50))
+    assert "Activation: ReLU" in d.screen and "max(0.2467, 0) = 0.2467" in d.screen
