@@ -62,7 +62,8 @@ class Weight:
         self.cols = [labels[j] if j is not GAP else None for j in self.col_shown]
         tx = text(opts.lang)
         self.corner = tx.t("handout.dim")
-        self.caption = tx.t("handout.weight", name=self.name, shape=self.shape)
+        shown = stage.backward.symbols.get(self.name, self.name) if stage.backward else self.name  # W_Q⁽²⁾
+        self.caption = tx.t("handout.weight", name=shown, shape=self.shape)
 
 
 def _weight(walk: Walk, stage: Stage, opts: ViewOptions) -> Weight | None:
