@@ -294,7 +294,7 @@ def test_the_lesson_text_is_true_to_its_numbers() -> None:
                                for x in v) + "]"
 
     quoted = [f"{A[bank, river]:.4f}", f"{ref['O'][bank, 1]:.4f}", row(H[bank]), f"{U[bank, 0]:.4f}",
-              f"{U[bank, 1]:.4f}".replace("-", "−"), f"{F[bank, 0]:.4f}".replace("-", "−"),
+              f"{U[bank, 1]:.4f}", f"{F[bank, 0]:.4f}",
               f"+{F[bank, 3]:.4f}", row(Y[bank]), f"{Y[bank, 0]:.4f}"]
     for lang in ("en", "zh"):
         text = source["description"][lang]
@@ -304,3 +304,51 @@ def test_the_lesson_text_is_true_to_its_numbers() -> None:
     assert U[bank, 1] < 0 and (ref["G"][:3] == 0).all()  # its money unit is silent; nothing fires elsewhere
     np.testing.assert_array_equal(Y[:3], H[:3])  # their Y is their H
     assert np.argmax(A[bank]) == river
+
+
+def test_the_lessons_notes_are_true_to_its_numbers() -> None:
+    scn = load_scenario("block")
+    ref = attention_of(scn)
+    notes = yaml.safe_load(builtin_path("block").read_text(encoding="utf-8"))["notes"]
+    bank, river, the = 3, 2, 1
+    head = ref["heads"][0]
+    A, V, LN2, U, G = head["A"], head["V"], ref["LN2"], ref["U"], ref["G"]
+
+    def f(x: float) -> str:
+        return f"{x:.4f}"
+
+    w, land = float(f(LN2[bank, 1])), float(f(LN2[bank, 0]))  # money and land are equal in bank's row
+    assert f(LN2[bank, 2]) == f(LN2[bank, 0])
+    shore, money = float(f(U[bank, 0])), float(f(U[bank, 1]))
+    assert f(w + land - 2.2) == f(shore) and f(land - w) == f(money)  # each equation, from its digits
+    part = float(f(A[bank, river])) * float(f(V[river, 0]))
+    expected = {
+        "A": [f(A[bank, river]), f(A[bank, the]), f(A[bank, 0]), f(A[bank, bank])],
+        "Z": [f(head["Z"][bank, 0]), f"{f(A[bank, river])} × {f(V[river, 0])} = {f(part)}",
+              f"O[bank] = [0, {f(ref['O'][bank, 1])}, 0, 0]"],
+        "res_attn": [f"[0, {f(ref['O'][bank, 1])}, 0, 0] = [1, {f(ref['res_attn'][bank, 1])}, 1, 0]"],
+        "U": [f"U[bank, 1] = {f(w)} + {f(land)} − 2.2 = {f(shore)}", f"U[bank, 2] = {f(land)} − {f(w)} = "
+              f"{f(money)}"],
+        "G": [f(G[bank, 0])],
+        "F": [f"{f(G[bank, 0])} × [-2, 0, 0, 4] = [{f(-2 * float(f(G[bank, 0])))}, 0, 0, "
+              f"{f(4 * float(f(G[bank, 0])))}]"],
+        "res_ffn": ["[" + ", ".join(f"{x:.4f}".rstrip("0").rstrip(".") if x == round(x) else f(x)
+                              for x in ref["res_ffn"][bank]) + "]"],
+    }
+    np.testing.assert_allclose(ref["F"][bank], [-2 * G[bank, 0], 0, 0, 4 * G[bank, 0]], atol=1e-12)
+    assert A[bank, 0] == pytest.approx(A[bank, bank]) and A[bank, the] > A[bank, 0]
+    assert np.count_nonzero(G) == 1 and G.size == 8
+    for stage, numbers in expected.items():
+        for lang in ("en", "zh"):
+            for number in numbers:
+                assert number in notes[stage][lang], (stage, lang, number)
+
+
+def test_the_app_walks_to_the_block_output_and_works_its_cell() -> None:
+    from appdriver import drive, typed
+
+    d = drive("block", ["g", *typed("Y")], size=(120, 50))
+    assert "Stage 20 / 20   Y  The block's output" in d.screen
+    assert "Y[bank, money] = H[bank, money] + F[bank, money] = 1.0000 + (-0.4934) = 0.5066" in d.screen
+    d = drive("block", ["g", *typed("G")], size=(120, 50))
+    assert "Activation: ReLU" in d.screen and "max(0.2467, 0) = 0.2467" in d.screen

@@ -89,17 +89,39 @@ def gradient_stages():
     scenarios += [scn for scn in lessons if any(hasattr(feature, "loss") for feature in scn.features)]
     rms = (Path(__file__).resolve().parents[1] / "scenarios" / "layer_norm.yaml").read_text(encoding="utf-8")
     scenarios.append(scenario_from_text(rms.replace("\nnorm: layer\n", "\nnorm: rms\n"), "rms.yaml"))
-    return {stage.key: stage for scn in scenarios for stage in grad_stages(scn)}
+    # the block lesson with a target, its FFN as SwiGLU and with LayerNorm: every FFN gradient's screen
+    block = (Path(__file__).resolve().parents[1] / "scenarios" / "block.yaml").read_text(encoding="utf-8")
+    block += "target: {output: [[0, 0, 1, 0], [0, 1, 0, 0], [0, 1, 0, 0], [0, 1, 1, 1]]}\n"
+    swiglu = block.replace("ffn: relu", "ffn: swiglu").replace("norm: rms", "norm: layer") + (
+        "W_gate: [[1, 0], [0, 1], [1, 0], [0, 1]]\nb_2: [0, 0, 0, 0.1]\n")
+    scenarios += [scenario_from_text(block, "block.yaml"), scenario_from_text(swiglu, "swiglu.yaml")]
+    tied = (Path(__file__).resolve().parents[1] / "scenarios" / "next_token.yaml").read_text(encoding="utf-8")
+    W_U = load_scenario("next_token").param("vocab_embeddings").T.tolist()  # the lesson untied: its own W_U
+    scenarios.append(scenario_from_text(tied.replace("\ntie_embeddings: true\n", f"\nW_U: {W_U}\n"), "untied.yaml"))
+    scenarios.append(two_blocks())
+    return {stage.text_key: stage for scn in scenarios for stage in grad_stages(scn)}
+
+
+def two_blocks():
+    """Two blocks with a target (features/blocks.py): a later block's stages and gradients are
+    block 1's text, and its input X⁽²⁾ has its own."""
+    from attnwalk.scenario.load import scenario_from_text
+
+    eye = "[[1, 0], [0, 1]]"
+    block = f"{{W_Q: {eye}, W_K: {eye}, W_V: {eye}, W_O: {eye}}}"
+    return scenario_from_text(f"tokens: [a, b]\nembeddings: {eye}\nblocks: [{block}, {block}]\n"
+                              f"target: {{output: {eye}}}\n", "two.yaml")
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_stage_has_its_text_and_no_other_stage_does(lang):
     stages = load(lang)["stage"]
     gradients = gradient_stages()
-    assert set(stages) == {stage.key for stage in STAGES} | set(gradients)
+    later = {stage.text_key for stage in two_blocks().graph if stage.shown}  # X⁽²⁾'s own
+    assert set(stages) == {stage.key for stage in STAGES} | set(gradients) | later
     for stage in [*STAGES, *gradients.values()]:
         for field in ("title", "what", "why", "mistake"):
-            assert stages[stage.key].get(field, "").strip(), f"{lang}: stage.{stage.key}.{field}"
+            assert stages[stage.text_key].get(field, "").strip(), f"{lang}: stage.{stage.text_key}.{field}"
 
 
 @pytest.mark.parametrize("lang", LANGS)

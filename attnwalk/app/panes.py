@@ -98,6 +98,10 @@ def extras_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions, index: i
         parts.append(shapes_overview(walk, opts))
     if stage.per_head and starts_head(walk, stage):
         parts.append(head_intro(walk.view(head), opts))
+    if stage.panel == "next":  # the next token at T = 0.5, 1 and 2, below the worked cell
+        from attnwalk.render.nextview import next_panel
+
+        parts.append(next_panel(walk.view(head), stage, opts))
     if stage.kind == WEIGHTS:
         scn = walk.scenario
         parts.append(attention_bars(walk.matrix(stage.key, head), axes(walk, stage, head, opts.lang)[0],

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from attnwalk.layer.backward import Grads, objective, output_key, path_of
+from attnwalk.layer.backward import Grads, loss_end, objective, output_key, path_of
 from attnwalk.layer.train import Step
 from attnwalk.layer.walk import Walk
 from attnwalk.numbering import shown
@@ -51,7 +51,7 @@ def grad_numbers(walk: Walk) -> int:
     """How many numbers grad_data will write for `walk`'s backward pass, from the forward matrices'
     shapes (each gradient has its matrix's shape): counted before the backward pass is computed."""
     scn = walk.scenario
-    path = path_of(walk.computed)
+    path = path_of(walk.computed, loss_end(scn))
     total = walk.mats[output_key(walk)].size  # Y
     for stage in path:
         if stage.compute is None or not stage.inputs:

@@ -5,6 +5,9 @@
                                          L = ½ Σ (Y − T)²
     target: {attend: {bank: river}}      each listed query should attend to that key:
     target: {attend: {…}, head: 2}       L = −Σ log A[query, key] (of head 2; default head 1)
+    target: next                         each position should predict the token after it (with a
+    target: {next: WORD}                 vocabulary, features/unembed.py): L = mean over positions i
+                                         of −log p_i[token i+1]; WORD is the last position's next
     train: {steps: 40, lr: 0.5}          the lesson's own default steps and η (−−steps, −−lr win)
 
 The loss stands beside the graph, not in it. It is not part of the layer: a layer computes Y, and
@@ -16,6 +19,7 @@ share and its gradient with respect to the stage it reads (the seed of layer/bac
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
 NAME = "target"
 KEYS = ("target", "train")
 STAGES: tuple[Stage, ...] = ()  # the loss is not a stage of the layer: see LOSS_STAGE
-KINDS = ("output", "attend")
+KINDS = ("output", "attend", "next")
 MAX_STEPS = 500  # a lesson's steps: half of a run's (layer/train.py), so --compare trains them too
 DEFAULT_STEPS, DEFAULT_LR = 20, 0.1
 
@@ -45,9 +49,9 @@ DEFAULT_STEPS, DEFAULT_LR = 20, 0.1
 class Target(NamedTuple):
     """A scenario's target (`target:`) and its training defaults (`train:`)."""
 
-    kind: str  # "output" | "attend"
+    kind: str  # "output" | "attend" | "next"
     T: np.ndarray | None = None  # output: the n × d matrix Y should be
-    pairs: tuple[tuple[int, int], ...] = ()  # attend: (query, key), 0-based
+    pairs: tuple[tuple[int, int], ...] = ()  # attend: (query, key); next: (position, next id), 0-based
     head: int = 0  # attend: the head whose A is asked (0-based)
     steps: int = DEFAULT_STEPS
     lr: float = DEFAULT_LR
@@ -83,13 +87,21 @@ def read(d: Draft) -> None:
                           "target: {output: MATRIX}), or remove train")
         return
     node = top["target"]
-    spec = f.mapping(node, "target", ("output", "attend", "head"))
+    if node.value == "next":  # `target: next`: every position but the last predicts the token after it
+        spec = {"next": None}
+    else:
+        spec = f.mapping(node, "target", ("output", "attend", "head", "next"))
     given = [kind for kind in KINDS if kind in spec]
     if len(given) != 1:
         raise f.error("target", node, "give exactly one of target.output (the n × d matrix the "
-                      "layer's output should be) or target.attend (QUERY: KEY pairs), not "
-                      + ("both" if given else "neither"))
-    if given[0] == "output":
+                      "layer's output should be), target.attend (QUERY: KEY pairs) or target: next "
+                      "(each position's next token), not " + ("more than one" if given else "none"))
+    if given[0] == "next":
+        if "head" in spec:
+            raise f.error("target.head", spec["head"], "target.head names the head whose weights "
+                          "target.attend asks for; a next-token target reads the probabilities p")
+        target = Target("next", pairs=_next_pairs(d, node, spec["next"]))
+    elif given[0] == "output":
         if "head" in spec:
             raise f.error("target.head", spec["head"], "target.head names the head whose weights "
                           "target.attend asks for; an output target compares the whole output Y")
@@ -131,6 +143,30 @@ def _output(d: Draft, node: Node) -> np.ndarray:
                         f"n × {what} = {d.main.n} × {width}")
     T.flags.writeable = False
     return T
+
+
+def _next_pairs(d: Draft, node: Node, last: Node | None) -> tuple[tuple[int, int], ...]:
+    """(position, id of the token after it) for every position but the last, and for the last
+    when `next: WORD` names the word after it (0-based)."""
+    from attnwalk.features import unembed
+
+    vocab = unembed.draft_vocab(d)
+    if vocab is None:
+        raise d.f.error("target", node, "a next-token target needs a vocabulary: add vocab: [WORD, …] "
+                        "with W_U (or tie_embeddings and vocab_embeddings)")
+    tokens = d.main.tokens
+    pairs = [(i, vocab.index(tokens[i + 1])) for i in range(len(tokens) - 1)]
+    if last is not None:
+        word = d.f.text(last, "target.next")
+        if word not in vocab:
+            listed = ", ".join(quoted(w, 20) for w in vocab[:12]) + (", …" if len(vocab) > 12 else "")
+            raise d.f.error("target.next", last, f"{quoted(word, 20)} is not in vocab ({listed}): "
+                            "target.next is the word after the last token")
+        pairs.append((len(tokens) - 1, vocab.index(word)))
+    if not pairs:
+        raise d.f.error("target", node, "one token and no next word: nothing to predict; give target: "
+                        "{next: WORD}, the word after it, or more tokens")
+    return tuple(pairs)
 
 
 def _pairs(d: Draft, node: Node) -> tuple[tuple[int, int], ...]:
@@ -193,10 +229,12 @@ class Loss(NamedTuple):
 
 
 def reads(scn: Scenario) -> str:
-    """The stage the loss reads: the layer's output (O, or concat), or A."""
+    """The stage the loss reads: the layer's output (O, or concat), A, or the next-token logits."""
     from attnwalk.layer.backward import output_of
+    from attnwalk.layer.roles import next_logits
 
-    return "A" if target_of(scn).kind == "attend" else output_of(scn.graph)
+    kind = target_of(scn).kind
+    return "A" if kind == "attend" else next_logits(scn.graph).key if kind == "next" else output_of(scn.graph)
 
 
 def loss(walk: Walk) -> Loss:
@@ -204,6 +242,8 @@ def loss(walk: Walk) -> Loss:
     ComputeError when an asked weight is exactly 0 in float64 (−log 0 is infinite)."""
     scn = walk.scenario
     target = target_of(scn)
+    if target.kind == "next":
+        return _next_loss(walk, target)
     if target.kind == "output":
         key = reads(scn)
         R = walk.mats[key] - target.T  # (n, d): Y − T
@@ -223,6 +263,43 @@ def loss(walk: Walk) -> Loss:
     return Loss(float(rows.sum()), rows, "A", target.head, seed)
 
 
+def _next_loss(walk: Walk, target: Target) -> Loss:
+    """L = (1/N) Σ_i −log p_i[t_{i+1}] over the N positions whose next token is known, p =
+    softmax(ℓ / T); ∂L/∂ℓ = (p − onehot(t_{i+1})) / (T · N) on those rows, 0 on the others."""
+    from attnwalk.features import unembed
+    from attnwalk.layer import nexttoken
+
+    scn = walk.scenario
+    key, T = reads(scn), unembed.temperature(scn)
+    logits = walk.mats[key]  # (n, V)
+    logp = nexttoken.log_softmax_t(logits, T)  # (n, V)
+    p = nexttoken.softmax_t(logits, T)
+    count = len(target.pairs)
+    rows = np.zeros((scn.n, 1))
+    seed = np.zeros_like(logits)
+    for i, w in target.pairs:
+        rows[i, 0] -= logp[i, w] / count
+        seed[i] += p[i] / (T * count)
+        seed[i, w] -= 1.0 / (T * count)
+    return Loss(float(rows.sum()), rows, key, None, seed)
+
+
+def next_token_loss(walk: Walk, positions: Iterable[int] | None = None) -> float:
+    """The mean of −log p_i[token i+1] over `positions` (0-based; those whose next token the
+    target knows; all of them when None): the loss on part of a sequence (the second copy of a
+    repeated one, where an induction head can predict)."""
+    from attnwalk.features import unembed
+    from attnwalk.layer import nexttoken
+
+    scn = walk.scenario
+    wanted = None if positions is None else set(positions)
+    pairs = [(i, w) for i, w in target_of(scn).pairs if wanted is None or i in wanted]
+    if not pairs:
+        raise ValueError("none of the positions asked has a next token to predict")
+    logp = nexttoken.log_softmax_t(walk.mats[reads(scn)], unembed.temperature(scn))
+    return float(-np.mean([logp[i, w] for i, w in pairs]))
+
+
 # -- the loss on the backward walk's screens (layer/gradwalk.py asks for these) --------------------
 
 
@@ -234,6 +311,8 @@ def _output_symbol(scn: Scenario) -> str:
 
 def _loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     target = target_of(scn)
+    if target.kind == "next":  # N: the positions whose next token is known
+        return f"L = Σ_i L_i,  L_i = −log p[i, t_(i+1)] / N,  N = {len(target.pairs)}"
     if target.kind == "attend":
         head = f"_{person(target.head)}" if scn.heads > 1 else ""
         return f"L = Σ_i L_i = −Σ_{{(i, k) ∈ target}} log A{head}[i, k]"  # math only: the same in every language
@@ -259,8 +338,28 @@ def _output_parts(c: Cell, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return Y, T, diff, squares, c.printed(c.printed(squares) / 2)
 
 
+def _next_parts(c: Cell, row: int) -> list[tuple[str, float, float, float]]:
+    """Row `row`'s next word (none for the last position, unless the target names it), with
+    p[row, word] as printed, −log of it as printed and L_i = that / N as printed."""
+    from attnwalk.features import unembed
+    from attnwalk.layer.roles import next_token
+
+    target = target_of(c.scn)
+    walk = c.walk.forward
+    p = walk.mats[next_token(walk.computed).key]  # (n, V) at the scenario's T
+    vocab, count = unembed.vocabulary(c.scn), len(target.pairs)
+    parts = []
+    for w in (w for i, w in target.pairs if i == row):
+        a = c.printed(float(p[row, w]))
+        nl = c.printed(-np.log(a)) if a > 0 else c.printed(float(-walk.mats[reads(c.scn)][row, w]))
+        parts.append((vocab[w], a, nl, c.printed(nl / count)))
+    return parts
+
+
 def _row_loss(c: Cell, row: int) -> float:
     """L_i as row `row`'s worked cell arrives at it, from the digits it prints."""
+    if target_of(c.scn).kind == "next":
+        return float(sum(value for *_, value in _next_parts(c, row)))
     if target_of(c.scn).kind == "attend":
         return float(sum(value for _, _, value in _attend_parts(c, row)))
     return _output_parts(c, row)[-1]
@@ -273,7 +372,16 @@ def _loss_cell(c: Cell) -> list:
 
     tok = c.rows[c.row]
     lines: list = []
-    if target_of(c.scn).kind == "attend":
+    if target_of(c.scn).kind == "next":
+        parts = _next_parts(c, c.row)
+        if not parts:
+            lines.append(c.prose(c.say("unembed.loss_last", token=tok)))
+        count = len(target_of(c.scn).pairs)
+        for word, a, nl, value in parts:
+            c.lands(value)
+            lines.append(f"L_{tok} = {c.mk.minus}log p[{tok}, {word}] / N = {c.mk.minus}log {c.num(a)} / {count} = "
+                         f"{c.num(nl)} / {count} = {c.num(value)}")
+    elif target_of(c.scn).kind == "attend":
         parts = _attend_parts(c, c.row)
         if not parts:
             lines.append(c.prose(c.say("grad.cell.not_asked", token=tok)))
@@ -306,6 +414,8 @@ def seed_term(scn: Scenario) -> str:
     """The loss's own part of the gradient of what it reads, as a formula."""
     if target_of(scn).kind == "attend":
         return "(−1 / A[q, k])_{(q, k) ∈ target}"  # math only; 0 at every other cell, as the text says
+    if target_of(scn).kind == "next":
+        return "(p − onehot(t_(i+1))) / (T · N)"  # the softmax's and −log's gradients together
     return f"{_output_symbol(scn)} − T"
 
 
@@ -314,6 +424,8 @@ def seed_cell(c: Cell) -> tuple[list, float]:
     target = target_of(c.scn)
     walk = c.walk.forward
     tok, col = c.rows[c.row], c.cols[c.col]
+    if target.kind == "next":
+        return _next_seed_cell(c, target)
     if target.kind == "attend":
         if c.head != target.head or (c.row, c.col) not in target.pairs:
             return [c.prose(c.say("grad.cell.not_asked_cell"))], 0.0
@@ -327,9 +439,32 @@ def seed_cell(c: Cell) -> tuple[list, float]:
             f"{c.operand(t)} = {c.num(value)}"], value
 
 
+def _next_seed_cell(c: Cell, target: Target) -> tuple[list, float]:
+    """(p[i, w] − [w is the next token]) / (T · N): the loss's part of ∂L/∂ℓ at this cell."""
+    from attnwalk.features import unembed
+    from attnwalk.layer.roles import next_token
+
+    walk = c.walk.forward
+    tok, word = c.rows[c.row], c.cols[c.col]
+    nexts = [w for i, w in target.pairs if i == c.row]
+    if not nexts:
+        return [c.prose(c.say("unembed.loss_last", token=tok))], 0.0
+    T, count = unembed.temperature(c.scn), len(target.pairs)
+    p = c.printed(float(walk.mats[next_token(walk.computed).key][c.row, c.col]))
+    one = 1 if c.col in nexts else 0
+    below = c.printed(T * count)
+    value = c.printed(c.printed(p - one) / below)
+    c.lands(value)
+    return [f"(p[{tok}, {word}] {c.mk.minus} {one}) / (T {c.mk.times} N) = ({c.num(p)} {c.mk.minus} {one}) / "
+            f"({c.short(T)} {c.mk.times} {count}) = {c.num(c.printed(p - one))} / {c.short(below)} = {c.num(value)}",
+            c.prose(c.say("unembed.seed_cell", word=word, token=tok, one=one))], value
+
+
 def grad_variants(scn: Scenario) -> tuple[str, ...]:
-    """The backward walk's text variants this target calls for: an attend target reads A alone."""
-    return ("attend",) if target_of(scn).kind == "attend" else ()
+    """The backward walk's text variants this target calls for: an attend target reads A alone;
+    a next-token target reads the logits, after the output."""
+    kind = target_of(scn).kind
+    return (kind,) if kind in ("attend", "next") else ()
 
 
 def export(walk: Walk, data: dict[str, Any]) -> None:
@@ -338,5 +473,10 @@ def export(walk: Walk, data: dict[str, Any]) -> None:
     target = target_of(walk.scenario)
     if target.kind == "output":
         data["target"] = {"output": target.T.tolist()}
+    elif target.kind == "next":
+        from attnwalk.features import unembed
+
+        vocab = unembed.vocabulary(walk.scenario)
+        data["target"] = {"next": [{"position": i, "id": w, "token": vocab[w]} for i, w in target.pairs]}
     else:
         data["target"] = {"attend": [list(p) for p in target.pairs], "head": target.head}

@@ -142,6 +142,9 @@ def stage_numbers(scn: Scenario) -> list[tuple[str, int, bool]]:
     scenario; only the tiled stage's running state (tiled_numbers) is left out."""
     fixed = {"d_model": scn.d_model, "m": scn.m, "stats": 2, "rms": 1, "h": scn.heads, "-": 0,
              "h·d_v": scn.heads * scn.d_v}
+    for feature in scn.features:  # a feature's own named widths (the unembedding's vocab)
+        if hasattr(feature, "dimension_sizes"):
+            fixed.update(feature.dimension_sizes(scn))
     # a feature's own dimension (the FFN's d_ff): the width of the weight that makes a stage that wide
     fixed.update({s.cols: int(scn.param(s.weight).shape[1]) for s in scn.graph
                   if s.weight and s.cols not in fixed and s.cols not in ("d_k", "d_v")})

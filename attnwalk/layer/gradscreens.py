@@ -39,9 +39,9 @@ def source(scn: Scenario, key: str, mode: Mode) -> tuple[str, str]:
 
 def path(scn: Scenario, mode: Mode) -> tuple[Stage, ...]:
     """The forward stages the output is made from under `mode` (what the gradient goes through)."""
-    from attnwalk.layer.backward import path_of
+    from attnwalk.layer.backward import loss_end, path_of
 
-    return path_of(tuple(s for s in scn.graph if s.in_mode(mode)))
+    return path_of(tuple(s for s in scn.graph if s.in_mode(mode)), loss_end(scn))
 
 
 def readers(scn: Scenario, mode: Mode, name: str, scope: str) -> list[tuple[Stage, int]]:
@@ -73,10 +73,12 @@ def objective(scn: Scenario):
 
 
 def reads_output(scn: Scenario) -> bool:
-    """Does the loss read the layer's output (else only A: nothing after A gets a gradient)?"""
+    """Does the loss read the layer's output, or a stage made from it (the next-token logits), else
+    only A (nothing after A gets a gradient)?"""
     from attnwalk.layer.backward import output_of
+    from attnwalk.layer.graph import needed
 
-    return objective(scn).reads(scn) == output_of(scn.graph)
+    return output_of(scn.graph) in {s.key for s in needed(scn.graph, [objective(scn).reads(scn)])}
 
 
 # -- formulas, variants, notes of the gradient stages -----------------------------------------------

@@ -73,6 +73,21 @@ def block_output(graph: Graph) -> Stage:
     return wide[-1] if wide else output(graph)
 
 
+VOCAB = "vocab"  # the named dimension of a stage whose columns are the vocabulary's words
+
+
+def next_token(graph: Graph) -> Stage | None:
+    """The next-token probabilities (an unembedding's p): the last stage whose columns are the
+    vocabulary, or None where the layer has no vocabulary."""
+    found = [s for s in graph if s.cols == VOCAB]
+    return found[-1] if found else None
+
+
+def next_logits(graph: Graph) -> Stage:
+    """The logits the next-token probabilities are made from (ℓ = Y · W_U): what p reads."""
+    return get(graph, next_token(graph).reads[0])
+
+
 def projected_from(graph: Graph, key: str = "Q") -> Stage:
     """What projection `key` (Q, K or V) reads: X, or a stage a feature put between (LN(X))."""
     return get(graph, get(graph, key).reads[0])

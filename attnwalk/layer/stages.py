@@ -278,6 +278,9 @@ def stage_named(key: str, stages: Graph | None = None) -> Stage:
 def stage_by_name(name: str, stages: Graph | None = None) -> Stage | None:
     """The stage a user means by `name` (key, symbol or a common spelling, any case), or None."""
     stages = BASE if stages is None else stages
+    for stage in stages:  # a key as written first: p (the next-token probabilities) is not P
+        if name == stage.key:
+            return stage
     folded = name.strip().lower().replace(" ", "")
     for stage in stages:
         if name == stage.key or folded in (stage.key.lower(), stage.symbol.lower().replace(" ", ""),

@@ -56,8 +56,9 @@ def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOpti
     steps = next(iter(runs.values()))[-1].step if steps is None else steps
     line = style.say(opts, "train.header", name=scn.name, modes=modes, lr=style.short(lr, opts), steps=steps)
     parts: list[RenderableType] = [Text(style.plain(line, opts), style=style.SCREEN_TITLE)]
-    trained = ("W_Q", "W_K", "W_V") + (("W_O",) if scn.W_O is not None else ())  # only the layer's own
-    weights = style.say(opts, "ui.list_sep").join(trained)
+    from attnwalk.layer.graph import trained  # what train moves, as the graph says (W_U, a sink's logit)
+
+    weights = style.say(opts, "ui.list_sep").join(trained(scn.graph))
     parts.append(Text(style.plain(style.say(opts, "train.rule", weights=weights), opts), style=style.FORMULA))
     if scn.heads > 1:
         parts.append(Text(style.say(opts, "train.watched", head=shown(head), heads=scn.heads), style=style.NOTE))

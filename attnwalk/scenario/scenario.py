@@ -156,6 +156,10 @@ class Scenario(LayerShape):
         """The names the scenario gives the columns of `dim` ("d_model", "d_k", "d_v") in `lang`
         (else in the language it gives), or None."""
         names = self.dimensions.get(dim)
+        if names is None:  # a feature's own (the unembedding's columns: its vocabulary)
+            for feature in self.features:
+                if hasattr(feature, "dimension_names") and feature.dimension_names(self, dim) is not None:
+                    return feature.dimension_names(self, dim)
         return None if names is None else lesson.in_language(names, lang)
 
     def overflow_where(self, stage: str) -> str:
