@@ -25,7 +25,7 @@ from attnwalk.layer import activations as act
 from attnwalk.layer import norms, normcells, ops
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.cells import dims_shown
-from attnwalk.layer.graph import Stage, get, has, insert_after, replace, symbol_of
+from attnwalk.layer.graph import Stage, get, insert_after, replace, symbol_of
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -234,4 +234,3 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     for key in ("U", "G", "F", total.key):  # a model's feed-forward: no gradient worked out here
         replace(stages, key, backward=None)
     insert_after(stages, total.key, STAGES[0]._replace(reads=(total.key,)), STAGES[1])
-    assert has(stages, "next")
