@@ -493,6 +493,10 @@ def model_cmd(
         "--quantize", metavar="q4_0|q4_1|q5_0|q5_1|q8_0", help="Quantize every weight matrix as llama.cpp stores it, "
         "with the gguf library's quantizer (pip install 'attnwalk[gguf]'); with --compare, the layer as stored "
         "and quantized side by side.")] = None,
+    next_token: Annotated[bool, typer.Option("--next", help="Walk on to the next token (causal LMs: GPT-2, Llama, "
+                                             "SmolLM2, Qwen2, Mistral, Gemma 3): this layer's MLP as stages, the "
+                                             "remaining layers run in full, the final norm and the LM head, then the "
+                                             "10 likeliest next tokens with p at T = 0.5, 1 and 2.")] = False,
 ) -> None:
     """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
     embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
@@ -508,6 +512,7 @@ def model_cmd(
       attnwalk model "The cat sat" --model ./gpt2 --decode
       attnwalk model "The cat sat on the mat" --model SmolLM2-135M-Instruct.Q4_1.gguf --layer 30
       attnwalk model "The cat sat on the mat" --model ollama:smollm2:135m
+      attnwalk model "The cat sat on the" --model SmolLM2-135M-Instruct.Q4_1.gguf --next
       attnwalk model "I sat by the river bank" --quantize q4_1 --compare
       attnwalk model "I sat by the river bank" --tiles 4 --at n=4096"""
     from attnwalk.commands.model import model_command
@@ -516,7 +521,7 @@ def model_cmd(
         sentence=sentence, model=model, layer=layer, head=head, mode=mode.value, no_pause=no_pause,
         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume, predict=predict,
         format=None if format is None else format.value, output=output, compare=compare, quiz=quiz,
-        count=count, tiles=tiles, at=at, decode=decode, quantize=quantize))
+        count=count, tiles=tiles, at=at, decode=decode, quantize=quantize, next_token=next_token))
 
 
 @app.command("heads", short_help="What each head of a real model does, scored on random tokens.")
