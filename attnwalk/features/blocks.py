@@ -290,6 +290,17 @@ def _renamed_backward(backward: Backward, b: int, mine: set[str]) -> Backward:
     return backward._replace(symbols=symbols, param_cols=cols)
 
 
+def param_place(scn: Scenario, name: str) -> tuple[str | int, ...] | None:
+    """Where a block's parameter is written in a scenario file (train -o): block b's W_Q (W_Q.b)
+    in the b-th mapping of `blocks:`, block 1's in the first; None for a parameter every block
+    shares (written at the top level)."""
+    setting: Blocks = scn.setting(NAME)
+    base, dot, block = name.rpartition(".")
+    if dot and block.isdecimal() and base in setting.keys:
+        return ("blocks", int(block) - 1, base)
+    return ("blocks", 0, name) if name in setting.keys else None
+
+
 def refuse_decode(scn: Scenario) -> str | None:
     return "decoding walks one block; this scenario has several (blocks:)"
 
