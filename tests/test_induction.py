@@ -264,3 +264,18 @@ def test_the_live_view_shows_both_losses_and_every_heads_map():
         for head in (1, 2):
             assert f"layer {layer} · head {head}" in screen
     assert screen.count("prev 0.") >= 4 and "induction head L" in screen
+
+
+def test_train_o_says_adam_and_the_drawn_sequences(tmp_path):
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+
+    out = tmp_path / "trained.yaml"
+    result = CliRunner().invoke(app, ["train", "induction", "--steps", "2", "--format", "json", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    written = out.read_text(encoding="utf-8")
+    assert "2 steps of Adam" in written and "m / (sqrt(v) + eps)" in written and "gradient descent" not in written
+    assert "mean loss on the sequences its last step drew" in written
+    trained = load_scenario(str(out))
+    assert trained.setting("sequences") is not None  # it trains on, drawing as before

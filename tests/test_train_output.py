@@ -73,7 +73,9 @@ def round_trip(src: Path | str, out: Path, *extra: str) -> tuple[list, object]:
     assert out.is_file()
     scn = load_scenario(str(src))
     last = None
-    for last in descend(scn, "scaled", len(steps) - 1, _lr(scn, extra)):
+    from attnwalk.features.target import target_of
+
+    for last in descend(scn, "scaled", len(steps) - 1, _lr(scn, extra), target_of(scn).optimizer):
         pass
     assert last is not None and last.loss == steps[-1]["loss"]
     return steps, last
@@ -91,16 +93,21 @@ def test_every_builtin_round_trips(name: str, tmp_path: Path) -> None:
     src.write_text(trainable(name), encoding="utf-8")
     out = tmp_path / "out" / "trained.yaml"
     out.parent.mkdir()
-    steps, last = round_trip(src, out)
+    from attnwalk.layer.train import draws
+
+    # a lesson that draws its sequences (induction) trains 3 of its steps here; its L is the mean
+    # over each step's draws, which neither a new run's step 0 nor grad of the file's tokens repeats
+    drawn = draws(load_scenario(name))
+    steps, last = round_trip(src, out, *(("--steps", "3") if drawn else ()))
     # train of the file starts exactly where the run ended
     again = json.loads(ok("train", out, "--steps", "1", "--format", "json"))["steps"]
-    assert again[0]["loss"] == steps[-1]["loss"]
+    assert drawn or again[0]["loss"] == steps[-1]["loss"]
     # run's walk of the file is the trained walk, every stage to the bit
     assert_same_walk(compute(load_scenario(str(out)), "scaled"), last.walk)
     # export and grad take it; export's numbers are the trained walk's
     exported = json.loads(ok("export", out, "--format", "json"))
     assert exported["stages"] == json.loads(to_json(walk_data(last.walk)))["stages"]
-    assert json.loads(ok("grad", out, "--format", "json"))["loss"] == steps[-1]["loss"]
+    assert drawn or json.loads(ok("grad", out, "--format", "json"))["loss"] == steps[-1]["loss"]
     ok("run", out, "--no-pause")
 
 

@@ -102,7 +102,11 @@ class Plan:
         from attnwalk.scenario.trained import Trained, check_trained, trained_file
 
         first, last = self.reached[0], self.reached[-1]
-        how = Trained(self.source, last.step, self.lr, self.modes[0], first.loss, last.loss)
+        from attnwalk.features.target import target_of
+        from attnwalk.layer.train import draws
+
+        how = Trained(self.source, last.step, self.lr, self.modes[0], first.loss, last.loss,
+                      target_of(self.scenario).optimizer, draws(self.scenario))
         if self.text is None:
             raise UsageError("--output writes the trained layer over its scenario file's text; this "
                              "scenario was given already loaded: save it to a file and train that")

@@ -49,6 +49,12 @@ class Trained:
     mode: str
     first_loss: float  # L before any update
     loss: float  # L after the last update
+    optimizer: str = "gd"  # "gd" | "adam" (the lesson's train.optimizer)
+    drawn: bool = False  # L is the mean over each step's drawn sequences (features/sequences.py)
+
+    @property
+    def rule_en(self) -> str:
+        return "Adam" if self.optimizer == "adam" else "gradient descent"
 
 
 def param_place(name: str, scn: Scenario | None = None) -> tuple[str | int, ...]:
@@ -205,9 +211,10 @@ def _description(given: Scenario, how: Trained) -> str | dict[str, str]:
     """A paragraph on what was trained, before the original description (whose numbers are from
     before training, and which says so)."""
     loss = f"{how.first_loss:.4g} to {how.loss:.4g}"
-    en = (f"Trained: {given.name}'s layer after {how.steps} steps of gradient descent on its target "
+    en = (f"Trained: {given.name}'s layer after {how.steps} steps of {how.rule_en} on its target "
           f"(η = {how.lr:g}, {how.mode} mode); the loss L went from {loss}.")
-    zh = (f"训练后：{given.name} 这一层在它的目标上做了 {how.steps} 步梯度下降（η = {how.lr:g}，"
+    rule_zh = "Adam" if how.optimizer == "adam" else "梯度下降"
+    zh = (f"训练后：{given.name} 这一层在它的目标上做了 {how.steps} 步{rule_zh}（η = {how.lr:g}，"
           f"{how.mode} 模式），损失 L 从 {how.first_loss:.4g} 变为 {how.loss:.4g}。")
     old = given.description
     if not old:
@@ -225,9 +232,12 @@ def _header(given: Scenario, how: Trained, names: tuple[str, ...], changed: dict
     settings = [f"# Set for the trained weights: {', '.join(f'{k}: {v}' for k, v in changed.items())} (the trained "
                 "weights are used as they are)."] if changed else []
     return "\n".join([
-        f"# Trained by attnwalk train from {where}: {how.steps} steps of gradient descent,",
-        f"# W <- W - lr * dL/dW with lr = {how.lr!r}, {how.mode} mode; the loss L went from",
-        f"# {how.first_loss!r} to {how.loss!r} (the loss of the layer below"
+        f"# Trained by attnwalk train from {where}: {how.steps} steps of {how.rule_en},",
+        ("# W <- W - lr * m / (sqrt(v) + eps) (Adam)" if how.optimizer == "adam" else "# W <- W - lr * dL/dW")
+        + f" with lr = {how.lr!r}, {how.mode} mode; the loss L went from",
+        f"# {how.first_loss!r} to {how.loss!r} ("
+        + ("the layer below's mean loss on the sequences its last step drew" if how.drawn else
+           "the loss of the layer below")
         + (f", in {how.mode} mode: give --mode {how.mode} to go on)." if how.mode != "scaled" else ")."),
         f"# Trained parameters, written with every digit float64 holds: {', '.join(names)}.",
         *([f"# Too many numbers to write here, in .npy files beside this one: {', '.join(beside)}."]
