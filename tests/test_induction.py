@@ -279,3 +279,22 @@ def test_train_o_says_adam_and_the_drawn_sequences(tmp_path):
     assert "mean loss on the sequences its last step drew" in written
     trained = load_scenario(str(out))
     assert trained.setting("sequences") is not None  # it trains on, drawing as before
+
+
+def test_heads_scenario_scores_every_block_as_training_does():
+    import json
+
+    from typer.testing import CliRunner
+
+    from attnwalk.cli import app
+    from attnwalk.features.sequences import head_scores
+    from attnwalk.layer.walk import compute
+
+    result = CliRunner().invoke(app, ["heads", "--scenario", "induction", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["first"], data["repeat"]) == (1, 8)
+    ours = head_scores(compute(load_scenario("induction")))
+    assert [(h["layer"], h["head"]) for h in data["heads"]] == [(h["layer"], h["head"]) for h in ours]
+    for got, want in zip(data["heads"], ours):
+        assert got["previous_token"] == want["previous_token"] and got["induction"] == want["induction"]

@@ -66,11 +66,14 @@ def scenario_heads_data(ref: str) -> tuple[dict, bool]:
 
 
 def _layers(walk) -> list:
-    """Each layer's weights of every head, (H, N, N), in order: a scenario has one layer (the
-    blocks feature adds one a block)."""
+    """Each layer's weights of every head, (H, N, N), in order: one a block (blocks:), each the
+    weights its block's softmax makes (roles.weights_by_block)."""
     import numpy as np
 
-    return [np.stack([walk.matrix("A", h) for h in range(walk.scenario.heads)])]
+    from attnwalk.layer import roles
+
+    return [np.stack([walk.matrix(stage.key, h) for h in range(walk.scenario.heads)])
+            for stage in roles.weights_by_block(walk.graph)]
 
 
 def heads_command(*, model: str | None, length: int, seed: int, format: str | None,
