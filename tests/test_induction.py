@@ -210,6 +210,9 @@ INDUCTION = open(load_scenario("induction").path, encoding="utf-8").read()
      "sequences.repeat", "[LOW, HIGH]"),
     ("target: next", "target: {next: sun}", "sequences", "target: next"),
     ("king, star, red, moon]\nvocab", "king, star, red, sun]\nvocab", "tokens", "the same R words again"),
+    ("tokens: [<s>, ship", "tokens: [ship, ship", "tokens", "appears again"),
+    ("vocab_embeddings: {random: {seed: 129,", "embeddings: {random: {seed: 129,", "sequences",
+     "give vocab: [WORD, …] and vocab_embeddings"),
 ])
 def test_bad_sequences_are_one_line_at_their_field(old, new, field, said):
     from attnwalk.errors import ScenarioError

@@ -42,6 +42,7 @@ NAME = "sequences"
 KEYS = ("sequences",)
 STAGES: tuple = ()  # no stage: it changes what each step trains on, not the layer
 MAX_BATCH = 64
+COURSE_AFTER = {"induction": "saturation"}  # its lesson: after the lessons that train a layer
 
 
 class Sequences(NamedTuple):
@@ -74,6 +75,9 @@ def read(d: Draft) -> None:
         return
     f, node = d.f, d.top["sequences"]
     spec = f.mapping(node, "sequences", ("repeat", "batch", "seed"), ("repeat", "batch", "seed"))
+    if d.source is not None:
+        raise f.error("sequences", node, "drawn sequences replace a layer's own tokens; with a source "
+                      "(cross-attention) the keys would stay the source's: remove one of them")
     vocab = _vocab(d)
     if vocab is None or "vocab_embeddings" not in d.params:
         raise f.error("sequences", node, "drawn sequences are embedded by the vocabulary's table: "
@@ -99,9 +103,7 @@ def read(d: Draft) -> None:
         raise f.error("sequences.batch", spec["batch"], f"batch is {whole(batch)}; at most "
                       f"{MAX_BATCH} sequences a step (each is a forward and a backward walk)")
     seed = f.integer(spec["seed"], "sequences.seed", minimum=0)
-    if start not in vocab:
-        return  # the vocabulary refuses the token itself (features/unembed.py)
-    words = tuple(i for i, word in enumerate(vocab) if word != start)
+    words = tuple(i for i, word in enumerate(vocab) if word != start)  # the tokens' words at least
     d.settings[NAME] = Sequences(low, high, batch, seed, vocab.index(start), words)
 
 
@@ -199,8 +201,6 @@ def setting(scn: Scenario) -> Sequences:
 
 
 # -- the lesson's own questions: the numbers they need, from the scenario's tokens ---------------------
-
-COURSE_AFTER = {"induction": "saturation"}  # its lesson: after the training lessons, several blocks in
 
 
 def _second_copy(walk: Walk) -> dict | None:
