@@ -66,11 +66,13 @@ def scenario_heads_data(ref: str) -> tuple[dict, bool]:
 
 
 def _layers(walk) -> list:
-    """Each layer's weights of every head, (H, N, N), in order: a scenario has one layer (the
-    blocks feature adds one a block)."""
+    """Each layer's weights of every head, (H, N, N), in order: one per block of the scenario."""
     import numpy as np
 
-    return [np.stack([walk.matrix("A", h) for h in range(walk.scenario.heads)])]
+    from attnwalk.layer.roles import softmaxes
+
+    return [np.stack([walk.matrix(stage.key, h) for h in range(walk.scenario.heads)])
+            for stage in softmaxes(walk.graph)]
 
 
 def heads_command(*, model: str | None, length: int, seed: int, format: str | None,
