@@ -369,3 +369,19 @@ def test_train_writes_every_block_back_where_it_was_read(tmp_path):
     assert not np.array_equal(trained_scn.param("W_Q.2"), scn.param("W_Q.2"))
     text = out.read_text()
     assert text.count("- W_Q:") == 3 and "\nW_Q:" not in text  # block 1's weights stay in blocks[1]
+
+
+def test_heads_scores_each_block_as_a_layer(tmp_path):
+    """attnwalk heads --scenario: a row per block, each head's previous-token score the mean of
+    A[i, i − 1] of that block's weights (by the loops above)."""
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml_text())
+    out = runner.invoke(app, ["heads", "--scenario", str(path), "--format", "json"], env=ENV)
+    assert out.exit_code == 0, out.output
+    scores = {(h["layer"], h["head"]): h for h in json.loads(out.stdout)["heads"]}
+    assert len(scores) == BLOCKS * H
+    for b, ref in enumerate(reference()):
+        for h in range(H):
+            A = ref["A"][h]
+            previous = np.mean([A[i, i - 1] for i in range(1, N)])
+            assert scores[(b + 1, h + 1)]["previous_token"] == pytest.approx(previous, abs=1e-12)

@@ -158,7 +158,7 @@ def test_the_lessons_text_quotes_the_run(trained):
     scn, kept, last = trained
     end = last.walk.scenario
     labels = token_labels(scn.tokens)
-    A = last.walk.matrix(roles.weights_by_block(last.walk.graph)[1].key, 1)
+    A = last.walk.matrix(roles.softmaxes(last.walk.graph)[1].key, 1)
     query, key = labels.index("tree#12"), labels.index("book#5")
     numbers = [kept[0].loss, kept[0].numbers["loss_repeat"], kept[150].numbers["loss_repeat"],
                kept[200].numbers["loss_repeat"], last.numbers["loss_repeat"], last.loss, np.log(16),

@@ -66,14 +66,13 @@ def scenario_heads_data(ref: str) -> tuple[dict, bool]:
 
 
 def _layers(walk) -> list:
-    """Each layer's weights of every head, (H, N, N), in order: one a block (blocks:), each the
-    weights its block's softmax makes (roles.weights_by_block)."""
+    """Each layer's weights of every head, (H, N, N), in order: one per block of the scenario."""
     import numpy as np
 
-    from attnwalk.layer import roles
+    from attnwalk.layer.roles import softmaxes
 
     return [np.stack([walk.matrix(stage.key, h) for h in range(walk.scenario.heads)])
-            for stage in roles.weights_by_block(walk.graph)]
+            for stage in softmaxes(walk.graph)]
 
 
 def heads_command(*, model: str | None, length: int, seed: int, format: str | None,

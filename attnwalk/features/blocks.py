@@ -26,6 +26,7 @@ import numpy as np
 
 from attnwalk.layer import gradcells
 from attnwalk.layer.graph import SIGNED, Backward, Stage, fixed_terms, get
+from attnwalk.numbering import shown
 from attnwalk.reading.fields import shape_text
 from attnwalk.reading.yamltree import Node, indexed
 
@@ -120,19 +121,19 @@ def read(d: Draft) -> None:
         mine = _block(f, item, b)
         for key in mine:
             if key not in shapes:
-                raise f.error(f"{indexed('blocks', b)}.{key}", mine[key], f"block {b + 1} gives "
+                raise f.error(f"{indexed('blocks', b)}.{key}", mine[key], f"block {shown(b)} gives "
                               f"{key}, which block 1 does not; every block gives the same keys "
                               f"({', '.join(shapes)})")
         for key, like in shapes.items():
             field = f"{indexed('blocks', b)}.{key}"
             if key not in mine:
-                raise f.error(indexed("blocks", b), item, f"block {b + 1} has no {key}; every block "
+                raise f.error(indexed("blocks", b), item, f"block {shown(b)} has no {key}; every block "
                               f"gives the same keys as block 1 ({', '.join(shapes)})")
             value = f.vector(mine[key], field) if np.ndim(like) == 1 else f.matrix(mine[key], field)
             if value.shape != np.shape(like):
-                raise f.error(field, mine[key], f"{key} of block {b + 1} is {shape_text(value)}, but "
+                raise f.error(field, mine[key], f"{key} of block {shown(b)} is {shape_text(value)}, but "
                               f"block 1's is {shape_text(np.asarray(like))}: every block has the same shape")
-            d.params[f"{key}.{b + 1}"] = value
+            d.params[f"{key}.{shown(b)}"] = value
     d.settings[NAME] = Blocks(len(items), tuple(shapes))
 
 
@@ -163,7 +164,7 @@ def _entry_cell(c: Cell) -> list:
 
 def b_of(stage: Stage) -> int:
     """The block a stage belongs to, counted from 1."""
-    return stage.block + 1
+    return shown(stage.block)
 
 
 def _entry_stage(b: int, reads: str) -> Stage:

@@ -187,7 +187,7 @@ def head_scores(walk: Walk) -> list[dict]:
     head (layer/headscores.py): [{"layer", "head", "previous_token", "induction"}], from 1."""
     layout = probe(walk.scenario)
     out = []
-    for b, stage in enumerate(roles.weights_by_block(walk.graph)):
+    for b, stage in enumerate(roles.softmaxes(walk.graph)):
         A = np.stack([walk.matrix(stage.key, h) for h in range(walk.scenario.heads)])  # (H, n, n)
         scores = headscores.head_scores(A, layout)
         out += [{"layer": shown(b), "head": shown(h), "previous_token": float(scores["previous_token"][h]),

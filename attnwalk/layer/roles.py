@@ -36,12 +36,9 @@ def logits(graph: Graph) -> Stage:
     return get(graph, get(graph, SOFTMAX).reads[0])
 
 
-def weights_by_block(graph: Graph) -> tuple[Stage, ...]:
-    """Each block's attention weights (A, A⁽²⁾, …), block 1's first: the stage of every block that
-    holds what block 1's SOFTMAX stage holds."""
-    from attnwalk.layer.graph import blocks
-
-    return tuple(s for block in blocks(graph) for s in block if s.text_key == SOFTMAX)
+def softmaxes(graph: Graph) -> tuple[Stage, ...]:
+    """Each block's attention weights, block 1's first: A, then a later block's copy A⁽²⁾, …"""
+    return tuple(s for s in graph if s.text_key == SOFTMAX)
 
 
 def masked_view(graph: Graph) -> Stage | None:

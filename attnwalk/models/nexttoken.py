@@ -15,6 +15,7 @@ from attnwalk.layer.ops import softmax
 from attnwalk.models.blocks import Attention, layer_norm, rms_norm
 from attnwalk.models.data import Mlp, ModelError, ModelLayer, Norm, Tokenization
 from attnwalk.models.tokens import token_text
+from attnwalk.numbering import shown
 
 # family -> its final norm's tensor (GPT-2's ln_f is a LayerNorm with β; the others RMSNorms)
 FINAL = {"gpt2": "ln_f", "llama": "norm", "gemma3": "norm"}
@@ -61,7 +62,7 @@ def next_token(model, tokens: Tokenization, layer: int) -> NextToken:
             walked = trace
         stream = trace.out
     if walked is None:
-        raise ModelError(f"layer {layer + 1}: {model.info.name} has {model.config.n_layers} layers")
+        raise ModelError(f"layer {shown(layer)}: {model.info.name} has {model.config.n_layers} layers")
     final = final_norm(model, stream)
     tied, logits = head_logits(model, final.y[-1])
     ids = top_ids(logits, TOP)

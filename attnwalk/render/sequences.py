@@ -51,7 +51,7 @@ def heads_maps(step: Step, opts: ViewOptions, legend: bool = True) -> Renderable
     darker for more weight), titled with its block and head and its two scores; as many side by
     side as fit the width."""
     walk = step.walk
-    stages = roles.weights_by_block(walk.graph)
+    stages = roles.softmaxes(walk.graph)
     width = max(walk.scenario.n + 2, 19)  # a map and its border; the scores' line
     per_row = max(1, (opts.width - 2) // (width + 2))
     heads = step.numbers["heads"]
