@@ -3,7 +3,9 @@
 In a terminal a live view (app/train.py): the loss curve and the watched head's A changing as the
 steps come, paused and stepped by keys. Piped, or with --no-pause, a table of every k-th step and
 A at the start and the end (render/trainview.py); --format json, every step (export/graddata.py).
-`--compare` trains the scaled and the unscaled layer from the same start, side by side.
+`--compare` trains the scaled and the unscaled layer from the same start, side by side. A lesson
+may ask for Adam's steps (`train: {optimizer: adam}`) and draw fresh sequences at every step
+(`sequences:`, the induction lesson): then the views add L_rep and every head's map and scores.
 """
 
 from __future__ import annotations
