@@ -328,6 +328,15 @@ def trained(stages: Iterable[Stage]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def param_symbol(stages: Iterable[Stage], name: str) -> str:
+    """How parameter `name` is written: as the stage that reads it writes it (a norm's γ, a later
+    block's W_Q⁽²⁾), else its name."""
+    for stage in stages:
+        if name in stage.params and stage.backward is not None:
+            return stage.backward.symbols.get(name, name)
+    return name
+
+
 def head_dependent(stages: Graph) -> set[str]:
     """The keys of the per-head stages and of every stage made from one."""
     found = {s.key for s in stages if s.per_head}
