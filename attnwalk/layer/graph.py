@@ -191,6 +191,7 @@ def symbol_of(name: str, scn: Scenario | None = None) -> str:
         for stage in scn.graph:
             if stage.key == name:
                 return stage.symbol
+        return param_symbol(scn.graph, name)  # a parameter: W_Q, a later block's W_Q⁽²⁾
     return name
 
 
