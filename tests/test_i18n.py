@@ -92,17 +92,30 @@ def gradient_stages():
     tied = (Path(__file__).resolve().parents[1] / "scenarios" / "next_token.yaml").read_text(encoding="utf-8")
     W_U = load_scenario("next_token").param("vocab_embeddings").T.tolist()  # the lesson untied: its own W_U
     scenarios.append(scenario_from_text(tied.replace("\ntie_embeddings: true\n", f"\nW_U: {W_U}\n"), "untied.yaml"))
-    return {stage.key: stage for scn in scenarios for stage in grad_stages(scn)}
+    scenarios.append(two_blocks())
+    return {stage.text_key: stage for scn in scenarios for stage in grad_stages(scn)}
+
+
+def two_blocks():
+    """Two blocks with a target (features/blocks.py): a later block's stages and gradients are
+    block 1's text, and its input X⁽²⁾ has its own."""
+    from attnwalk.scenario.load import scenario_from_text
+
+    eye = "[[1, 0], [0, 1]]"
+    block = f"{{W_Q: {eye}, W_K: {eye}, W_V: {eye}, W_O: {eye}}}"
+    return scenario_from_text(f"tokens: [a, b]\nembeddings: {eye}\nblocks: [{block}, {block}]\n"
+                              f"target: {{output: {eye}}}\n", "two.yaml")
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_stage_has_its_text_and_no_other_stage_does(lang):
     stages = load(lang)["stage"]
     gradients = gradient_stages()
-    assert set(stages) == {stage.key for stage in STAGES} | set(gradients)
+    later = {stage.text_key for stage in two_blocks().graph if stage.shown}  # X⁽²⁾'s own
+    assert set(stages) == {stage.key for stage in STAGES} | set(gradients) | later
     for stage in [*STAGES, *gradients.values()]:
         for field in ("title", "what", "why", "mistake"):
-            assert stages[stage.key].get(field, "").strip(), f"{lang}: stage.{stage.key}.{field}"
+            assert stages[stage.text_key].get(field, "").strip(), f"{lang}: stage.{stage.text_key}.{field}"
 
 
 @pytest.mark.parametrize("lang", LANGS)

@@ -79,6 +79,8 @@ def _step(dec: Decode, step: Step, head: int | None) -> dict[str, Any]:
         out["heads"] = [_head(scn, h, allowed) for h in step.heads]
     if step.o is not None:
         out["o"] = step.o.tolist()
+    for key, row in step.block.items():  # the block after the output (residual, FFN), keys in lower case
+        out.setdefault(key.lower(), row.tolist())
     out["work"] = {"cached": _work(step.cached), "rerun": _work(step.rerun)}
     out["difference"] = step.difference
     return out

@@ -51,7 +51,7 @@ class Weight:
         if scn.heads > 1:  # every head's block side by side: h·d_k columns (W_O: h·d_v rows)
             per = "g" if stage.shared and scn.groups < scn.heads else "h"  # W_K, W_V: g K/V heads
             names = [name if name == "d_model" else f"{per}·{name}" for name in names]
-        self.matrix = getattr(scn, self.name)
+        self.matrix = scn.param(self.name)
         rows, cols = self.matrix.shape
         self.shape = f"{rows} × {cols} = {names[0]} × {names[1]}"
         self.row_shown = shown_indices(rows, opts.max_rows)
@@ -61,11 +61,12 @@ class Weight:
         self.cols = [labels[j] if j is not GAP else None for j in self.col_shown]
         tx = text(opts.lang)
         self.corner = tx.t("handout.dim")
-        self.caption = tx.t("handout.weight", name=self.name, shape=self.shape)
+        shown = stage.backward.symbols.get(self.name, self.name) if stage.backward else self.name  # W_Q⁽²⁾
+        self.caption = tx.t("handout.weight", name=shown, shape=self.shape)
 
 
 def _weight(walk: Walk, stage: Stage, opts: ViewOptions) -> Weight | None:
-    if stage.weight is None or getattr(walk.scenario, stage.weight) is None:
+    if stage.weight is None or walk.scenario.param(stage.weight) is None:
         return None
     return Weight(walk, stage, opts)
 

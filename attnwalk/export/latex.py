@@ -84,7 +84,7 @@ def math_text(formula: str) -> str:
     s = re.sub(r"_(\\mathrm\{[^}]*\}|\d{2,})", r"_{\1}", s)
     s = _superscripts(s)
     s = re.sub(r"\^([−-]?(?:∞|\d+(?:\.\d+)?))", r"^{\1}", s)  # e^−∞, e^800: one group
-    s = "".join(_MATH.get(ch, ch) for ch in s)
+    s = "".join(_MATH.get(ch, ch) for ch in symbols.block_marks(s, False))
     s = re.sub(r" +(?=[})\]]|\\\}|\\rvert)", "", re.sub(" {2,}", " ", s))  # "\infty }" -> "\infty}"
     return s.replace("\x00", "\\ ").strip()
 

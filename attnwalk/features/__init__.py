@@ -21,7 +21,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from attnwalk.features import alibi, biases, cross, gqa, heads, masks, model, norm, output, quantize, rope, scores, sinks, target, tiles, unembed
+from attnwalk.features import (alibi, biases, blocks, cross, ffn, gqa, heads, masks, model, norm, output, quantize,
+                               residual, rope, scores, sinks, target, tiles, unembed)
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -31,9 +32,11 @@ if TYPE_CHECKING:
 # stage after Z before the others reroute what it reads and add their notes to it; a real model's
 # stages come before the grouped heads' text, which names them; quantize reads every weight
 # matrix the features before it read, W_O included; a target is read last, against the output's
-# width and the mask; the unembedding reads the block's output, the last block's, before quantize).
+# width and the mask; the residual and the FFN after the norm, which tells them where its second
+# norm stands; several blocks copy the block so far; the unembedding reads the block's output, the
+# last block's, before quantize).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, sinks, model, biases,
-                                    gqa, norm, unembed, quantize, target)
+                                    gqa, norm, residual, ffn, blocks, unembed, quantize, target)
 
 
 def graph_of(scn: Scenario) -> Graph:
@@ -44,7 +47,19 @@ def graph_of(scn: Scenario) -> Graph:
     for feature in FEATURES:
         if feature.active(scn):
             feature.extend(stages, scn)
-    return tuple(stages)
+    return _in_blocks(stages)
+
+
+def _in_blocks(stages: list[Stage]) -> Graph:
+    """Each stage in the block of the latest block it reads from: a stage a feature adds after the
+    last block (the unembedding's) belongs to that block, evaluated and walked with it."""
+    block: dict[str, int] = {}
+    out = []
+    for stage in stages:
+        b = max([stage.block, *(block[name] for name in stage.inputs if name in block)])
+        block[stage.key] = b
+        out.append(stage if b == stage.block else stage._replace(block=b))
+    return tuple(out)
 
 
 def catalog() -> Graph:

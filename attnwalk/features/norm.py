@@ -7,6 +7,17 @@ token's row of X is normalised on its own before W_Q, W_K and W_V read it.
 `norm_gamma` and `norm_beta` (d_model numbers each; ones and zeros unless given; β only with
 layer) and `norm_eps` (1e-5 unless given) are optional. The stage LN stands between X and the
 projections (and, in cross-attention, between the source's X and K, V), so Q, K and V read it.
+
+`norm_placement: pre | post` says where the norms of a block stand (pre unless given):
+
+    pre    GPT-2, Llama: LN(X) before the projections, LN₂(H) before the FFN; the residual
+           stream itself is never normalised (H = X + O, Y = H + F)
+    post   the original Transformer (Vaswani et al., 2017) and BERT: each residual sum is
+           normalised, LN(X + O) and LN₂(LN(H) + F); the projections read X itself
+
+The second norm's γ₂, β₂ are the FFN's keys `ffn_norm_gamma`, `ffn_norm_beta` (features/ffn.py
+reads them with `read_gamma_beta`). The residual and the FFN put these norms in the graph where
+`after_sum` and `before_ffn` say: the norm's kind and placement are asked of this module alone.
 """
 
 from __future__ import annotations
@@ -18,7 +29,7 @@ import numpy as np
 from attnwalk.layer import normcells, norms
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.cells import dims_shown
-from attnwalk.layer.graph import Backward, Stage, amend, has, insert_after, reroute
+from attnwalk.layer.graph import Backward, Stage, amend, has, insert_after, reroute, symbol_of
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -29,13 +40,15 @@ if TYPE_CHECKING:
     from attnwalk.scenario.scenario import Scenario
 
 NAME = "norm"
-KEYS = ("norm", "norm_gamma", "norm_beta", "norm_eps")
+KEYS = ("norm", "norm_gamma", "norm_beta", "norm_eps", "norm_placement")
 KINDS = ("layer", "rms")
+PLACEMENTS = ("pre", "post")
 
 
 class Norm(NamedTuple):
     kind: str  # "layer" | "rms"
     eps: float = 1e-5
+    placement: str = "pre"  # "pre" | "post"
 
 
 def active(scn: Scenario) -> bool:
@@ -51,6 +64,7 @@ def read(d: Draft) -> None:
                               "remove it, or add norm")
         return
     kind = f.choice(top["norm"], "norm", KINDS)
+    placement = f.choice(top["norm_placement"], "norm_placement", PLACEMENTS) if "norm_placement" in top else "pre"
     eps = 1e-5
     if "norm_eps" in top:
         eps = f.number(top["norm_eps"], "norm_eps")
@@ -69,7 +83,37 @@ def read(d: Draft) -> None:
             raise f.error(key, top[key], f"{key} has {value.shape[0]} numbers, but d_model is "
                           f"{d_model}: one for each column of X")
         d.params[key] = value
-    d.settings[NAME] = Norm(kind, eps)
+    d.settings[NAME] = Norm(kind, eps, placement)
+
+
+def read_gamma_beta(d: Draft, gamma: str, beta: str) -> None:
+    """A second norm's γ and β (`gamma`, `beta`: its keys; ones and zeros unless given; no β
+    under RMSNorm) into d.params, or an error naming a key given without `norm`."""
+    f, top, norm = d.f, d.top, d.settings.get(NAME)
+    if norm is None:
+        for key in (gamma, beta):
+            if key in top:
+                raise f.error(key, top[key], f"{key} is the γ or β of the norm before the FFN, and there "
+                              "is no norm: add norm: layer or norm: rms, or remove it")
+        return
+    if norm.kind == "rms" and beta in top:
+        raise f.error(beta, top[beta], f"{beta} is only used with norm: layer (RMSNorm has no β); "
+                      "remove it, or use norm: layer")
+    d_model = d.main.d_model
+    for key, default in ((gamma, np.ones(d_model)), (beta, np.zeros(d_model))):
+        if key == beta and norm.kind == "rms":
+            continue
+        value = f.vector(top[key], key) if key in top else default
+        if value.shape[0] != d_model:
+            raise f.error(key, top[key], f"{key} has {value.shape[0]} numbers, but d_model is "
+                          f"{d_model}: one for each column of the residual stream")
+        d.params[key] = value
+
+
+def placed_after_sums(d: Draft) -> bool:
+    """Does the draft's norm stand after each residual sum (norm_placement: post)?"""
+    norm = d.settings.get(NAME)
+    return norm is not None and norm.placement == "post"
 
 
 def _norm(scn: Scenario) -> Norm:
@@ -86,15 +130,22 @@ def _normalized(ctx: Context, X: np.ndarray, gamma: np.ndarray, beta: np.ndarray
 def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
     if scn.setting(NAME) is None:  # LN asked of a layer without it (explain's catalog): as written
         return base
-    norm, x = _norm(scn), stage.reads[0]
+    norm, x = _norm(scn), symbol_of(stage.reads[0], scn)
+    g, b = _which(stage)
     if norm.kind == "rms":
-        return f"RMSNorm({x}) = {x} / RMS · γ,  RMS = √(mean({x}[i, :]²) + ε),  ε = {norm.eps:g}"
-    return (f"LN({x}) = ({x} − μ) / σ · γ + β,  μ = mean({x}[i, :]),  σ = √(var({x}[i, :]) + ε),"
+        return f"{stage.symbol} = {x} / RMS · γ{g},  RMS = √(mean({x}[i, :]²) + ε),  ε = {norm.eps:g}"
+    return (f"{stage.symbol} = ({x} − μ) / σ · γ{g} + β{b},  μ = mean({x}[i, :]),  σ = √(var({x}[i, :]) + ε),"
             f"  ε = {norm.eps:g}")
 
 
+def _which(stage: Stage) -> tuple[str, str]:
+    """How γ and β are subscripted: the first norm's plain, the second's (the FFN's) γ₂, β₂."""
+    return ("", "") if stage.params[0] == "norm_gamma" else ("₂", "₂")
+
+
 def _variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    return ("rms",) if _norm(scn).kind == "rms" else ()
+    norm = _norm(scn)
+    return ("post",) if norm.placement == "post" else ("rms",) if norm.kind == "rms" else ()
 
 
 def cell(c: Cell) -> list:
@@ -102,27 +153,33 @@ def cell(c: Cell) -> list:
     (RMSNorm), each from the digits printed before it."""
     norm = _norm(c.scn)
     x_key, X = c.walk.input(c.stage, 0)
+    x_key = symbol_of(x_key, c.scn)  # X; the residual stream's H
     x = X[c.row]  # (d_model,)
     tok, dim = c.rows[c.row], c.cols[c.col]
     name = f"{x_key}[{tok}]"
-    gamma = c.scn.param("norm_gamma")[c.col]
+    gamma = c.scn.param(c.stage.params[0])[c.col]
+    which = _which(c.stage)[0]
     lines: list = [f"{name} = {c.vec(x)}", *dims_shown(c, len(x))]
     if norm.kind == "rms":
         rms = float(norms.rms(x[None, :], norm.eps)[0, 0])
         lines += normcells.rms_lines(c, name, x, rms, norm.eps)
         return lines + normcells.rms_normalized_lines(
-            c, f"{c.sym()}[{tok}, {dim}] = {x_key}[{tok}, {dim}] / RMS {c.mk.times} γ[{dim}]", x[c.col], rms, gamma)
+            c, f"{c.sym()}[{tok}, {dim}] = {x_key}[{tok}, {dim}] / RMS {c.mk.times} γ{which}[{dim}]", x[c.col], rms, gamma)
     mu, sigma = norms.stats(x[None, :], norm.eps)[0]
     mean_lines, mu_shown = normcells.mean_lines(c, name, x, mu)
     sigma_lines, sigma_shown = normcells.sigma_lines(c, name, x, mu, sigma, norm.eps)
-    beta = c.scn.param("norm_beta")[c.col]
+    beta = c.scn.param(c.stage.params[1])[c.col]
     return [*lines, *mean_lines, *sigma_lines,
             *normcells.normalized_lines(c, f"{c.sym()}[{tok}, {dim}]", x[c.col], mu_shown, sigma_shown,
-                                        gamma, beta)]
+                                        gamma, beta, which)]
 
 
 def _step(scn: Scenario, mode: Mode, x: str) -> str:
     return f"RMSNorm({x})" if _norm(scn).kind == "rms" else f"LN({x})"
+
+
+def _step2(scn: Scenario, mode: Mode, x: str) -> str:
+    return f"RMSNorm₂({x})" if _norm(scn).kind == "rms" else f"LN₂({x})"
 
 
 def _grad(ctx: Context, d: np.ndarray, out: np.ndarray, X: np.ndarray, gamma: np.ndarray,
@@ -148,7 +205,10 @@ def _grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
 
 
 def grad_variants(scn: Scenario) -> tuple[str, ...]:
-    """The backward walk's text variants: ∂L/∂X goes back through the norm (rms: RMSNorm's)."""
+    """The backward walk's text variants: ∂L/∂X goes back through the norm (rms: RMSNorm's); not
+    under post placement, where the projections read X itself."""
+    if _norm(scn).placement == "post":
+        return ()
     return ("rms", "normed") if _norm(scn).kind == "rms" else ("normed",)
 
 
@@ -160,7 +220,22 @@ STAGES = (
 )
 
 
+
+_BACK = Backward(_grad, _terms, _grad_cell, {"norm_gamma": "γ", "norm_beta": "β"})
+_BACK2 = _BACK._replace(symbols={"ffn_norm_gamma": "γ₂", "ffn_norm_beta": "β₂"})
+# the norm before the FFN (pre) or after its residual sum (post), with γ₂, β₂; placed by after_sum
+# and before_ffn, which the residual and the FFN call
+SECOND = Stage("LN2", "LN₂(H)", "LN₂(H) = (H − μ) / σ · γ₂ + β₂", "n", "d_model", _normalized,
+               reads=("H",), params=("ffn_norm_gamma", "ffn_norm_beta"), formula_for=_formula,
+               variants=lambda scn, mode: ("post",) if _norm(scn).placement == "post" else (),
+               worked=cell, overflow="use a smaller W_O or W_2, or a larger norm_eps",
+               aliases=("ln2", "ln_2", "norm2"), step=_step2, backward=_BACK2)
+STAGES += (SECOND,)
+
+
 def extend(stages: list[Stage], scn: Scenario) -> None:
+    if _norm(scn).placement == "post":  # the norms stand after the residual sums (after_sum)
+        return
     stage = STAGES[0]
     if _norm(scn).kind == "rms":  # no β, and its own name
         stage = stage._replace(symbol="RMSNorm(X)", params=("norm_gamma",))
@@ -174,6 +249,35 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     for key in ("Q", "K", "V"):  # made from the normalised rows: their text says so
         amend(stages, key, variants=lambda scn, mode, names: ("normed", *names))
     # nothing else changes: decode, tiles, compare, export and the quiz read the graph
+
+
+def _second_norm(scn: Scenario, template: Stage, reads: str, symbol: str) -> Stage:
+    """`template` (LN or LN₂) reading stage `reads`, printed `symbol` of that stage's symbol; RMSNorm
+    has no β."""
+    rms = _norm(scn).kind == "rms"
+    name = symbol.replace("LN", "RMSNorm") if rms else symbol
+    return template._replace(symbol=name, reads=(reads,), params=template.params[:1] if rms else template.params)
+
+
+def after_sum(scn: Scenario, reads: str, second: bool) -> tuple[Stage, ...]:
+    """The norm that stands after a residual sum (stage `reads`): under norm_placement: post, LN(H)
+    after attention's sum (`second` False, γ and β) or LN₂(Y) after the FFN's (γ₂, β₂); none under
+    pre or without a norm."""
+    if scn.setting(NAME) is None or _norm(scn).placement != "post":
+        return ()
+    x = symbol_of(reads, scn)
+    if second:
+        return (_second_norm(scn, SECOND, reads, f"LN₂({x})"),)
+    first = STAGES[0]._replace(variants=_variants, aliases=("norm", "ln", "layernorm", "rmsnorm", "ln1"))
+    return (_second_norm(scn, first, reads, f"LN({x})"),)
+
+
+def before_ffn(scn: Scenario, reads: str, symbol: str) -> tuple[Stage, ...]:
+    """The norm the FFN's input goes through (norm_placement: pre): LN₂(H) with γ₂, β₂, reading
+    stage `reads` (printed `symbol`); none under post or without a norm."""
+    if scn.setting(NAME) is None or _norm(scn).placement != "pre":
+        return ()
+    return (_second_norm(scn, SECOND, reads, f"LN₂({symbol})"),)
 
 
 # -- the layer_norm lesson's own questions (tutor/lessonquiz.py asks them; their text is

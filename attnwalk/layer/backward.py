@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.errors import UsageError
-from attnwalk.layer.graph import Graph, Stage, needed, segments
+from attnwalk.layer.graph import Graph, Stage, blocks, needed, segments
 from attnwalk.layer.walk import Walk, whole
 
 if TYPE_CHECKING:
@@ -55,10 +55,11 @@ class Grads:
 
 
 def output_of(stages: Graph) -> str:
-    """The key of the layer's output Y among `stages` (roles.output: W_O's O, else concat)."""
-    from attnwalk.layer.roles import output
+    """The key of the layer's output Y among `stages`: the block's output (roles.block_output: the
+    FFN's Y, the residual's H, else W_O's O or concat), what an output target compares."""
+    from attnwalk.layer.roles import block_output
 
-    return output(stages).key
+    return block_output(stages).key
 
 
 def output_key(walk: Walk) -> str:
@@ -98,54 +99,61 @@ def backward(walk: Walk, seeds: Seeds, loss: float) -> Grads:
     h's)."""
     scn = walk.scenario
     path = path_of(walk.computed, loss_end(scn))
-    before, per_head, after = segments(path)
-    per_head_keys = {s.key for s in per_head}
     shared: dict[str, np.ndarray] = {}
     heads: list[dict[str, np.ndarray]] = [{} for _ in range(scn.heads)]
     params: dict[str, np.ndarray] = {}
     for (key, head), g in seeds.items():
         _add(shared if head is None else heads[head], key, g)
     ctx = whole(scn, walk.mode, walk.amplify)
-
     with np.errstate(over="ignore", invalid="ignore"):
-        for stage in reversed(after):
-            def value(name: str) -> object:
-                return [h.mats[name] for h in walk.heads] if name in per_head_keys else _forward(walk, name)
-
-            def put(name: str, g: object, param: bool) -> None:
-                if name in per_head_keys:
-                    for h, g_h in enumerate(g):  # type: ignore[arg-type]
-                        _add(heads[h], name, g_h)
-                else:
-                    _add(params if param else shared, name, g)
-
-            _pass_back(stage, ctx, shared.get(stage.key), walk.mats[stage.key], value, put)
-        for h in range(scn.heads):
-            ctx.head = h
-            own = walk.heads[h].mats  # its per-head matrices and its blocks of Q, K, V
-
-            def value(name: str) -> object:
-                return own[name] if name in own else _forward(walk, name)
-
-            def put(name: str, g: object, param: bool) -> None:
-                _add(params if param else heads[h] if name in own else shared, name, g)
-
-            for stage in reversed(per_head):
-                _pass_back(stage, ctx, heads[h].get(stage.key), own[stage.key], value, put)
-        for stage in before:  # each head's share of a split matrix, into its block
-            if stage.split:
-                _fold_heads(stage, walk, heads, shared)
-        for stage in reversed(before):
-            if stage.compute is None:
-                continue
-
-            def put(name: str, g: object, param: bool) -> None:
-                _add(params if param else shared, name, g)
-
-            _pass_back(stage, ctx, shared.get(stage.key), walk.mats[stage.key],
-                       lambda name: _forward(walk, name), put)
+        for stages in reversed(blocks(path)):  # the last block first
+            _block_back(walk, stages, ctx, shared, heads, params)
     _zeros_where_none(walk, path, shared, heads, params)
     return Grads(walk, loss, path, shared, heads, params)
+
+
+def _block_back(walk: Walk, path: Graph, ctx: Context, shared: dict, heads: list[dict], params: dict) -> None:
+    """One block's stages passed back, the reverse of its evaluation: after the heads, each head's,
+    each head's share of Q, K, V into its block, before the heads."""
+    scn = walk.scenario
+    before, per_head, after = segments(path)
+    per_head_keys = {s.key for s in per_head}
+    for stage in reversed(after):
+        def value(name: str) -> object:
+            return [h.mats[name] for h in walk.heads] if name in per_head_keys else _forward(walk, name)
+
+        def put(name: str, g: object, param: bool) -> None:
+            if name in per_head_keys:
+                for h, g_h in enumerate(g):  # type: ignore[arg-type]
+                    _add(heads[h], name, g_h)
+            else:
+                _add(params if param else shared, name, g)
+
+        _pass_back(stage, ctx, shared.get(stage.key), walk.mats[stage.key], value, put)
+    for h in range(scn.heads):
+        ctx.head = h
+        own = walk.heads[h].mats  # its per-head matrices and its blocks of Q, K, V
+
+        def value(name: str) -> object:
+            return own[name] if name in own else _forward(walk, name)
+
+        def put(name: str, g: object, param: bool) -> None:
+            _add(params if param else heads[h] if name in own else shared, name, g)
+
+        for stage in reversed(per_head):
+            _pass_back(stage, ctx, heads[h].get(stage.key), own[stage.key], value, put)
+    for stage in before:  # each head's share of a split matrix, into its block
+        if stage.split:
+            _fold_heads(stage, walk, heads, shared)
+    for stage in reversed(before):
+        if stage.compute is None:
+            continue
+
+        def put(name: str, g: object, param: bool) -> None:
+            _add(params if param else shared, name, g)
+
+        _pass_back(stage, ctx, shared.get(stage.key), walk.mats[stage.key],
+                   lambda name: _forward(walk, name), put)
 
 
 def _pass_back(stage: Stage, ctx: Context, d: np.ndarray | None, out: np.ndarray, value, put) -> None:

@@ -149,7 +149,8 @@ def notes_for(key: str):
         projected = projected_from(scn.graph).key  # X, or a norm's output: the projections' input
         when = {"grad.masked": scn.masked and mode.smooth, "grad.uniform": not mode.smooth,
                 "grad.group": scn.groups < scn.heads and scope == "split",
-                "grad.paths": len(readers(scn, mode, name, scope)) > 1,  # not with a source: K, V read it
+                # the projections' paths meeting (not with a source: K, V read it; not the residual's)
+                "grad.paths": sum(1 for R, _ in readers(scn, mode, name, scope) if R.weight) > 1,
                 "grad.attend": attend, "grad.seed_attend": attend,
                 "grad.normed": projected != "X"}
         # and each feature's own notes on a gradient (RoPE's turned back; quantize: the weights read

@@ -22,7 +22,8 @@ import numpy as np
 
 from attnwalk.layer import gradscreens
 from attnwalk.layer.backward import Grads, loss_end, objective, path_of
-from attnwalk.layer.graph import Graph, Stage, segments
+from attnwalk.layer.graph import Graph, Stage, blocks as block_stages, segments
+from attnwalk.layer.roles import MIXED
 from attnwalk.layer.stages import blocks
 from attnwalk.layer.walk import Head, Walk
 from attnwalk.numbering import shown
@@ -55,7 +56,9 @@ def grad_stages(scn: Scenario, mode: Mode | str = "scaled") -> tuple[Stage, ...]
     path = path_of(computed, loss_end(scn))  # to the output, and on to the stage the loss reads (ℓ)
     shown = {s.key for s in computed if s.shown}
     by_key = {s.key: s for s in path}
-    return (objective(scn).LOSS_STAGE, *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown)))
+    last = max((s.block for s in path), default=0)  # the loss reads the last block: its screens come first
+    return (objective(scn).LOSS_STAGE._replace(block=last),
+            *(_grad_stage(key, scope, by_key, scn) for key, scope in _order(path, scn, shown)))
 
 
 def grad_walk(grads: Grads) -> GradWalk:
@@ -93,14 +96,34 @@ def _order(path: Graph, scn: Scenario, shown: set[str]) -> list[tuple[str, str]]
     """(forward key, scope) of each gradient screen in the order it completes. Scope: "once" (a
     stage computed once), "head" (a per-head stage), "view" (a head's share of Q, K, V), "split"
     (Q, K, V full width, after the heads), "param" (a weight). The layer's inputs (E, P, ALiBi's
-    B: made from nothing) and hidden stages have no screen."""
-    before, per_head, after = segments(path)
+    B: made from nothing) and hidden stages have no screen. Several blocks: the last block's
+    first. A name is complete when every stage of the path that reads it has passed back (X, read
+    by Q, K, V and by a residual after the heads, completes with the last of them)."""
+    made = {s.key for s in path if s.inputs and s.key in shown}  # what has a screen
+    remaining: dict[str, int] = {}
+    for stage in path:
+        for name in stage.inputs:
+            remaining[name] = remaining.get(name, 0) + 1
+    out: list[tuple[str, str]] = []
+    per_head = {s.key for s in path if s.per_head}
+    read = {name for s in path for name in s.inputs}
+    for stage in path:  # where the path ends: the output Y, or the stage the loss reads after it (ℓ)
+        if stage.key in made and stage.key not in per_head and stage.key not in read:
+            out.append((stage.key, "once"))
+    for stages in reversed(block_stages(path)):
+        out += _block_order(list(stages), scn, made, remaining)
+    return out
+
+
+def _block_order(path: list[Stage], scn: Scenario, made: set[str], remaining: dict[str, int]) -> list[tuple[str, str]]:
+    """_order's screens of one block's stages."""
+    before, per_head, after = segments(tuple(path))
     per_head_keys = {s.key for s in per_head}
     split = {s.key for s in before if s.split}
-    made = {s.key for s in path if s.inputs and s.key in shown}  # what has a screen
     one = scn.heads == 1
     out: list[tuple[str, str]] = []
-    heads: list[tuple[str, str]] = [("Z", "head")] if "Z" in per_head_keys else []
+    # each head's mixing Z (read by concat after the heads): the first of a head's screens
+    heads: list[tuple[str, str]] = [(s.key, "head") for s in per_head if s.text_key == MIXED]
     later: list[tuple[str, str]] = []  # the per-head stages' parameters (w_a): after the heads
 
     def once(name: str, param: bool) -> None:
@@ -118,28 +141,21 @@ def _order(path: Graph, scn: Scenario, shown: set[str]) -> list[tuple[str, str]]
         elif name in split:  # with one head, its share is the whole of it
             heads.append((name, "head" if one else "view"))
 
-    read = {name for s in path for name in s.inputs}
-    for stage in path:  # where the path ends: the output Y, or the stage the loss reads after it (ℓ)
-        if stage.key in made and stage.key not in per_head_keys and stage.key not in read:
-            out.append((stage.key, "once"))
-    _completed(after, once)
-    _completed(per_head, per)
+    _completed(after, once, remaining)
+    _completed(per_head, per, remaining)
     out += heads
     if not one:
         out += [(s.key, "split") for s in reversed(before) if s.key in split]
     out += later
-    _completed(before, once)
+    _completed(before, once, remaining)
     return out
 
 
-def _completed(section: list[Stage], emit) -> None:
-    """Walk `section` in reverse; each input whose readers in it have all passed back is complete:
-    emit(name, is it a parameter), a stage's parameters first, then what it reads whole, then the
-    rest (Z = A · V: ∂L/∂V before ∂L/∂A, whose path goes on)."""
-    remaining: dict[str, int] = {}
-    for stage in section:
-        for name in stage.inputs:
-            remaining[name] = remaining.get(name, 0) + 1
+def _completed(section: list[Stage], emit, remaining: dict[str, int]) -> None:
+    """Walk `section` in reverse; each input whose readers have all passed back (`remaining`
+    counts them over the whole path) is complete: emit(name, is it a parameter), a stage's
+    parameters first, then what it reads whole, then the rest (Z = A · V: ∂L/∂V before ∂L/∂A,
+    whose path goes on)."""
     for stage in reversed(section):
         first_param = len(stage.reads) + len(stage.keys)
         named = list(enumerate(stage.inputs))
@@ -156,6 +172,7 @@ def _grad_stage(key: str, scope: str, by_key: dict[str, Stage], scn: Scenario) -
         rows, cols = _param_axes(key, owner, scn)
         symbol = grad_symbol(owner.backward.symbols.get(key, key))
         return Stage(f"d{key}", symbol, f"{symbol} = …", rows, cols, None, reads=(f"d{owner.key}",),
+                     block=owner.block, base=_base_param(key, owner),
                      formula_for=gradscreens.formula, variants=gradscreens.variants, notes=gradscreens.notes_for(f"d{key}"),
                      worked=gradscreens.chain, aliases=(f"d{key}".lower(),))
     F = by_key[key]
@@ -167,10 +184,17 @@ def _grad_stage(key: str, scope: str, by_key: dict[str, Stage], scn: Scenario) -
     readers = tuple(f"d{s.key}" for s in by_key.values() if key in s.inputs)
     if scope == "split":
         readers = (f"d{key}_h",)
-    return Stage(gkey, symbol, f"{symbol} = …", F.rows, cols, None, reads=readers,
+    base = "" if not F.base else (f"d{F.base}_h" if scope == "view" else f"d{F.base}")
+    return Stage(gkey, symbol, f"{symbol} = …", F.rows, cols, None, reads=readers, block=F.block, base=base,
                  per_head=scope in ("head", "view"), split=scope == "split", shared=F.shared,
                  formula_for=gradscreens.formula, variants=gradscreens.variants, notes=gradscreens.notes_for(gkey),
                  worked=gradscreens.chain, aliases=(gkey.lower(), gkey.lower().replace("^", "")))
+
+
+def _base_param(key: str, owner: Stage) -> str:
+    """The text of a later block's weight's gradient: block 1's (∂L/∂W_Q⁽²⁾ reads as ∂L/∂W_Q)."""
+    suffix = f".{owner.block + 1}"
+    return f"d{key[:-len(suffix)]}" if owner.block and key.endswith(suffix) else ""
 
 
 def _param_axes(key: str, owner: Stage, scn: Scenario) -> tuple[str, str]:

@@ -115,6 +115,13 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     # a softmax's logit besides the keys, for head h (an attention sink): it takes part in the
     # normaliser but is no key's, so a row's weights sum to 1 minus its share (cells, tiles)
     extra_logit: Callable[[Scenario, int], float] | None = None
+    block: int = 0  # the block it belongs to, from 0: several blocks over the same tokens (features/blocks.py)
+    base: str = ""  # a later block's copy: the key of block 1's stage it repeats, whose text it has
+
+    @property
+    def text_key(self) -> str:
+        """The key its words are filed under in the text files: block 1's stage's for a copy."""
+        return self.base or self.key
 
     @property
     def square(self) -> bool:
@@ -332,8 +339,19 @@ def head_dependent(stages: Graph) -> set[str]:
     return found
 
 
+def blocks(stages: Graph) -> list[Graph]:
+    """The stages of each block, the blocks in the order they first appear (one block unless
+    features/blocks.py made more; the backward walk's screens meet the last block first): each
+    block is evaluated, or walked, as one layer, before its heads, per head, after them."""
+    order: dict[int, list[Stage]] = {}
+    for stage in stages:
+        order.setdefault(stage.block, []).append(stage)
+    return [tuple(group) for group in order.values()]
+
+
 def segments(stages: Graph) -> tuple[list[Stage], list[Stage], list[Stage]]:
-    """The stages computed before the heads, the per-head ones, and those made from the heads'."""
+    """The stages computed before the heads, the per-head ones, and those made from the heads'
+    (of one block: `blocks` splits a layer of several)."""
     dependent = head_dependent(stages)
     before = [s for s in stages if s.key not in dependent]
     per_head = [s for s in stages if s.per_head]

@@ -32,7 +32,7 @@ import numpy as np
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.graph import Context, Graph, get, head_block, needed, segments
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
-from attnwalk.layer.roles import CONCAT, MIXED, SCALED, SCORES, SOFTMAX, output, path, score_stages
+from attnwalk.layer.roles import CONCAT, MIXED, SCALED, SCORES, SOFTMAX, block_output, output, path, score_stages
 from attnwalk.layer.walk import Walk, compute, run
 
 if TYPE_CHECKING:
@@ -94,7 +94,10 @@ class Step:
     o: np.ndarray | None  # (d_model,) = concat · W_O, when the scenario has W_O
     cached: Work  # this step's multiply-adds with the cache
     rerun: Work  # the same token's output without a cache: the layer rerun on tokens 1 … t
-    difference: float  # largest |z_t − Z[t]| (and |o_t − O[t]|) against the causal walk
+    difference: float  # largest |z_t − Z[t]| (and |o_t − O[t]|, and the block's rows) against the causal walk
+    # (d,) the row of every stage after the attention's output on the way to the block's output
+    # (the residual's h_t, the FFN's u_t, g_t, f_t, y_t, a norm between): row-wise, from o_t and x_t
+    block: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def reused(self) -> int:
@@ -181,12 +184,15 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
     check_decodable(scn)
     mode = mode_named(mode)
     walk = compute(scn, mode)
-    final = output(walk.computed).key  # the layer's output: W_O's O, else concat
-    graph = needed(walk.computed, [final])
+    final = output(walk.computed).key  # the attention's output: W_O's O, else concat
+    end = block_output(walk.computed).key  # the block's: the FFN's Y, the residual's H, else final
+    graph = needed(walk.computed, [final, end])
     cache = Cache(graph, scn)
     # the rows a step shows besides q, k, v, a and z, the same at every step: every stage between
-    # the scores and a_t, and every per-head stage after z_t on the way to the output
-    shown = (score_stages(graph), [s for s in path(graph, MIXED, final) if s.per_head], final)
+    # the scores and a_t, every per-head stage after z_t on the way to the output, and every stage
+    # from the output to the block's end
+    block = [] if end == final else [s.key for s in (*path(graph, final, end), get(graph, end))]
+    shown = (score_stages(graph), [s for s in path(graph, MIXED, final) if s.per_head], final, block)
     with np.errstate(over="ignore", invalid="ignore"):
         steps = [_step(walk, graph, cache, i, shown) for i in range(scn.n)]
     return Decode(scn, mode, walk, steps)
@@ -247,7 +253,7 @@ def _step(walk: Walk, graph: Graph, cache: Cache, i: int, shown: tuple) -> Step:
         mats[stage.key] = run(stage, ctx, lambda name: [own[name] for own in heads]
                               if name in per_head_keys else shared(name))
     score, out = get(graph, SCORES), get(graph, MIXED)
-    between, later, final = shown
+    between, later, final, block = shown
     steps = [HeadStep(q=own[score.reads[0]][0], k=own[f"{score.keys[0]}:cache"][i],
                       v=own[f"{out.keys[0]}:cache"][i], K_cache=own[f"{score.keys[0]}:cache"],
                       V_cache=own[f"{out.keys[0]}:cache"], raw=own[SCORES][0], s=own[SCALED][0],
@@ -255,15 +261,18 @@ def _step(walk: Walk, graph: Graph, cache: Cache, i: int, shown: tuple) -> Step:
                       later={s.key: own[s.key][0] for s in later}, kv=scn.kv_head(h)) for h, own in enumerate(heads)]
     o = mats[final][0] if final != CONCAT else None  # o_t: a projection of the heads' z_t
     x = mats[get(graph, "Q").reads[0]][0]  # what the projections read: x_t (behind a norm, its output)
+    rows = {key: mats[key][0] for key in block}
     return Step(t, x, steps, mats[CONCAT][0], o, cached_work(scn, t), rerun_work(scn, t),
-                _difference(walk, i, steps, o, final))
+                _difference(walk, i, steps, o, final, rows), rows)
 
 
-def _difference(walk: Walk, i: int, heads: list[HeadStep], o: np.ndarray | None, final: str) -> float:
+def _difference(walk: Walk, i: int, heads: list[HeadStep], o: np.ndarray | None, final: str,
+                block: dict[str, np.ndarray]) -> float:
     gaps = [float(np.max(np.abs(head.z - walk.matrix("Z", hd)[i]), initial=0.0))
             for hd, head in enumerate(heads)]
     if o is not None:
         gaps.append(float(np.max(np.abs(o - walk.mats[final][i]), initial=0.0)))
+    gaps += [float(np.max(np.abs(row - walk.mats[key][i]), initial=0.0)) for key, row in block.items()]
     return max(gaps)
 
 

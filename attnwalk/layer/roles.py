@@ -45,12 +45,32 @@ def masked_view(graph: Graph) -> Stage | None:
 
 
 def output(graph: Graph) -> Stage:
-    """The layer's output Y: the last projection made from every head's Z (W_O's O, a feature's),
-    else the heads' Z side by side (concat: one head's Z itself). What a real model adds after it
-    (the residual, a norm) is the model's, not the attention layer's output."""
-    _, _, after = segments(graph)
-    projected = [s for s in after if s.weight]
+    """The attention's output: the last projection made from every head's Z (W_O's O, a feature's),
+    else the heads' Z side by side (concat: one head's Z itself). What a block adds after it (the
+    residual, which adds the layer's input X back, and all that follows it: a norm, the FFN) is the
+    block's, not the attention's: `block_output` is the end of the block."""
+    before, _, after = segments(graph)
+    ahead = {s.key for s in before}
+    attention: list[Stage] = []
+    for stage in after:
+        if any(name in ahead for name in stage.reads):  # the residual: the layer's input added back
+            break
+        attention.append(stage)
+    projected = [s for s in attention if s.weight]
     return projected[-1] if projected else get(graph, CONCAT)
+
+
+def block_output(graph: Graph) -> Stage:
+    """The block's output, what a next block or the unembedding reads: the last stage made from
+    the heads whose columns are d_model (the FFN's Y = H + F, else the residual's H = X + O, or
+    a norm after either under post placement), else the attention's `output` (O, or concat).
+
+    Asked of the graph as a feature finds it while the layer is being built (the blocks feature
+    and the unembedding ask it before adding their own stages: a final norm LN_f, made from the
+    heads and d_model wide, would otherwise be found instead)."""
+    _, _, after = segments(graph)
+    wide = [s for s in after if s.cols == "d_model" and not s.per_head]
+    return wide[-1] if wide else output(graph)
 
 
 VOCAB = "vocab"  # the named dimension of a stage whose columns are the vocabulary's words

@@ -17,7 +17,7 @@ import numpy as np
 
 from attnwalk.errors import ComputeError
 from attnwalk.layer import ops
-from attnwalk.layer.graph import Context, Graph, Mats, Stage, get, head_block, segments
+from attnwalk.layer.graph import Context, Graph, Mats, Stage, blocks, get, head_block, segments
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
 
 if TYPE_CHECKING:
@@ -155,28 +155,28 @@ def _evaluate(scn: Scenario, mode: Mode, amplify: float, graph: Graph,
               kept: dict[str, np.ndarray] | None = None) -> Walk:
     with np.errstate(over="ignore", invalid="ignore"):
         ctx = whole(scn, mode, amplify)
-        before, per_head, after = segments(tuple(s for s in graph if s.in_mode(mode)))
         mats: dict[str, np.ndarray] = {}
+        heads: list[dict[str, np.ndarray]] = [{} for _ in range(scn.heads)]
 
         def shared(name: str) -> object:
             return mats[name] if name in mats else scn.param(name)
 
-        for stage in before:
-            if stage.compute is None:  # the tokens: no matrix
-                continue
-            mats[stage.key] = kept[stage.key] if kept and stage.key in kept else run(stage, ctx, shared)
-        heads: list[dict[str, np.ndarray]] = []
-        for h in range(scn.heads):
-            ctx.head = h
-            # a query head reads its own block of Q, and the K and V blocks of its group's K/V head
-            own = {s.key: head_block(s, mats[s.key], h, scn) for s in before if s.split}
-            for stage in per_head:
-                own[stage.key] = run(stage, ctx, lambda name: own[name] if name in own else shared(name))
-            heads.append(own)
-        per_head_keys = {s.key for s in per_head}
-        for stage in after:
-            mats[stage.key] = run(stage, ctx, lambda name: [own[name] for own in heads]
-                                  if name in per_head_keys else shared(name))
+        for stages in blocks(tuple(s for s in graph if s.in_mode(mode))):  # one, or several in order
+            before, per_head, after = segments(stages)
+            for stage in before:
+                if stage.compute is None:  # the tokens: no matrix
+                    continue
+                mats[stage.key] = kept[stage.key] if kept and stage.key in kept else run(stage, ctx, shared)
+            for h, own in enumerate(heads):
+                ctx.head = h
+                # a query head reads its own block of Q, and the K and V blocks of its group's K/V head
+                own.update({s.key: head_block(s, mats[s.key], h, scn) for s in before if s.split})
+                for stage in per_head:
+                    own[stage.key] = run(stage, ctx, lambda name: own[name] if name in own else shared(name))
+            per_head_keys = {s.key for s in per_head}
+            for stage in after:
+                mats[stage.key] = run(stage, ctx, lambda name: [own[name] for own in heads]
+                                      if name in per_head_keys else shared(name))
     source = {key: mats[f"{key}_src"] for key in ("E", "P", "X") if f"{key}_src" in mats}
     return Walk(scenario=scn, mode=mode, amplify=amplify, graph=graph, mats=mats,
                 heads=[Head(h, own) for h, own in enumerate(heads)], source=source)

@@ -19,10 +19,9 @@ from rich.text import Text
 
 from attnwalk.layer.axes import dim_labels, token_labels
 from attnwalk.layer.decodemath import row_name
-from attnwalk.layer.backward import output_key
 from attnwalk.layer.ops import rows_sum_to_one
 from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers, rolling_window, ungrouped_numbers, window_rows
-from attnwalk.layer.roles import SCALED
+from attnwalk.layer.roles import SCALED, output
 from attnwalk.layer.stages import SIGNED, WEIGHTS
 from attnwalk.render import style
 from attnwalk.render.decodenotes import explanation, formulas
@@ -68,6 +67,7 @@ def step_screen(dec: Decode, step: Step, opts: ViewOptions,
         parts += _head_view(dec, step, h, opts)
     if scn.heads > 1:
         parts.append(_output_rows(dec, step, opts))
+    parts += _block_rows(dec, step, opts)
     parts.append(_difference_line(step.difference, opts))
     parts.append(_work_table(dec, step, opts))
     if step.t == 1:
@@ -229,9 +229,25 @@ def _output_rows(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType:
         ["concat_t", style.say(opts, "decode.walk_concat", t=t)], cols, SIGNED, opts))]
     if step.o is not None:
         parts.append(_captioned(style.plain("o_t = concat_t · W_O", opts), heat_table(
-            np.stack([step.o, dec.walk.mats[output_key(dec.walk)][t - 1]]), ["o_t", style.say(opts, "decode.walk_o", t=t)],
+            np.stack([step.o, dec.walk.mats[output(dec.walk.computed).key][t - 1]]), ["o_t", style.say(opts, "decode.walk_o", t=t)],
             _dims(dec, "d_model", dec.scenario.d_model, opts), SIGNED, opts)))
     return Group(*parts)
+
+
+def _block_rows(dec: Decode, step: Step, opts: ViewOptions) -> list[RenderableType]:
+    """The block after the attention's output (the residual, the FFN, a norm): each stage's row t,
+    made from row t alone, beside row t of the whole walk, under its formula."""
+    from attnwalk.layer.decodemath import row_name
+
+    out: list[RenderableType] = []
+    for key, row in step.block.items():
+        stage = dec.walk.stage(key)
+        label = style.plain(row_name(stage.symbol), opts)
+        table = heat_table(np.stack([row, dec.walk.mats[key][step.t - 1]]),
+                           [label, style.say(opts, "decode.walk_row", t=step.t)],
+                           _dims(dec, stage.cols, row.shape[0], opts), SIGNED, opts)
+        out.append(_captioned(style.plain(stage.formula_in(dec.scenario, dec.mode), opts), table))
+    return out
 
 
 def _difference_line(difference: float, opts: ViewOptions, every: bool = False) -> RenderableType:

@@ -15,7 +15,8 @@ from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_head, pick_in
 from attnwalk.layer.ops import row_maxima, rows_sum_to_one
 from attnwalk.features import catalog
 from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
-from attnwalk.layer.walk import Walk, segments
+from attnwalk.layer.graph import blocks, segments
+from attnwalk.layer.walk import Walk
 from attnwalk.text import stage_notes, stage_text, text
 from attnwalk.render import style
 from attnwalk.render.bars import attention_bars
@@ -137,13 +138,19 @@ def masked_cell(view: HeadView, stage: Stage, row: int) -> tuple[int, int] | Non
 
 def walk_steps(walk: Walk) -> list[tuple[Stage, int]]:
     """The screens of a walk in order: (stage, head). Per-head stages repeat for each head (all
-    stages of head 0, then of head 1, ...); other stages carry head 0."""
-    shown = {s.key for s in walk.stages}  # sorted over every stage: O reads the heads through concat, hidden with one head
-    before, per_head, after = (tuple(s for s in part if s.key in shown) for part in segments(walk.computed))
-    out = [(s, 0) for s in before]
-    for h in range(walk.scenario.heads):
-        out += [(s, h) for s in per_head]
-    return out + [(s, 0) for s in after]
+    stages of head 0, then of head 1, ...); other stages carry head 0. Which stages come after the
+    heads is read off every stage computed: one head's concat is hidden, and O, made from it, comes
+    after the heads all the same. Several blocks: block by block, each in that order."""
+    shown = {s.key for s in walk.stages}
+    by_block = {stages[0].block: stages for stages in blocks(walk.computed)}
+    out: list[tuple[Stage, int]] = []
+    for b in dict.fromkeys(s.block for s in walk.stages):  # as shown: the backward walk's last block first
+        before, per_head, after = ([s for s in part if s.key in shown] for part in segments(by_block[b]))
+        out += [(s, 0) for s in before]
+        for h in range(walk.scenario.heads):
+            out += [(s, h) for s in per_head]
+        out += [(s, 0) for s in after]
+    return out
 
 
 def explained_at(steps: list[tuple[Stage, int]], i: int) -> int | None:
@@ -168,6 +175,10 @@ def header(view: HeadView, stage: Stage, opts: ViewOptions, *, index: int,
         title.append(style.plain(stage.symbol, opts) + "  ", style=style.SCREEN_TITLE)
     title.append(style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts),
                  style=style.SCREEN_TITLE)
+    stack = len(blocks(walk.graph))
+    if stack > 1:  # several blocks: which one, in the line that names the screen
+        title.append("   " + style.say(opts, "ui.block", block=person(stage.block), blocks=stack),
+                     style=style.POSITION)
     if scn.heads > 1 and stage.per_head:  # which head, in the line that names the screen
         title.append("   " + style.say(opts, "ui.head", head=person(head),
                                        heads=scn.heads), style=style.POSITION)

@@ -115,7 +115,7 @@ def plain(s: str, opts: ViewOptions) -> str:
     scenario's title or note is shown, never obeyed; line breaks stay), and with --ascii, math
     symbols spelled in ASCII."""
     s = escaped(s, keep_newlines=True)
-    return s.translate(_TO_ASCII) if opts.ascii else s
+    return symbols.block_marks(s, True).translate(_TO_ASCII) if opts.ascii else s
 
 
 def bracketed(symbol: str, opts: ViewOptions) -> str:
@@ -132,7 +132,7 @@ def cell_ref(symbol: str, row: str, col: str, opts: ViewOptions) -> str:
 def ascii_spelling(s: str) -> str:
     """`s` with the symbols --ascii spells differently written that way: what an output whose
     encoding holds only ASCII falls back to."""
-    return s.translate(_TO_ASCII)
+    return symbols.block_marks(s, True).translate(_TO_ASCII)
 
 
 def say(opts: ViewOptions, key: str, **values: object) -> str:
@@ -145,7 +145,7 @@ def say(opts: ViewOptions, key: str, **values: object) -> str:
     tx = text(opts.lang)
     holes = {name: f"\x00{i}\x00" for i, name in enumerate(values)}
     template = tx.t(key, **holes)
-    out = template.translate(_TO_ASCII) if opts.ascii else template  # the holes are \x00: not escaped
+    out = symbols.block_marks(template, True).translate(_TO_ASCII) if opts.ascii else template  # the holes are \x00: not escaped
     for name, hole in holes.items():
         out = out.replace(hole, escaped(str(values[name]), keep_newlines=True))
     return out

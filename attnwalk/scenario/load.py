@@ -141,6 +141,9 @@ def _validated(text: str, file: str, default_name: str, path: str | None,
     f = Fields(file, str(Path(path).parent) if path else None, matrix_file=_file_matrix,
                random_matrix=_seeded_matrix)
     root = parse(text, file)
+    for feature in FEATURES:  # several blocks: block 1's keys read as the top level's (features/blocks.py)
+        if hasattr(feature, "lift"):
+            feature.lift(f, root)
     top = f.mapping(root, "", keys())
     for feature in FEATURES:  # a key a feature fills in (the tokens' embeddings, from a vocabulary's table)
         if hasattr(feature, "fill"):

@@ -156,10 +156,10 @@ def stage_text(lang: str, stage, scn=None, mode=BASELINE, field: str = "title") 
     explanation and handout that names or explains a stage reads this."""
     tx = text(lang)
     for variant in stage.text_variants(scn, mode):
-        key = f"stage.{stage.key}.{variant}.{field}"
+        key = f"stage.{stage.text_key}.{variant}.{field}"
         if tx.has(key):
             return tx.t(key)
-    return tx.stage(stage.key, field)
+    return tx.stage(stage.text_key, field)
 
 
 def stage_notes(lang: str, stage, scn, mode) -> list[str]:
