@@ -24,14 +24,14 @@ import numpy as np
 
 from attnwalk.layer import nexttoken, normcells, norms, roles
 from attnwalk.layer.cells import dims_shown
-from attnwalk.layer.graph import Backward, Stage, get, insert_after, segments, symbol_of
+from attnwalk.layer.graph import Backward, Stage, get, insert_after, symbol_of
 from attnwalk.layer.stages import PRODUCT_BACK, projection
 from attnwalk.reading.fields import quoted, shape_text, whole
 from attnwalk.reading.yamltree import Node, indexed
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
-    from attnwalk.layer.graph import Context, Graph
+    from attnwalk.layer.graph import Context
     from attnwalk.layer.modes import Mode
     from attnwalk.layer.walk import Walk
     from attnwalk.reading.fields import Fields
@@ -234,17 +234,6 @@ def dimension_sizes(scn: Scenario) -> dict[str, int]:
 # -- the stages --------------------------------------------------------------------------------------
 
 
-def block_output(graph: Graph) -> Stage:
-    """What the unembedding reads: roles.block_output where the layer has it, else the last stage
-    made from the heads that is d_model wide, else the attention's output (O, or concat)."""
-    found = getattr(roles, "block_output", None)
-    if found is not None:
-        return found(graph)
-    _, _, after = segments(graph)
-    wide = [s for s in after if s.cols == "d_model"]
-    return wide[-1] if wide else roles.output(graph)
-
-
 def _normalized(ctx: Context, Y: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None) -> np.ndarray:
     u = setting(ctx.scn)
     if u.norm == "rms":
@@ -411,7 +400,7 @@ STAGES = (
 
 def extend(stages: list[Stage], scn: Scenario) -> None:
     u = setting(scn)
-    y = block_output(tuple(stages)).key
+    y = roles.block_output(tuple(stages)).key  # the last block's output, as the blocks made it
     norm, logits, p = STAGES
     last = y
     new = []
