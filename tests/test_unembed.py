@@ -408,3 +408,21 @@ def test_the_lesson_says_its_numbers() -> None:
     assert f"is {loss(walk).value:.4f}" in text
     assert vocab[int(P[1].argmax())] == "money" and f"money ({P[1].max():.4f})" in text
     assert f"by ({P[1, vocab.index('by')]:.4f})" in text and vocab[int(P[2].argmax())] == "water"
+
+
+def test_after_a_residual_and_an_ffn_the_unembedding_reads_the_block_s_output() -> None:
+    """With the rest of the block (H = X + O, Y = H + F), ℓ reads Y: checked against numpy here,
+    and every weight's gradient, the tied table's included, against finite differences."""
+    ffn = {"residual": True, "ffn": "relu", "W_1": [[1, -0.5, 0.2], [0.3, 1, -1], [0.5, 0.5, 0], [-0.2, 0.1, 0.8]],
+           "b_1": [0.1, -0.2, 0.05], "W_2": [[0.5, 0, -0.5, 1], [0, 1, 0.3, 0], [1, -1, 0, 0.2]],
+           "b_2": [0, 0.1, 0, -0.1]}
+    d = doc(W_U=None, vocab_embeddings=E_VOCAB, tie_embeddings=True, final_norm="rms", temperature=0.7, **ffn)
+    scn = load(d)
+    walk = compute(scn)
+    H = np.array(d["embeddings"], float) + np_output(d)
+    Y = H + np.maximum(H @ np.array(ffn["W_1"]) + ffn["b_1"], 0) @ np.array(ffn["W_2"]) + ffn["b_2"]
+    logits = np_norm(Y, "rms", np.ones(4), None) @ np.array(E_VOCAB).T
+    np.testing.assert_allclose(walk.mats["logits"], logits, rtol=1e-12, atol=1e-13)
+    assert loss(walk).value == pytest.approx(np.mean([-np.log(np_softmax(logits / 0.7)[i, j])
+                                                       for i, j in ((0, 1), (1, 2))]), rel=1e-12)
+    check_param_grads(scn, ["W_1", "W_2", "W_O", "vocab_embeddings"])
