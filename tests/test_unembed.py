@@ -426,3 +426,13 @@ def test_after_a_residual_and_an_ffn_the_unembedding_reads_the_block_s_output() 
     assert loss(walk).value == pytest.approx(np.mean([-np.log(np_softmax(logits / 0.7)[i, j])
                                                        for i, j in ((0, 1), (1, 2))]), rel=1e-12)
     check_param_grads(scn, ["W_1", "W_2", "W_O", "vocab_embeddings"])
+
+
+def test_two_heads_without_w_o_read_concat_and_their_gradients_match() -> None:
+    d = doc(heads=2, W_O=None, W_Q=[[1, 0, 0, 1], [0, 1, 1, 0], [0.5, 0, 0, 0.5], [0, 0.5, 1, 0]],
+            W_K=[[1, 0, 0.5, 0], [0, 1, 0, 1], [0, 0.5, 1, 0], [0.5, 0, 0, 1]],
+            W_V=[[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, -1, 1, 1]], temperature=2.0)
+    scn = load(d)
+    assert [s.key for s in scn.graph if s.key in ("concat", "logits")] == ["concat", "logits"]
+    assert next(s for s in scn.graph if s.key == "logits").reads == ("concat",)  # h·d_v = d_model
+    check_param_grads(scn, ["W_U", "W_Q", "W_K", "W_V"])
