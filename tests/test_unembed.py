@@ -9,6 +9,7 @@ import dataclasses
 import io
 import json
 import re
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -436,3 +437,16 @@ def test_two_heads_without_w_o_read_concat_and_their_gradients_match() -> None:
     assert [s.key for s in scn.graph if s.key in ("concat", "logits")] == ["concat", "logits"]
     assert next(s for s in scn.graph if s.key == "logits").reads == ("concat",)  # h·d_v = d_model
     check_param_grads(scn, ["W_U", "W_Q", "W_K", "W_V"])
+
+
+def test_decode_goes_on_to_the_next_token_s_probabilities() -> None:
+    from attnwalk.layer.kvcache import decode
+
+    dec = decode(load_scenario("next_token"))
+    d = yaml.safe_load((Path(__file__).resolve().parents[1] / "scenarios" / "next_token.yaml").read_text())
+    P = np_softmax(np_logits(d))
+    for t, step in enumerate(dec.steps):  # made from tokens 1 … t+1 alone, as the whole causal walk
+        assert list(step.block)[-2:] == ["logits", "p"]
+        np.testing.assert_allclose(step.block["p"], P[t], rtol=1e-12)
+    out = runner.invoke(app, ["decode", "next_token"], env={**ENV, "COLUMNS": "100"}).stdout
+    assert "p row 5, whole layer" in out and "Z row 5, whole layer" in out
