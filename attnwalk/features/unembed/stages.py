@@ -198,7 +198,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
         last = norm.key
     if u.tied:
         logits = logits._replace(compute=_tied_logits, params=(u.table,), weight=None, learned=(u.table,),
-                                 formula="ℓ = $0 · E_vocabᵀ",
+                                 formula="ℓ = $0 · E_vocabᵀ", step=lambda scn, mode, y: f"{y} · E_vocabᵀ",
                                  backward=Backward(_tied_grad, lambda scn, mode: ("{d} · {1}", "{d}ᵀ · {0}"),
                                                    _tied_grad_cell, {u.table: "E_vocab"},
                                                    {u.table: f"{VOCAB} × d_model"}))
