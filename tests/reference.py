@@ -57,7 +57,7 @@ def normalized(X, kind, gamma, beta=None, eps=1e-5):
 def projected_input(scn, X):
     """What the projections read: X, or X normalised where the scenario has `norm:`."""
     norm = scn.setting("norm")
-    if norm is None:
+    if norm is None or norm.placement == "post":  # post: the norms stand after the residual sums
         return X
     beta = scn.param("norm_beta") if norm.kind == "layer" else None
     return normalized(X, norm.kind, scn.param("norm_gamma"), beta, norm.eps)
@@ -81,7 +81,7 @@ def rope_rotated(x, base=10000.0, pairing="half"):
 # that do not change the layer's numbers (what to train toward, a tiled form of the same Z, the mask
 # already given as `allowed`, quantized weights already read back into W): attention_of refuses
 # any other, so a new feature cannot pass the reference checks by being left out of them.
-COMPUTED = {"score", "alibi", "rope", "sinks", "norm"}
+COMPUTED = {"score", "alibi", "rope", "sinks", "norm", "residual", "ffn"}
 UNCHANGED = {"target", "tiles", "mask", "quantize", "train"}
 
 
@@ -97,9 +97,10 @@ def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):
         walk = compute(scn)
         X = walk.mats["X"]
         X_kv = walk.source["X"] if walk.source else X
+    X_in = X
     X, X_kv = projected_input(scn, X), projected_input(scn, X if X_kv is None else X_kv)
     scoring, rope = scn.settings.get("score"), scn.settings.get("rope")
-    return attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),
+    out = attention(X, X_kv, np.array(scn.W_Q), np.array(scn.W_K), np.array(scn.W_V),
                      scn.allowed if allowed is None else allowed, mode, heads=scn.heads,
                      W_O=None if scn.W_O is None else np.array(scn.W_O),
                      kind="dot" if scoring is None else scoring.score.name, w_a=scn.params.get("w_a"),
@@ -107,6 +108,58 @@ def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):
                      kv_heads=scn.groups, alibi=bool(scn.settings.get("alibi")),
                      rope=rope and (rope.base, rope.pairing),
                      sinks=scn.params["sinks"] if "sinks" in scn.settings else None)
+    if scn.settings.get("residual"):
+        out.update(block(scn, X_in, out["O"] if "O" in out else out["concat"]))
+    return out
+
+
+def activation(kind, u):
+    """One number through the FFN's activation, written from the papers' formulas: ReLU; GELU's
+    tanh form (Hendrycks & Gimpel 2016; GPT-2's gelu_new); SiLU = u · sigmoid(u)."""
+    if kind == "relu":
+        return max(u, 0.0)
+    if kind == "gelu":
+        return 0.5 * u * (1 + math.tanh(math.sqrt(2 / math.pi) * (u + 0.044715 * u ** 3)))
+    return u / (1 + math.exp(-u))
+
+
+def block(scn, X, O):
+    """The rest of the block, loop by loop: H = X + O; pre placement: Y = H + FFN(LN₂(H)); post:
+    LN(H), Y = LN(H) + FFN(LN(H)), LN₂(Y). Keys as the walk's stages (res_attn, LN2, U, G, F,
+    res_ffn; LN is LN(H) under post)."""
+    norm, kind = scn.setting("norm"), scn.setting("ffn")
+    H = np.asarray(X, dtype=float) + np.asarray(O, dtype=float)
+    out = {"res_attn": H}
+    stream = H
+
+    def normed(M, gamma, beta):
+        return normalized(M, norm.kind, scn.param(gamma), scn.params.get(beta), norm.eps)
+
+    if norm is not None and norm.placement == "post":
+        stream = out["LN"] = normed(H, "norm_gamma", "norm_beta")
+    if kind is None:
+        return out
+    x = stream
+    if norm is not None and norm.placement == "pre":
+        x = out["LN2"] = normed(H, "ffn_norm_gamma", "ffn_norm_beta")
+    W_1, W_2 = np.asarray(scn.param("W_1")), np.asarray(scn.param("W_2"))
+    n, d_ff = len(x), W_1.shape[1]
+    b_1 = scn.params.get("b_1", np.zeros(d_ff))
+    b_2 = scn.params.get("b_2", np.zeros(W_2.shape[1]))
+    U = np.array([[sum(x[i, k] * W_1[k, j] for k in range(x.shape[1])) + b_1[j] for j in range(d_ff)]
+                  for i in range(n)])
+    if kind == "swiglu":
+        W_g = np.asarray(scn.param("W_gate"))
+        G = np.array([[activation("silu", sum(x[i, k] * W_g[k, j] for k in range(x.shape[1]))) * U[i, j]
+                       for j in range(d_ff)] for i in range(n)])
+    else:
+        G = np.array([[activation(kind, U[i, j]) for j in range(d_ff)] for i in range(n)])
+    F = G @ W_2 + b_2
+    Y = stream + F
+    out.update({"U": U, "G": G, "F": F, "res_ffn": Y})
+    if norm is not None and norm.placement == "post":
+        out["LN2"] = normed(Y, "ffn_norm_gamma", "ffn_norm_beta")
+    return out
 
 
 def attention(X, X_kv, W_Q, W_K, W_V, allowed, mode="scaled", heads=1, W_O=None, kind="dot",

@@ -89,6 +89,12 @@ def gradient_stages():
     scenarios += [scn for scn in lessons if any(hasattr(feature, "loss") for feature in scn.features)]
     rms = (Path(__file__).resolve().parents[1] / "scenarios" / "layer_norm.yaml").read_text(encoding="utf-8")
     scenarios.append(scenario_from_text(rms.replace("\nnorm: layer\n", "\nnorm: rms\n"), "rms.yaml"))
+    # the block lesson with a target, its FFN as SwiGLU and with LayerNorm: every FFN gradient's screen
+    block = (Path(__file__).resolve().parents[1] / "scenarios" / "block.yaml").read_text(encoding="utf-8")
+    block += "target: {output: [[0, 0, 1, 0], [0, 1, 0, 0], [0, 1, 0, 0], [0, 1, 1, 1]]}\n"
+    swiglu = block.replace("ffn: relu", "ffn: swiglu").replace("norm: rms", "norm: layer") + (
+        "W_gate: [[1, 0], [0, 1], [1, 0], [0, 1]]\nb_2: [0, 0, 0, 0.1]\n")
+    scenarios += [scenario_from_text(block, "block.yaml"), scenario_from_text(swiglu, "swiglu.yaml")]
     tied = (Path(__file__).resolve().parents[1] / "scenarios" / "next_token.yaml").read_text(encoding="utf-8")
     W_U = load_scenario("next_token").param("vocab_embeddings").T.tolist()  # the lesson untied: its own W_U
     scenarios.append(scenario_from_text(tied.replace("\ntie_embeddings: true\n", f"\nW_U: {W_U}\n"), "untied.yaml"))

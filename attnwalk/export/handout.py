@@ -43,14 +43,15 @@ FORMATS = ("markdown", "latex", "csv")
 
 
 class Weight:
-    """A weight matrix (W_Q, W_K, W_V or W_O), rows and columns labelled by dimension index."""
+    """A weight matrix (W_Q, W_K, W_V, W_O, a feature's: the FFN's W_1), rows and columns labelled
+    by dimension index."""
 
     def __init__(self, walk: Walk, stage: Stage, opts: ViewOptions) -> None:
         scn = walk.scenario
         self.name, names = stage.weight, [stage.weight_rows, stage.cols]
         if scn.heads > 1:  # every head's block side by side: h·d_k columns (W_O: h·d_v rows)
             per = "g" if stage.shared and scn.groups < scn.heads else "h"  # W_K, W_V: g K/V heads
-            names = [name if name == "d_model" else f"{per}·{name}" for name in names]
+            names = [f"{per}·{name}" if name in ("d_k", "d_v") else name for name in names]  # not d_ff
         self.matrix = scn.param(self.name)
         rows, cols = self.matrix.shape
         self.shape = f"{rows} × {cols} = {names[0]} × {names[1]}"

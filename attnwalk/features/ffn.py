@@ -24,7 +24,7 @@ import numpy as np
 from attnwalk.features import norm, residual
 from attnwalk.layer import activations as act
 from attnwalk.layer import ffncells, gradcells, roles
-from attnwalk.layer.graph import Backward, Stage, fixed_terms, grouped, insert_after, symbol_of
+from attnwalk.layer.graph import Backward, Stage, amend, fixed_terms, grouped, insert_after, symbol_of
 from attnwalk.layer.stages import PRODUCT_BACK, projection, projection_step
 from attnwalk.reading.fields import shape_text
 
@@ -38,6 +38,7 @@ NAME = "ffn"
 KINDS = ("gelu", "relu", "silu", "swiglu")
 KEYS = ("ffn", "W_1", "b_1", "W_2", "b_2", "W_gate", "ffn_norm_gamma", "ffn_norm_beta")
 MAX_D_FF = 4096
+COURSE_AFTER = {"block": "layer_norm"}  # its lesson, in the course after the norm's
 
 
 def active(scn: Scenario) -> bool:
@@ -182,4 +183,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
                                  "{0}ᵀ · ({d} ⊙ {1} ⊙ SiLU'({0} · {2}))"), ffncells.gated_grad))
     total = total._replace(reads=(stream.key, "F"))
     insert_after(stages, stream.key, *before, up, gate, down, total)
-    insert_after(stages, total.key, *norm.after_sum(scn, total.key, second=True))  # post: LN₂(Y)
+    insert_after(stages, total.key, *norm.after_sum(scn, total.key, total.symbol, second=True))  # post: LN₂(Y)
+    # Z's note on where the learned parameters are: the FFN's W_1 and W_2 as well
+    notes = {"truth.no_parameters": "ffn.no_parameters", "truth.no_parameters_w_o": "ffn.no_parameters_w_o"}
+    amend(stages, "Z", notes=lambda scn, mode, said: [notes.get(n, n) for n in said])

@@ -259,13 +259,14 @@ def _second_norm(scn: Scenario, template: Stage, reads: str, symbol: str) -> Sta
     return template._replace(symbol=name, reads=(reads,), params=template.params[:1] if rms else template.params)
 
 
-def after_sum(scn: Scenario, reads: str, second: bool) -> tuple[Stage, ...]:
-    """The norm that stands after a residual sum (stage `reads`): under norm_placement: post, LN(H)
+def after_sum(scn: Scenario, reads: str, symbol: str, second: bool) -> tuple[Stage, ...]:
+    """The norm that stands after a residual sum (stage `reads`, printed `symbol`): under
+    norm_placement: post, LN(H)
     after attention's sum (`second` False, γ and β) or LN₂(Y) after the FFN's (γ₂, β₂); none under
     pre or without a norm."""
     if scn.setting(NAME) is None or _norm(scn).placement != "post":
         return ()
-    x = symbol_of(reads, scn)
+    x = symbol
     if second:
         return (_second_norm(scn, SECOND, reads, f"LN₂({x})"),)
     first = STAGES[0]._replace(variants=_variants, aliases=("norm", "ln", "layernorm", "rmsnorm", "ln1"))

@@ -111,6 +111,6 @@ STAGES = (
 def extend(stages: list[Stage], scn: Scenario) -> None:
     out = roles.output(tuple(stages))  # O, or concat: the attention's output
     insert_after(stages, out.key, STAGES[0]._replace(reads=("X", out.key)))
-    after = norm.after_sum(scn, KEY, second=False)  # post placement: LN(H) stands after the sum
+    after = norm.after_sum(scn, KEY, STAGES[0].symbol, second=False)  # post placement: LN(H) stands after the sum
     if after:
         insert_after(stages, KEY, *after)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from attnwalk.errors import ComputeError
-from attnwalk.layer.graph import Stage
+from attnwalk.layer.graph import Stage, symbol_of
 from attnwalk.numbering import shown as person
 from attnwalk.reading.fields import quoted, shape_text, whole
 from attnwalk.reading.yamltree import shown
@@ -306,7 +306,7 @@ def next_token_loss(walk: Walk, positions: Iterable[int] | None = None) -> float
 def _output_symbol(scn: Scenario) -> str:
     """How the loss names the output Y: O, concat, or with one head its Z."""
     out = reads(scn) if target_of(scn).kind == "output" else "concat"
-    return "Z" if out == "concat" and scn.heads == 1 else out
+    return "Z" if out == "concat" and scn.heads == 1 else symbol_of(out, scn)  # O, a block's Y
 
 
 def _loss_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:

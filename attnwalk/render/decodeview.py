@@ -244,7 +244,8 @@ def _block_rows(dec: Decode, step: Step, opts: ViewOptions) -> list[RenderableTy
         stage = dec.walk.stage(key)
         label = style.plain(row_name(stage.symbol), opts)
         table = heat_table(np.stack([row, dec.walk.mats[key][step.t - 1]]),
-                           [label, style.say(opts, "decode.walk_stage", stage=style.plain(stage.symbol, opts), t=step.t)],
+                           [label, style.say(opts, "decode.walk_stage", t=step.t,
+                                             symbol=style.plain(stage.symbol, opts))],
                            _dims(dec, stage.cols, row.shape[0], opts), SIGNED, opts)
         out.append(_captioned(style.plain(stage.formula_in(dec.scenario, dec.mode), opts), table))
     return out
