@@ -248,3 +248,40 @@ def quantized(W, kind):
                 back = [f32(f32(d16 * f32(q)) + m16) for q in qs]
             out[start:start + size, j] = [float(v) for v in back]
     return out
+
+
+# -- the unembedding (features/unembed.py): after the layer's (block's) output -----------------------
+
+COMPUTED |= {"unembed"}  # noqa: F811 — computed by unembedded(), wrapped around attention_of below
+_layer_of = attention_of
+
+
+def unembedded(scn, Y):
+    """The final norm (if any), the logits ℓ = Y · W_U (tied: the table transposed) and
+    p = softmax(ℓ / T), each row one exponential at a time."""
+    u = scn.settings["unembed"]
+    out = {}
+    if u.norm is not None:
+        Y = normalized(Y, u.norm, scn.params["final_norm_gamma"], scn.params.get("final_norm_beta"), u.eps)
+        out["LN_f"] = Y
+    W = np.array(scn.params["vocab_embeddings"]).T if u.tied else np.array(scn.params["W_U"])
+    logits = np.array([[sum(y[c] * W[c, w] for c in range(len(y))) for w in range(W.shape[1])] for y in Y])
+    p = []
+    for row in logits:
+        top = max(row) / u.temperature
+        e = [math.exp(x / u.temperature - top) for x in row]
+        p.append([x / sum(e) for x in e])
+    return {**out, "logits": logits, "p": np.array(p)}
+
+
+def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):  # noqa: F811
+    """The layer, then the unembedding where the scenario has one (its stages also under each
+    head's entry, as the quiz looks a cell up there)."""
+    out = _layer_of(scn, mode, allowed, X, X_kv)
+    if "unembed" in scn.settings:
+        Y = next(out[key] for key in ("Y", "H", "O", "concat") if key in out)  # the block's output
+        after = unembedded(scn, Y)
+        out.update(after)
+        for head in out["heads"]:
+            head.update(after)
+    return out

@@ -9,6 +9,7 @@ import dataclasses
 import io
 import json
 import re
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -408,3 +409,44 @@ def test_the_lesson_says_its_numbers() -> None:
     assert f"is {loss(walk).value:.4f}" in text
     assert vocab[int(P[1].argmax())] == "money" and f"money ({P[1].max():.4f})" in text
     assert f"by ({P[1, vocab.index('by')]:.4f})" in text and vocab[int(P[2].argmax())] == "water"
+
+
+def test_after_a_residual_and_an_ffn_the_unembedding_reads_the_block_s_output() -> None:
+    """With the rest of the block (H = X + O, Y = H + F), ℓ reads Y: checked against numpy here,
+    and every weight's gradient, the tied table's included, against finite differences."""
+    ffn = {"residual": True, "ffn": "relu", "W_1": [[1, -0.5, 0.2], [0.3, 1, -1], [0.5, 0.5, 0], [-0.2, 0.1, 0.8]],
+           "b_1": [0.1, -0.2, 0.05], "W_2": [[0.5, 0, -0.5, 1], [0, 1, 0.3, 0], [1, -1, 0, 0.2]],
+           "b_2": [0, 0.1, 0, -0.1]}
+    d = doc(W_U=None, vocab_embeddings=E_VOCAB, tie_embeddings=True, final_norm="rms", temperature=0.7, **ffn)
+    scn = load(d)
+    walk = compute(scn)
+    H = np.array(d["embeddings"], float) + np_output(d)
+    Y = H + np.maximum(H @ np.array(ffn["W_1"]) + ffn["b_1"], 0) @ np.array(ffn["W_2"]) + ffn["b_2"]
+    logits = np_norm(Y, "rms", np.ones(4), None) @ np.array(E_VOCAB).T
+    np.testing.assert_allclose(walk.mats["logits"], logits, rtol=1e-12, atol=1e-13)
+    assert loss(walk).value == pytest.approx(np.mean([-np.log(np_softmax(logits / 0.7)[i, j])
+                                                       for i, j in ((0, 1), (1, 2))]), rel=1e-12)
+    check_param_grads(scn, ["W_1", "W_2", "W_O", "vocab_embeddings"])
+
+
+def test_two_heads_without_w_o_read_concat_and_their_gradients_match() -> None:
+    d = doc(heads=2, W_O=None, W_Q=[[1, 0, 0, 1], [0, 1, 1, 0], [0.5, 0, 0, 0.5], [0, 0.5, 1, 0]],
+            W_K=[[1, 0, 0.5, 0], [0, 1, 0, 1], [0, 0.5, 1, 0], [0.5, 0, 0, 1]],
+            W_V=[[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, -1, 1, 1]], temperature=2.0)
+    scn = load(d)
+    assert [s.key for s in scn.graph if s.key in ("concat", "logits")] == ["concat", "logits"]
+    assert next(s for s in scn.graph if s.key == "logits").reads == ("concat",)  # h·d_v = d_model
+    check_param_grads(scn, ["W_U", "W_Q", "W_K", "W_V"])
+
+
+def test_decode_goes_on_to_the_next_token_s_probabilities() -> None:
+    from attnwalk.layer.kvcache import decode
+
+    dec = decode(load_scenario("next_token"))
+    d = yaml.safe_load((Path(__file__).resolve().parents[1] / "scenarios" / "next_token.yaml").read_text())
+    P = np_softmax(np_logits(d))
+    for t, step in enumerate(dec.steps):  # made from tokens 1 … t+1 alone, as the whole causal walk
+        assert list(step.block)[-2:] == ["logits", "p"]
+        np.testing.assert_allclose(step.block["p"], P[t], rtol=1e-12)
+    out = runner.invoke(app, ["decode", "next_token"], env={**ENV, "COLUMNS": "100"}).stdout
+    assert "p row 5, whole layer" in out and "Z row 5, whole layer" in out

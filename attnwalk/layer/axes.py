@@ -13,6 +13,7 @@ import numpy as np
 
 from attnwalk.errors import UsageError
 from attnwalk.layer.safe import escaped
+from attnwalk.layer.roles import VOCAB
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.numbering import shown as person
 
@@ -82,6 +83,8 @@ def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
     row = min(row, (scn.m if stage.rows == "m" else scn.n) - 1)
     if stage.square:
         return row, int(np.argmax(walk.matrix("A", head)[row]))
+    if stage.cols == VOCAB:  # a score or probability per word: the row's likeliest next word
+        return row, int(np.argmax(walk.matrix(key, head)[row]))
     if head and stage.split and not stage.per_head:
         return row, head * (walk.matrix(key).shape[1] // scn.heads)
     return row, head if stage.cols == "h" else 0

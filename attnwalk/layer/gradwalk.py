@@ -207,7 +207,11 @@ def _param_axes(key: str, owner: Stage, scn: Scenario) -> tuple[str, str]:
         count = "" if scn.heads == 1 else ("g·" if owner.shared and scn.groups < scn.heads else "h·")
         rows = owner.weight_rows if owner.weight_rows == "d_model" else f"h·{owner.weight_rows}"
         return (rows if scn.heads > 1 or rows == "d_model" else owner.weight_rows,
-                owner.cols if owner.cols == "d_model" else count + owner.cols)
+                owner.cols if owner.cols == "d_model" or not owner.split else count + owner.cols)
+    named = owner.backward.param_cols.get(key)
+    if named:  # a matrix the stage reads that is not its weight, by its named axes (a tied table)
+        rows, _, cols = named.partition(" × ")
+        return rows, cols
     return "d_model", "d_model"
 
 

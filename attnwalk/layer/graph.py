@@ -71,7 +71,9 @@ class Backward(NamedTuple):
     terms: Callable[[Scenario, Mode], tuple[str | None, ...]]
     cell: Callable[..., tuple] | None = None
     symbols: Mapping[str, str] = MappingProxyType({})
-    param_cols: Mapping[str, str] = MappingProxyType({})  # a 1-D parameter's named columns (sinks: h)
+    # a 1-D parameter's named columns (sinks: h), or "rows × cols" of a matrix that is not the
+    # stage's weight (a tied unembedding's table: vocab × d_model)
+    param_cols: Mapping[str, str] = MappingProxyType({})
 
 
 def fixed_terms(*terms: str | None) -> Callable[[Scenario, Mode], tuple[str | None, ...]]:
