@@ -119,9 +119,10 @@ def _range(f, node, half: int) -> tuple[int, int]:
                       "run, is drawn from LOW to HIGH for each sequence")
     low = f.integer(values[0], "sequences.repeat", minimum=1)
     high = f.integer(values[1], "sequences.repeat", minimum=1)
+    length = 2 * half + 1  # a count of tokens (the start token and two halves), not a position
     if not low <= high <= half:
         raise f.error("sequences.repeat", node, f"repeat is [{low}, {high}]; LOW ≤ HIGH ≤ {half}, as "
-                      f"two copies of R words and the start token must fit in the {2 * half + 1} tokens")
+                      f"two copies of R words and the start token must fit in the {length} tokens")
     return low, high
 
 

@@ -97,7 +97,8 @@ def read(d: Draft) -> None:
     if len(given) != 1:
         raise f.error("target", node, "give exactly one of target.output (the n × d matrix the "
                       "layer's output should be), target.attend (QUERY: KEY pairs) or target: next "
-                      "(each position's next token), not " + ("more than one" if given else "none"))
+                      "(each position's next token), not " + (f"both {' and '.join(given)}" if len(given) == 2
+                                                              else "more than one" if given else "none"))
     if given[0] == "next":
         if "head" in spec:
             raise f.error("target.head", spec["head"], "target.head names the head whose weights "
@@ -279,8 +280,8 @@ def loss(walk: Walk) -> Loss:
 
 
 def _next_loss(walk: Walk, target: Target) -> Loss:
-    """L = (1/N) Σ_i −log p_i[t_{i+1}] over the N positions whose next token is known, p =
-    softmax(ℓ / T); ∂L/∂ℓ = (p − onehot(t_{i+1})) / (T · N) on those rows, 0 on the others."""
+    """L = (1/N) Σ_i −log p_i[t_(i+1)] over the N positions whose next token is known, p =
+    softmax(ℓ / T); ∂L/∂ℓ = (p − onehot(t_(i+1))) / (T · N) on those rows, 0 on the others."""
     from attnwalk.features import unembed
     from attnwalk.layer import nexttoken
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from attnwalk.numbering import shown
 from attnwalk.reading.fields import quoted, shape_text, whole
 from attnwalk.reading.yamltree import Node, indexed
 
@@ -53,7 +54,7 @@ def _vocab(f: Fields, top: dict[str, Node]) -> tuple[str, ...]:
     for i, word in enumerate(vocab):
         if word in seen:
             raise f.error(indexed("vocab", i), top["vocab"].value[i], f"{quoted(word, 20)} is in the "
-                          f"vocabulary twice (entries {seen[word] + 1} and {i + 1}); each word has one id")
+                          f"vocabulary twice (entries {shown(seen[word])} and {shown(i)}); each word has one id")
         seen[word] = i
     return vocab
 
@@ -163,7 +164,7 @@ def _agree(f: Fields, top: dict[str, Node], E: np.ndarray, table: np.ndarray, id
             node = top["embeddings"]
             at = node.value[i] if isinstance(node.value, list) and i < len(node.value) else node
             raise f.error(indexed("embeddings", i), at, f"{quoted(tokens[i], 20)}'s embedding is not "
-                          f"row {j + 1} of vocab_embeddings ({quoted(tokens[i], 20)}'s row): a token's "
+                          f"row {shown(j)} of vocab_embeddings ({quoted(tokens[i], 20)}'s row): a token's "
                           "embedding is the table's row; remove embeddings to look them up, or make them agree")
 
 
