@@ -395,6 +395,8 @@ DOT_LINE = re.compile(rf" = (?P<factors>{NUM} Ã— \(?{NUM}\)?(?: \+ \(?{NUM}\)? Ã
 def test_every_printed_product_is_of_the_printed_factors(name: str, key: str) -> None:
     if name == "saturation" and key == "QK^T":
         pytest.skip("d_k = 64: each score's sum of 64 products is printed elided, as shapes' are")
+    if name == "induction":
+        pytest.skip("d_model 48, d_k 16, 17 tokens: every sum here is printed elided, as shapes' are")
     walk = compute(load_scenario(name))
     M = walk.matrix(key)
     seen = 0
