@@ -393,3 +393,31 @@ def test_the_lesson_ends_on_the_next_word_as_its_text_says() -> None:
     assert ref["res_ffn"][bank, 0] == pytest.approx(0.5066, abs=5e-5)  # "took half of it away": 1 → 0.5066
     T = {0.5: softmax(logits / 0.5), 2: softmax(logits / 2)}
     assert T[0.5][word["mud"]] > p[word["mud"]] > T[2][word["mud"]]  # sharper at 0.5, flatter at 2
+
+
+def test_the_lessons_own_questions_ask_its_numbers() -> None:
+    from attnwalk.text import text
+    from attnwalk.tutor.lessonquiz import lesson_questions
+
+    walk = compute(load_scenario("block"))
+    ref = block_reference(load_scenario("block"))
+    asked = {q.qid: q for q in lesson_questions(walk, text("en"))}
+    kept, silent = asked["lesson:block:kept"], asked["lesson:block:silent"]
+    h = "[" + ", ".join(f"{x:.2f}".rstrip("0").rstrip(".") for x in ref["res_attn"][3]) + "]"
+    assert kept.shown.startswith(f"{h}:") and "X[bank] = [1, 0, 1, 0]" in kept.text
+    assert f"U = {ref['U'][3, 1]:.2f}" in silent.text and ref["U"][3, 1] < 0
+    assert silent.shown.startswith("Nothing: ReLU turns")
+    gelu = builtin_path("block").read_text(encoding="utf-8").replace("ffn: relu", "ffn: gelu")
+    scn = scenario_from_text(gelu, "block.yaml")
+    from attnwalk.features.ffn import QUESTIONS
+    assert QUESTIONS["block"]["silent"](compute(scn)) is None  # GELU lets a negative part through
+
+
+def test_the_reference_reads_the_unembedding_after_the_block() -> None:
+    scn = load_scenario("block")
+    ref = attention_of(scn)  # tests/reference.py, the unembedding included
+    walk = compute(scn)
+    np.testing.assert_allclose(ref["logits"], walk.mats["logits"], atol=1e-12)
+    np.testing.assert_allclose(ref["p"], walk.mats["p"], atol=1e-12)
+    dec = decode(scn)  # decode goes on to p_t, row by row
+    assert "p" in dec.steps[-1].block and dec.difference < 1e-12

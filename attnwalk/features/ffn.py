@@ -187,3 +187,43 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
     # Z's note on where the learned parameters are: the FFN's W_1 and W_2 as well
     notes = {"truth.no_parameters": "ffn.no_parameters", "truth.no_parameters_w_o": "ffn.no_parameters_w_o"}
     amend(stages, "Z", notes=lambda scn, mode, said: [notes.get(n, n) for n in said])
+
+
+# -- the block lesson's own questions (tutor/lessonquiz.py asks them; their text is
+# quiz.lesson.block.*): the numbers each needs, or None where the walk does not show the point
+
+def _focus(walk) -> int | None:
+    """The row the lesson is about (its focus, bank), where the walk has the residual and the FFN."""
+    row = walk.scenario.focus
+    return row if row is not None and walk.has(residual.KEY) and walk.has("U") else None
+
+
+def _kept(walk) -> dict | None:
+    """H = X + O: bank's own row is kept and attention's output added to it, not put in its place."""
+    row = _focus(walk)
+    if row is None:
+        return None
+    from attnwalk.layer.axes import token_labels
+
+    out = roles.output(walk.computed).key
+    return {"token": token_labels(walk.scenario.tokens)[row], "x": walk.mats["X"][row],
+            "o": walk.mats[out][row], "h": walk.mats[residual.KEY][row]}
+
+
+def _silent(walk) -> dict | None:
+    """A ReLU unit whose input is negative writes nothing: bank's money unit, outweighed by the
+    water attention brought."""
+    row = _focus(walk)
+    if row is None or _kind(walk.scenario) != "relu":
+        return None
+    from attnwalk.layer.axes import token_labels
+
+    U = walk.mats["U"][row]  # (d_ff,)
+    unit = int(np.argmin(U))
+    if U[unit] >= 0:
+        return None
+    return {"token": token_labels(walk.scenario.tokens)[row], "unit": unit + 1, "u": float(U[unit]),
+            "w": np.asarray(walk.scenario.param("W_2"))[unit]}
+
+
+QUESTIONS = {"block": {"kept": _kept, "silent": _silent}}

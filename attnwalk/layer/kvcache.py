@@ -32,7 +32,8 @@ import numpy as np
 from attnwalk.errors import ScenarioError
 from attnwalk.layer.graph import Context, Graph, get, head_block, needed, segments
 from attnwalk.layer.modes import BASELINE, Mode, mode_named
-from attnwalk.layer.roles import CONCAT, MIXED, SCALED, SCORES, SOFTMAX, block_output, output, path, score_stages
+from attnwalk.layer.roles import (CONCAT, MIXED, SCALED, SCORES, SOFTMAX, block_output, next_token, output, path,
+                                  score_stages)
 from attnwalk.layer.walk import Walk, compute, run
 
 if TYPE_CHECKING:
@@ -186,6 +187,8 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
     walk = compute(scn, mode)
     final = output(walk.computed).key  # the attention's output: W_O's O, else concat
     end = block_output(walk.computed).key  # the block's: the FFN's Y, the residual's H, else final
+    if next_token(walk.computed) is not None:  # an unembedding: on to the next token's p_t
+        end = next_token(walk.computed).key
     graph = needed(walk.computed, [final, end])
     cache = Cache(graph, scn)
     # the rows a step shows besides q, k, v, a and z, the same at every step: every stage between
