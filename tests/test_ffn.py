@@ -421,3 +421,19 @@ def test_the_reference_reads_the_unembedding_after_the_block() -> None:
     np.testing.assert_allclose(ref["p"], walk.mats["p"], atol=1e-12)
     dec = decode(scn)  # decode goes on to p_t, row by row
     assert "p" in dec.steps[-1].block and dec.difference < 1e-12
+
+
+def test_decodes_size_is_counted_with_the_block_rows() -> None:
+    from attnwalk.export.decodedata import decode_data, decode_numbers
+
+    def count(x) -> int:
+        if isinstance(x, list):
+            return sum(count(v) for v in x)
+        if isinstance(x, dict):
+            return sum(count(v) for v in x.values())
+        return 1 if isinstance(x, (int, float)) or x is None else 0
+
+    for scn in (load_scenario("block"), load(doc("swiglu", "layer", "post"))):
+        written = count(decode_data(decode(scn))["steps"])
+        block = sum(len(row) for step in decode(scn).steps for row in step.block.values())
+        assert block > 0 and decode_numbers(scn) >= written

@@ -186,19 +186,26 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
     mode = mode_named(mode)
     walk = compute(scn, mode)
     final = output(walk.computed).key  # the attention's output: W_O's O, else concat
-    end = block_output(walk.computed).key  # the block's: the FFN's Y, the residual's H, else final
-    if next_token(walk.computed) is not None:  # an unembedding: on to the next token's p_t
-        end = next_token(walk.computed).key
-    graph = needed(walk.computed, [final, end])
+    block = block_rows(walk.computed)
+    graph = needed(walk.computed, [final, *block])
     cache = Cache(graph, scn)
     # the rows a step shows besides q, k, v, a and z, the same at every step: every stage between
-    # the scores and a_t, every per-head stage after z_t on the way to the output, and every stage
-    # from the output to the block's end
-    block = [] if end == final else [s.key for s in (*path(graph, final, end), get(graph, end))]
+    # the scores and a_t, every per-head stage after z_t on the way to the output, and block's
     shown = (score_stages(graph), [s for s in path(graph, MIXED, final) if s.per_head], final, block)
     with np.errstate(over="ignore", invalid="ignore"):
         steps = [_step(walk, graph, cache, i, shown) for i in range(scn.n)]
     return Decode(scn, mode, walk, steps)
+
+
+def block_rows(computed: Graph) -> list[str]:
+    """The keys of every stage a step makes after the attention's output, in order: to the block's
+    end (the residual's H, the FFN's Y, a norm after them) and on to the next token's p_t where
+    there is a vocabulary; none where the output ends the layer. Each is made from row t alone."""
+    final = output(computed).key  # W_O's O, else concat
+    end = block_output(computed).key
+    if next_token(computed) is not None:  # an unembedding: on to the next token's p_t
+        end = next_token(computed).key
+    return [] if end == final else [s.key for s in (*path(computed, final, end), get(computed, end))]
 
 
 class Cache:
