@@ -437,3 +437,18 @@ def test_decodes_size_is_counted_with_the_block_rows() -> None:
         written = count(decode_data(decode(scn))["steps"])
         block = sum(len(row) for step in decode(scn).steps for row in step.block.values())
         assert block > 0 and decode_numbers(scn) >= written
+
+
+def test_post_placements_text_follows_the_graph() -> None:
+    from attnwalk.layer.gradwalk import grad_stages
+    from attnwalk.text import stage_text
+
+    scn = load(doc("gelu", "layer", "post", target=True))
+    by = {s.key: s for s in scn.graph}
+    assert stage_text("en", by["res_ffn"], scn) == "The FFN's residual sum"
+    assert stage_text("en", by["LN2"], scn) == "The block's output, normalised"
+    assert stage_text("en", by["LN"], scn) == "The residual sum, normalised"
+    grads = {s.key: s for s in grad_stages(scn)}
+    assert stage_text("en", grads["dLN"], scn).startswith("Gradient of the normalised residual sum")
+    pre = load(doc("gelu", "layer", target=True))
+    assert stage_text("en", {s.key: s for s in pre.graph}["res_ffn"], pre) == "The block's output"

@@ -182,11 +182,20 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
                                  "({d} ⊙ {1} ⊙ SiLU'({0} · {2})) · {2}ᵀ", "{d} ⊙ SiLU({0} · {2})",
                                  "{0}ᵀ · ({d} ⊙ {1} ⊙ SiLU'({0} · {2}))"), ffncells.gated_grad))
     total = total._replace(reads=(stream.key, "F"))
+    if stream.key != residual.KEY:  # post placement: the FFN adds to LN(H), and LN₂(Y) ends the block
+        total = total._replace(variants=lambda scn, mode: ("post",))
     insert_after(stages, stream.key, *before, up, gate, down, total)
     insert_after(stages, total.key, *norm.after_sum(scn, total.key, total.symbol, second=True))  # post: LN₂(Y)
     # Z's note on where the learned parameters are: the FFN's W_1 and W_2 as well
     notes = {"truth.no_parameters": "ffn.no_parameters", "truth.no_parameters_w_o": "ffn.no_parameters_w_o"}
     amend(stages, "Z", notes=lambda scn, mode, said: [notes.get(n, n) for n in said])
+
+
+def grad_variants(scn: Scenario) -> tuple[str, ...]:
+    """The backward walk's text: under post placement the FFN reads LN(H) and LN₂(Y) ends the
+    block (its sum reads the norm's output, not H)."""
+    total = next(s for s in scn.graph if s.key == STAGES[3].key)
+    return () if total.reads[0] == residual.KEY else ("post",)
 
 
 # -- the block lesson's own questions (tutor/lessonquiz.py asks them; their text is
