@@ -452,3 +452,19 @@ def test_post_placements_text_follows_the_graph() -> None:
     assert stage_text("en", grads["dLN"], scn).startswith("Gradient of the normalised residual sum")
     pre = load(doc("gelu", "layer", target=True))
     assert stage_text("en", {s.key: s for s in pre.graph}["res_ffn"], pre) == "The block's output"
+
+
+def test_formulas_are_written_from_what_each_stage_reads() -> None:
+    for kind, formula in (("relu", "G = ReLU(U)"), ("swiglu", "G = SiLU(LN₂(H) · W_gate) ⊙ U"),
+                          ("gelu", "G = GELU(U),  GELU(u) = ½ u (1 + tanh(√(2/π) (u + 0.044715 u³)))")):
+        scn = load(doc(kind, "layer"))
+        by = {s.key: s for s in scn.graph}
+        assert by["G"].formula_in(scn) == formula
+        assert by["U"].formula_in(scn) == "U = LN₂(H) · W_1 + b_1"
+        assert by["LN2"].formula_in(scn).startswith("LN₂(H) = (H − μ) / σ · γ₂ + β₂")
+        assert by["res_ffn"].formula_in(scn) == "Y = H + F"
+    scn = load(doc("silu", "rms", "post", biases=False))
+    by = {s.key: s for s in scn.graph}
+    assert by["U"].formula_in(scn) == "U = RMSNorm(H) · W_1"
+    assert by["LN2"].formula_in(scn).startswith("RMSNorm₂(Y) = Y / RMS · γ₂")
+    assert by["res_ffn"].formula_in(scn) == "Y = RMSNorm(H) + F"

@@ -120,14 +120,21 @@ def _act_terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
 
 
 def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
-    """U = LN₂(H) · W_1 + b_1, F = G · W_2 (+ b_2 where given), G = GELU(U) …"""
-    x = grouped(symbol_of(stage.reads[0], scn))
-    if stage.key == "G":
-        if stage.params:
-            return f"G = SiLU({x} · W_gate) ⊙ {symbol_of(stage.reads[1], scn)}"
-        return f"G = {act.ACTIVATIONS[_kind(scn)].name}({x})" + (
-            ",  GELU(u) = ½ u (1 + tanh(√(2/π) (u + 0.044715 u³)))" if _kind(scn) == "gelu" else "")
-    return f"{stage.symbol} = {x} · " + " + ".join(stage.params)
+    """U = LN₂(H) · W_1 + b_1, F = G · W_2 (+ b_2 where given)."""
+    return f"{stage.symbol} = {grouped(symbol_of(stage.reads[0], scn))} · " + " + ".join(stage.params)
+
+
+def _act_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
+    """G = GELU(U) (with GELU's tanh form written out), ReLU(U), SiLU(U)."""
+    kind = _kind(scn)
+    return f"{stage.symbol} = {act.ACTIVATIONS[kind].name}({grouped(symbol_of(stage.reads[0], scn))})" + (
+        ",  GELU(u) = ½ u (1 + tanh(√(2/π) (u + 0.044715 u³)))" if kind == "gelu" else "")
+
+
+def _gate_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
+    """G = SiLU(LN₂(H) · W_gate) ⊙ U."""
+    x, u = (grouped(symbol_of(name, scn)) for name in stage.reads)
+    return f"{stage.symbol} = SiLU({x} · {stage.params[0]}) ⊙ {u}"
 
 
 def _sum(ctx: Context, H: np.ndarray, F: np.ndarray) -> np.ndarray:
@@ -151,7 +158,7 @@ STAGES = (
     Stage("U", "U", "U = $0 · W_1 + b_1", "n", "d_ff", projection, reads=("LN2",), params=("W_1", "b_1"),
           weight="W_1", formula_for=_formula, worked=ffncells.product, step=projection_step("W_1"),
           overflow="use a smaller W_1", aliases=("up", "ffn_up", "u"), backward=PRODUCT_BACK),
-    Stage("G", "G", "G = φ(U)", "n", "d_ff", _act, reads=("U",), formula_for=_formula, variants=_variants,
+    Stage("G", "G", "G = φ(U)", "n", "d_ff", _act, reads=("U",), formula_for=_act_formula, variants=_variants,
           worked=lambda c: ffncells.activation(_kind(c.scn))(c), step=_act_step, aliases=("act", "activation", "g"),
           backward=Backward(_act_grad, _act_terms, lambda c, stage, i: ffncells.activation_grad(_kind(c.scn))(c, stage, i))),
     Stage("F", "F", "F = $0 · W_2 + b_2", "n", "d_model", projection, reads=("G",), params=("W_2", "b_2"),
@@ -177,6 +184,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
                          learned=("b_2",) if "b_2" in biased else ())
     if kind == "swiglu":
         gate = gate._replace(compute=_gated, reads=(x, "U"), params=("W_gate",), weight="W_gate",
+                             formula_for=_gate_formula,
                              worked=ffncells.gated, step=lambda scn, mode, h, u: f"SiLU({h} · W_gate) ⊙ {u}",
                              backward=Backward(_gated_grad, fixed_terms(
                                  "({d} ⊙ {1} ⊙ SiLU'({0} · {2})) · {2}ᵀ", "{d} ⊙ SiLU({0} · {2})",
