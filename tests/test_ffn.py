@@ -468,3 +468,15 @@ def test_formulas_are_written_from_what_each_stage_reads() -> None:
     assert by["U"].formula_in(scn) == "U = RMSNorm(H) · W_1"
     assert by["LN2"].formula_in(scn).startswith("RMSNorm₂(Y) = Y / RMS · γ₂")
     assert by["res_ffn"].formula_in(scn) == "Y = RMSNorm(H) + F"
+
+
+def test_decodes_work_counts_the_products_after_the_output() -> None:
+    scn = load_scenario("block")
+    dec = decode(scn)
+    sizes = sum(np.size(scn.param(w)) for w in ("W_1", "W_2", "W_U"))  # d_model·d_ff + d_ff·d_model + d_model·|vocab|
+    assert sizes == 4 * 2 + 2 * 4 + 4 * 8
+    for step in dec.steps:
+        assert step.cached.after == sizes and step.rerun.after == step.t * sizes
+    data = json.loads(runner.invoke(app, ["decode", "block", "--format", "json"], env=ENV).stdout)
+    cached = data["steps"][0]["work"]["cached"]
+    assert cached["after"] == sizes and cached["total"] == sum(v for k, v in cached.items() if k != "total")

@@ -163,7 +163,9 @@ def stage_numbers(scn: Scenario) -> list[tuple[str, int, bool]]:
 
 
 def weight_numbers(scn: Scenario) -> int:
-    return sum(W.size for W in (scn.W_Q, scn.W_K, scn.W_V, scn.W_O) if W is not None)
+    """The weight matrices an export writes: every shown stage's (W_Q … W_O, the FFN's W_1, W_2)."""
+    names = {s.weight for s in scn.graph if s.weight and s.shown}
+    return sum(int(scn.param(name).size) for name in names)
 
 
 def tiled_numbers(scn: Scenario) -> int:
