@@ -262,6 +262,9 @@ def train_cmd(
     head: Annotated[Optional[int], typer.Option("--head", metavar="N", help="The head whose A is shown (default: the target's).")] = None,
     format: Annotated[CompareFormat, typer.Option(
         "--format", "-f", help="text for people; json for scripts: {\"steps\": [{\"step\": 0, \"loss\", \"A\"}, ...]}.")] = CompareFormat.text,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", metavar="FILE", help="Write the trained layer (after the last step) as a scenario "
+        "file that run, grad, export and train take.")] = None,
     no_pause: NoPauseOpt = False, precision: PrecisionOpt = 4, ascii: AsciiOpt = False, lang: LangOpt = None,
 ) -> None:
     """Train the layer on its target by plain gradient descent, W ← W − η·∂L/∂W. Keys: space pauses,
@@ -271,12 +274,13 @@ def train_cmd(
     Examples:
       attnwalk train backprop
       attnwalk train saturation --compare
-      attnwalk train backprop --steps 5 --lr 0.5 --format json"""
+      attnwalk train backprop --steps 5 --lr 0.5 --format json
+      attnwalk train backprop -o trained.yaml"""
     from attnwalk.commands.train import train_command
 
     raise typer.Exit(train_command(name=scenario, steps=steps, lr=lr, mode=mode.value, compare=compare,
                                    every=every, head=head, no_pause=no_pause, precision=precision,
-                                   ascii=ascii, lang=lang, format=format.value))
+                                   ascii=ascii, lang=lang, format=format.value, output=output))
 
 
 @app.command("compare", short_help="One scenario's modes side by side, or two scenarios.")
@@ -489,6 +493,10 @@ def model_cmd(
         "--quantize", metavar="q4_0|q4_1|q5_0|q5_1|q8_0", help="Quantize every weight matrix as llama.cpp stores it, "
         "with the gguf library's quantizer (pip install 'attnwalk[gguf]'); with --compare, the layer as stored "
         "and quantized side by side.")] = None,
+    next_token: Annotated[bool, typer.Option("--next", help="Walk on to the next token (causal LMs: GPT-2, Llama, "
+                                             "SmolLM2, Qwen2, Mistral, Gemma 3): this layer's MLP as stages, the "
+                                             "remaining layers run in full, the final norm and the LM head, then the "
+                                             "10 likeliest next tokens with p at T = 0.5, 1 and 2.")] = False,
 ) -> None:
     """Walk one attention layer of a real pretrained model on SENTENCE: the tokenization, the
     embeddings, the LayerNorm, Q, K, V with their biases, every head at a glance, one head's
@@ -504,6 +512,7 @@ def model_cmd(
       attnwalk model "The cat sat" --model ./gpt2 --decode
       attnwalk model "The cat sat on the mat" --model SmolLM2-135M-Instruct.Q4_1.gguf --layer 30
       attnwalk model "The cat sat on the mat" --model ollama:smollm2:135m
+      attnwalk model "The cat sat on the" --model SmolLM2-135M-Instruct.Q4_1.gguf --next
       attnwalk model "I sat by the river bank" --quantize q4_1 --compare
       attnwalk model "I sat by the river bank" --tiles 4 --at n=4096"""
     from attnwalk.commands.model import model_command
@@ -512,7 +521,7 @@ def model_cmd(
         sentence=sentence, model=model, layer=layer, head=head, mode=mode.value, no_pause=no_pause,
         precision=precision, ascii=ascii, save=save, lang=lang, resume=resume, predict=predict,
         format=None if format is None else format.value, output=output, compare=compare, quiz=quiz,
-        count=count, tiles=tiles, at=at, decode=decode, quantize=quantize))
+        count=count, tiles=tiles, at=at, decode=decode, quantize=quantize, next_token=next_token))
 
 
 @app.command("heads", short_help="What each head of a real model does, scored on random tokens.")
@@ -524,6 +533,9 @@ def heads_cmd(
     length: Annotated[int, typer.Option("--length", "-r", metavar="R", help="How many random tokens, each "
                                         "repeated once after all of them (1 to 200).")] = 50,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="The random tokens' seed.")] = 0,
+    scenario: Annotated[Optional[str], typer.Option(
+        "--scenario", "-s", metavar="FILE", help="Score a scenario's heads instead (a file, e.g. one train -o "
+        "wrote, or a built-in's name), on its own tokens: induction only where they end in a run said twice.")] = None,
     format: Annotated[Optional[str], typer.Option("--format", "-f", metavar="json",
                                                   help="Print every head's scores as JSON.")] = None,
     ascii: AsciiOpt = False, lang: LangOpt = None,
@@ -537,11 +549,12 @@ def heads_cmd(
     Examples:
       attnwalk heads
       attnwalk heads --model SmolLM2-135M-Instruct.Q4_1.gguf --length 30 --seed 1
-      attnwalk heads --format json > heads.json"""
+      attnwalk heads --format json > heads.json
+      attnwalk heads --scenario backprop"""
     from attnwalk.commands.heads import heads_command
 
     raise typer.Exit(heads_command(model=model, length=length, seed=seed, format=format, ascii=ascii,
-                                   lang=lang))
+                                   lang=lang, scenario=scenario))
 
 
 def run() -> None:

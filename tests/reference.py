@@ -79,10 +79,12 @@ def rope_rotated(x, base=10000.0, pairing="half"):
 
 # The scenario settings this reference computes (each feature's key in Scenario.settings) and those
 # that do not change the layer's numbers (what to train toward, a tiled form of the same Z, the mask
-# already given as `allowed`, quantized weights already read back into W): attention_of refuses
+# already given as `allowed`, quantized weights already read back into W, the sequences each training
+# step draws in place of the tokens; later blocks and the unembedding, which come after block 1's
+# numbers, those computed here): attention_of refuses
 # any other, so a new feature cannot pass the reference checks by being left out of them.
-COMPUTED = {"score", "alibi", "rope", "sinks", "norm", "residual", "ffn", "unembed"}
-UNCHANGED = {"target", "tiles", "mask", "quantize", "train"}
+COMPUTED = {"score", "alibi", "rope", "sinks", "norm", "residual", "ffn"}
+UNCHANGED = {"target", "tiles", "mask", "quantize", "train", "sequences", "blocks", "unembed"}
 
 
 def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):
@@ -110,7 +112,7 @@ def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):
                      sinks=scn.params["sinks"] if "sinks" in scn.settings else None)
     if scn.settings.get("residual"):
         out.update(block(scn, X_in, out["O"] if "O" in out else out["concat"]))
-    if scn.settings.get("unembed"):
+    if scn.settings.get("unembed") and not scn.settings.get("blocks"):  # one block: ℓ and p read its end
         out.update(unembedded(scn, out[block_end(scn)]))
     return out
 

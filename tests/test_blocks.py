@@ -351,3 +351,37 @@ def test_the_next_token_loss_reaches_every_block():
             down[idx] -= eps
             numeric[idx] = (loss_of(with_param(scn, name, up)) - loss_of(with_param(scn, name, down))) / (2 * eps)
         np.testing.assert_allclose(grads[name], numeric, atol=1e-7, rtol=1e-6, err_msg=name)
+
+
+def test_train_writes_every_block_back_where_it_was_read(tmp_path):
+    """train -o on three blocks: each block's trained weights in its own entry of blocks:, and the
+    file walks to the trained numbers bit for bit."""
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml_text(extra=f"target:\n  output: {rows(TARGET)}\n"))
+    out = tmp_path / "trained.yaml"
+    result = runner.invoke(app, ["train", str(path), "--steps", "3", "--lr", "0.0001", "-o", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    scn = scenario_from_text(path.read_text(), "three.yaml")
+    last = list(descend(scn, "scaled", 3, 1e-4))[-1].walk.scenario  # the layer after step 3
+    trained_scn = scenario_from_text(out.read_text(), str(out))
+    for name in trained(scn.graph):
+        assert np.array_equal(trained_scn.param(name), last.param(name)), name
+    assert not np.array_equal(trained_scn.param("W_Q.2"), scn.param("W_Q.2"))
+    text = out.read_text()
+    assert text.count("- W_Q:") == 3 and "\nW_Q:" not in text  # block 1's weights stay in blocks[1]
+
+
+def test_heads_scores_each_block_as_a_layer(tmp_path):
+    """attnwalk heads --scenario: a row per block, each head's previous-token score the mean of
+    A[i, i − 1] of that block's weights (by the loops above)."""
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml_text())
+    out = runner.invoke(app, ["heads", "--scenario", str(path), "--format", "json"], env=ENV)
+    assert out.exit_code == 0, out.output
+    scores = {(h["layer"], h["head"]): h for h in json.loads(out.stdout)["heads"]}
+    assert len(scores) == BLOCKS * H
+    for b, ref in enumerate(reference()):
+        for h in range(H):
+            A = ref["A"][h]
+            previous = np.mean([A[i, i - 1] for i in range(1, N)])
+            assert scores[(b + 1, h + 1)]["previous_token"] == pytest.approx(previous, abs=1e-12)

@@ -60,7 +60,22 @@ def model_scenarios() -> list:
     tiny = load_layer("I sat by the river bank", str(llama), 1)
     return [scenario_from_model(random_layer(family, layer=layer))
             for family in ("bert", "gpt2") for layer in (0, 1)] + [
-        scenario_from_model(tiny), scenario_from_model(gemma_like(tiny))]
+        scenario_from_model(tiny), scenario_from_model(gemma_like(tiny))] + next_scenarios(llama)
+
+
+def next_scenarios(llama) -> list:
+    """`attnwalk model --next` on the tiny Llama, and as Gemma 3 walks it (GeGLU, a norm after F)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from attnwalk.commands.model import load_next, scenario_with_next
+    from attnwalk.models.blocks import rms_norm
+
+    found = load_next("I sat by the river bank", str(llama), 1)
+    post = rms_norm(found.mlp.F, np.linspace(0.8, 1.2, found.mlp.F.shape[1]), 1e-6)
+    gemma = replace(found, layer=gemma_like(found.layer), mlp=replace(found.mlp, kind="geglu", post_norm=post))
+    return [scenario_with_next(found), scenario_with_next(gemma)]
 
 
 def gemma_like(layer):

@@ -4,7 +4,9 @@ for one mode or, with --compare, the scaled and the unscaled layer side by side.
 The steps are computed in a Textual worker thread (a step of a large layer takes a moment, and the
 keys must not wait for it), paced so a lesson's run takes a few seconds to watch; space pauses and
 resumes, n takes one step while paused, q quits. The curve, the numbers and A are the printed run's
-renderables (render/trainview.py): the curve on one scale for both runs."""
+renderables (render/trainview.py): the curve on one scale for both runs. A run on drawn sequences
+(the induction lesson) adds L_rep's curve on the same scale and shows every head's map and scores
+(render/sequences.py) in place of one head's A."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from attnwalk.app.footer import KeysFooter
 from attnwalk.app.help import MessageAndExits, translated
 from attnwalk.app.scrolling import PaneScroll
 from attnwalk.layer.train import Step
-from attnwalk.render import style
+from attnwalk.render import sequences, style
 from attnwalk.render.options import ViewOptions
 from attnwalk.render.trainview import loss_curve, run_header, weights_view
 from attnwalk.render.wrap import Prose
@@ -44,6 +46,7 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
     #runs { height: 1fr; }
     .run { width: 1fr; height: 100%; padding: 0 1; }
     .curve { height: 4; margin: 1 0 0 0; }
+    .repeat { height: 5; }
     .numbers { height: auto; }
     .weights { height: 1fr; scrollbar-size-vertical: 1; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
@@ -64,7 +67,7 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
     ]
 
     def __init__(self, runs: dict[str, Iterator[Step]], steps: int, lr: float, head: int,
-                 opts: ViewOptions) -> None:
+                 opts: ViewOptions, drawn: bool = False) -> None:
         super().__init__()
         translated(self, opts)
         keys = self._bindings.key_to_bindings  # this app's own keys' descriptions: train.key.*
@@ -75,7 +78,10 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
         # of each run only its first step, its latest and every loss so far: memory flat in the steps
         self.seen: dict[str, list[Step]] = {mode: [] for mode in runs}  # [first] or [first, latest]
         self.losses: dict[str, list[float]] = {mode: [] for mode in runs}
-        self.pause = max(MIN_PAUSE, min(MAX_PAUSE, RUN_SECONDS / max(steps, 1)))
+        self.repeats: dict[str, list[float]] = {mode: [] for mode in runs}  # L_rep, on drawn sequences
+        self.drawn = drawn  # trained on drawn sequences: L_rep, and every head's map and scores
+        # a step on drawn sequences is a batch of walks, slow enough to watch without a pause
+        self.pause = 0.0 if drawn else max(MIN_PAUSE, min(MAX_PAUSE, RUN_SECONDS / max(steps, 1)))
         self.running = threading.Event()
         self.running.set()
         self.one_step = threading.Event()
@@ -91,6 +97,8 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
                 with Vertical(classes="run", id=f"run-{mode}"):
                     yield Static(classes="curve", id=f"curve-{mode}")
                     yield Static(classes="numbers", id=f"numbers-{mode}")
+                    if self.drawn:  # the loss on the second copies, under the loss's numbers
+                        yield Static(classes="repeat", id=f"repeat-{mode}")
                     with VerticalScroll(classes="weights", can_focus=False):
                         yield Static(id=f"weights-{mode}")
         yield Static(id="message")
@@ -140,6 +148,8 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
             seen = self.seen[mode]
             seen[1 if seen else 0:] = [step]  # the first stays; the latest replaces the one before
             self.losses[mode].append(step.loss)
+            if "loss_repeat" in step.numbers:
+                self.repeats[mode].append(float(step.numbers["loss_repeat"]))
         if len(self.losses[next(iter(self.losses))]) == 1:
             self.query_one("#header", Static).update(run_header(self.seen, self.lr, self.head, self.opts,
                                                                 steps=self.steps))
@@ -149,10 +159,15 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
         for mode, run in self.seen.items():
             curve = loss_curve(self.losses[mode], top, self.steps, width, 4, opts)
             self.query_one(f"#curve-{mode}", Static).update(curve)
+            if self.drawn:
+                repeat = loss_curve(self.repeats[mode], top, self.steps, width, 4, opts)
+                self.query_one(f"#repeat-{mode}", Static).update(
+                    Group(Text(style.say(opts, "train.sequences.repeat_curve"), style=style.NOTE), repeat))
             self.query_one(f"#numbers-{mode}", Static).update(self._numbers(mode, run, opts))
+            label = style.say(opts, "train.a_end", mode=self._mode_name(mode), step=run[-1].step)
             self.query_one(f"#weights-{mode}", Static).update(
-                weights_view(run[-1], self.head, opts, style.say(opts, "train.a_end", mode=self._mode_name(mode),
-                                                                  step=run[-1].step)))
+                Group(Text(label, style=style.LABEL), sequences.heads_maps(run[-1], opts)) if self.drawn
+                else weights_view(run[-1], self.head, opts, label))
         self._status()
 
     def _mode_name(self, mode: str) -> str:
@@ -164,6 +179,11 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
         line = style.say(opts, "train.live", mode=self._mode_name(mode), first=style.number(first.loss, opts),
                          last=style.number(last.loss, opts), drop=style.number(drop, opts),
                          grad=style.number(last.grad_norm, opts))
+        if self.drawn:
+            line += " · " + style.say(opts, "train.sequences.live", first=style.number(self.repeats[mode][0], opts),
+                                      last=style.number(self.repeats[mode][-1], opts),
+                                      previous=sequences.strongest_text(last, "previous_token", opts),
+                                      induction=sequences.strongest_text(last, "induction", opts))
         return Group(Text(style.say(opts, "train.curve"), style=style.NOTE), Prose(style.plain(line, opts)))
 
     def _status(self) -> None:

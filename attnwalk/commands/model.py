@@ -65,12 +65,44 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
         dimensions={**stats, "h": {"": tuple(str(person(h)) for h in range(heads))}})
 
 
+def scenario_with_next(found) -> Scenario:
+    """The Scenario of `found` (models.nexttoken.NextToken): the walked layer's, with its MLP as
+    the FFN feature's stages (its weights as W_1, b_1, W_2, b_2, W_gate) and the next token's
+    stages after them (features/model/nexttoken.py); the rows of the last are the 10 likeliest
+    tokens, each "text" and id."""
+    from dataclasses import replace
+
+    base = scenario_from_model(found.layer)
+    mlp = found.mlp
+    params = {name: value for name, value in (("W_1", mlp.W_1), ("b_1", mlp.b_1), ("W_2", mlp.W_2),
+                                              ("b_2", mlp.b_2), ("W_gate", mlp.W_gate)) if value is not None}
+    kind = "gelu" if mlp.kind == "gelu" else "swiglu"  # Gemma's GeGLU: SwiGLU's stages, its gate's φ changed
+    rows = tuple(f'"{shown_token(text)}" {token_id}' for text, token_id in zip(found.texts, found.top()))
+    return replace(base, settings={**base.settings, "ffn": kind, "next": found},
+                   params={**base.params, **params},
+                   dimensions={**base.dimensions, "top": {"": rows},
+                               "ℓ, T": {"": ("ℓ", "p T=0.5", "p T=1", "p T=2")}})
+
+
+def shown_token(text: str) -> str:
+    """A token's text on one line: a newline, tab or other control character as its escape."""
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+
+
 def check_request(sentence: str, layer: int) -> None:
     """A sentence to walk and a layer counted from 1, checked before any model is read."""
     if not sentence.strip():
         raise UsageError('give a sentence to walk, e.g. attnwalk model "I sat by the river bank"')
     if layer < 1:
         raise UsageError(f"--layer {layer}: layers are numbered from 1")
+
+
+def load_next(sentence: str, model: str | None, layer: int, quantize: str | None = None):
+    """--next: layer `layer` (1-based) of `model` on `sentence`, walked on to the next token
+    (models.nexttoken.NextToken)."""
+    from attnwalk.models import load
+
+    return load.next_token(sentence, model, layer - 1, quantize)
 
 
 def load_layer(sentence: str, model: str | None, layer: int, quantize: str | None = None) -> ModelLayer:
@@ -135,7 +167,8 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
                   no_pause: bool, precision: int, ascii: bool, save: str | None, lang: str | None,
                   resume: bool, predict: bool, format: str | None, output: str | None,
                   compare: bool, quiz: bool, count: int | None, tiles: int | None = None,
-                  at: str | None = None, decode: bool = False, quantize: str | None = None) -> int:
+                  at: str | None = None, decode: bool = False, quantize: str | None = None,
+                  next_token: bool = False) -> int:
     """Walk (or export, compare, quiz, decode) one layer of a real model; returns the exit code.
     --tiles adds
     the tiled stage to the walk, the export and the compare as a scenario's --tiles does; --at
@@ -157,6 +190,11 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     if at is not None and (format is not None or quiz or decode):
         raise UsageError("--at projects the cost panel of the walk and of --compare; it has no place "
                          "in an export, the quiz or --decode")
+    if next_token and (compare or quiz or decode or predict or tiles is not None):
+        option = next(o for o, on in (("--compare", compare), ("--quiz", quiz), ("--decode", decode),
+                                      ("--predict", predict), ("--tiles", tiles is not None)) if on)
+        raise UsageError(f"--next walks the layer on to the next token; {option} works on the layer "
+                         f"alone: leave out one of them")
     if output is not None and format is None:
         raise UsageError("--output writes what --format prints: add --format json (or markdown, latex, "
                          "csv for an export)")
@@ -174,9 +212,12 @@ def model_command(*, sentence: str, model: str | None, layer: int, head: str | N
     if quantize is not None and compare:  # the same layer at float and quantized, side by side
         return _quantized_pair(sentence, model, layer, quantize, head, mode, format,
                                precision, ascii, lang, emit)
-    loaded = load_layer(sentence, model, layer) if quantize is None else \
-        load_layer(sentence, model, layer, quantize=quantize)
-    scenario = with_tiles(scenario_from_model(loaded), tiles)
+    if next_token:
+        scenario = scenario_with_next(load_next(sentence, model, layer, quantize))
+    else:
+        loaded = load_layer(sentence, model, layer) if quantize is None else \
+            load_layer(sentence, model, layer, quantize=quantize)
+        scenario = with_tiles(scenario_from_model(loaded), tiles)
     if decode:
         return _decode(scenario, mode, head, format, no_pause, precision, ascii, lang, save, emit)
     if compare and format is not None:

@@ -3,6 +3,9 @@
     grad   {"name", "tokens", "mode", "loss", "target", "shape",
             "grads": {"Y", "Z", "A", "S", "QK^T", "Q", "K", "V", "X", "W_Q", "W_K", "W_V", …}}
     train  {"name", "tokens", "mode", "lr", "head", "steps": [{"step": 0, "loss", "A"}, …]}
+           a run on drawn sequences (the induction lesson's `sequences:`) adds to each step what
+           its feature measures: "loss_repeat" and "heads": [{"layer", "head", "previous_token",
+           "induction"}] (the scores as `attnwalk heads` defines them, on the scenario's tokens)
 
 Each gradient has the shape of the matrix it is the gradient of, as `export` writes that matrix:
 with several heads, `grads.heads` holds each head's (its share of Q, K, V, and its QK^T, S, A, Z,
@@ -72,7 +75,8 @@ def train_data(steps: Iterable[Step], head: int, lr: float) -> dict[str, Any]:
     first = None
     for step in steps:
         first = first or step
-        rows.append({"step": step.step, "loss": step.loss, "A": step.walk.matrix("A", head).tolist()})
+        rows.append({"step": step.step, "loss": step.loss, "A": step.walk.matrix("A", head).tolist(),
+                     **step.numbers})
     scn = first.walk.scenario
     return {"name": scn.name, "tokens": list(scn.tokens), "mode": first.walk.mode.name, "lr": lr,
             "head": shown(head), "steps": rows}

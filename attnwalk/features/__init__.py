@@ -22,7 +22,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from attnwalk.features import (alibi, biases, blocks, cross, ffn, gqa, heads, masks, model, norm, output, quantize,
-                               residual, rope, scores, sinks, target, tiles, unembed)
+                               residual, rope, scores, sequences, sinks, target, tiles, unembed)
+from attnwalk.features.model import nexttoken
 
 if TYPE_CHECKING:
     from attnwalk.layer.graph import Graph, Stage
@@ -34,9 +35,9 @@ if TYPE_CHECKING:
 # matrix the features before it read, W_O included; a target is read last, against the output's
 # width and the mask; the residual and the FFN after the norm, which tells them where its second
 # norm stands; several blocks copy the block so far; the unembedding reads the block's output, the
-# last block's, before quantize).
+# last block's, before quantize; a real model's --next after its FFN, which it completes).
 FEATURES: tuple[ModuleType, ...] = (cross, heads, output, tiles, masks, scores, rope, alibi, sinks, model, biases,
-                                    gqa, norm, residual, ffn, blocks, unembed, quantize, target)
+                                    gqa, norm, residual, ffn, nexttoken, blocks, unembed, quantize, target, sequences)
 
 
 def graph_of(scn: Scenario) -> Graph:

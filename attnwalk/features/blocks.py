@@ -26,6 +26,7 @@ import numpy as np
 
 from attnwalk.layer import gradcells
 from attnwalk.layer.graph import SIGNED, Backward, Stage, fixed_terms, get
+from attnwalk.numbering import shown
 from attnwalk.reading.fields import shape_text
 from attnwalk.reading.yamltree import Node, indexed
 
@@ -120,19 +121,19 @@ def read(d: Draft) -> None:
         mine = _block(f, item, b)
         for key in mine:
             if key not in shapes:
-                raise f.error(f"{indexed('blocks', b)}.{key}", mine[key], f"block {b + 1} gives "
+                raise f.error(f"{indexed('blocks', b)}.{key}", mine[key], f"block {shown(b)} gives "
                               f"{key}, which block 1 does not; every block gives the same keys "
                               f"({', '.join(shapes)})")
         for key, like in shapes.items():
             field = f"{indexed('blocks', b)}.{key}"
             if key not in mine:
-                raise f.error(indexed("blocks", b), item, f"block {b + 1} has no {key}; every block "
+                raise f.error(indexed("blocks", b), item, f"block {shown(b)} has no {key}; every block "
                               f"gives the same keys as block 1 ({', '.join(shapes)})")
             value = f.vector(mine[key], field) if np.ndim(like) == 1 else f.matrix(mine[key], field)
             if value.shape != np.shape(like):
-                raise f.error(field, mine[key], f"{key} of block {b + 1} is {shape_text(value)}, but "
+                raise f.error(field, mine[key], f"{key} of block {shown(b)} is {shape_text(value)}, but "
                               f"block 1's is {shape_text(np.asarray(like))}: every block has the same shape")
-            d.params[f"{key}.{b + 1}"] = value
+            d.params[f"{key}.{shown(b)}"] = value
     d.settings[NAME] = Blocks(len(items), tuple(shapes))
 
 
@@ -163,7 +164,7 @@ def _entry_cell(c: Cell) -> list:
 
 def b_of(stage: Stage) -> int:
     """The block a stage belongs to, counted from 1."""
-    return stage.block + 1
+    return shown(stage.block)
 
 
 def _entry_stage(b: int, reads: str) -> Stage:
@@ -288,6 +289,17 @@ def _renamed_backward(backward: Backward, b: int, mine: set[str]) -> Backward:
                     for k, v in backward.symbols.items()})  # a norm's γ⁽²⁾
     cols = {f"{k}.{b}" if k in mine else k: v for k, v in backward.param_cols.items()}
     return backward._replace(symbols=symbols, param_cols=cols)
+
+
+def param_place(scn: Scenario, name: str) -> tuple[str | int, ...] | None:
+    """Where a block's parameter is written in a scenario file (train -o): block b's W_Q (W_Q.b)
+    in the b-th mapping of `blocks:`, block 1's in the first; None for a parameter every block
+    shares (written at the top level)."""
+    setting: Blocks = scn.setting(NAME)
+    base, dot, block = name.rpartition(".")
+    if dot and block.isdecimal() and base in setting.keys:
+        return ("blocks", int(block) - 1, base)
+    return ("blocks", 0, name) if name in setting.keys else None
 
 
 def refuse_decode(scn: Scenario) -> str | None:

@@ -60,6 +60,12 @@ def read(d: Draft) -> None:
     d.settings[NAME] = Quantization(kind.upper(), floats)
 
 
+def trained_keys(scn: Scenario) -> dict[str, Any]:
+    """`train -o`: gradient descent moved the numbers read back off the grid, and the trained layer
+    multiplies by them as they are; quantizing them again would be another layer."""
+    return {"quantize": "none"}
+
+
 def _held(scn: Scenario) -> Quantization:
     return scn.setting(NAME)
 

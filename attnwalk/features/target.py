@@ -9,6 +9,7 @@
     target: {next: WORD}                 vocabulary, features/unembed.py): L = mean over positions i
                                          of −log p_i[token i+1]; WORD is the last position's next
     train: {steps: 40, lr: 0.5}          the lesson's own default steps and η (−−steps, −−lr win)
+    train: {optimizer: adam}             Adam's steps instead of plain gradient descent (layer/train.py)
 
 The loss stands beside the graph, not in it. It is not part of the layer: a layer computes Y, and
 a loss compares Y (or one head's A) with what the learner asked for, as a training loop calls
@@ -55,6 +56,7 @@ class Target(NamedTuple):
     head: int = 0  # attend: the head whose A is asked (0-based)
     steps: int = DEFAULT_STEPS
     lr: float = DEFAULT_LR
+    optimizer: str = "gd"  # "gd" | "adam" (layer/train.py's OPTIMIZERS)
 
 
 def active(scn: Scenario) -> bool:
@@ -116,7 +118,7 @@ def read(d: Draft) -> None:
                               f"head{'s' if d.heads > 1 else ''} (count from 1)")
         target = Target("attend", pairs=_pairs(d, spec["attend"]), head=head)
     if "train" in top:
-        train = f.mapping(top["train"], "train", ("steps", "lr"))
+        train = f.mapping(top["train"], "train", ("steps", "lr", "optimizer"))
         if "steps" in train:
             steps = f.integer(train["steps"], "train.steps", minimum=1)
             if steps > MAX_STEPS:
@@ -129,7 +131,20 @@ def read(d: Draft) -> None:
                 raise f.error("train.lr", train["lr"], f"train.lr is the step size η of W ← W − η · "
                               f"∂L/∂W and must be above 0, got {lr:g}")
             target = target._replace(lr=lr)
+        if "optimizer" in train:
+            target = target._replace(optimizer=_optimizer(f, train["optimizer"]))
     d.settings[NAME] = target
+
+
+def _optimizer(f: Any, node: Node) -> str:
+    """`train.optimizer`: gd (W ← W − η · ∂L/∂W, the default) or adam."""
+    from attnwalk.layer.train import OPTIMIZERS
+
+    name = f.text(node, "train.optimizer")
+    if name not in OPTIMIZERS:
+        raise f.error("train.optimizer", node, f"train.optimizer is {quoted(name, 20)}; expected one of "
+                      f"{', '.join(OPTIMIZERS)} (gd: plain gradient descent, adam: Adam's steps)")
+    return name
 
 
 def _output(d: Draft, node: Node) -> np.ndarray:
@@ -282,6 +297,14 @@ def _next_loss(walk: Walk, target: Target) -> Loss:
         seed[i] += p[i] / (T * count)
         seed[i, w] -= 1.0 / (T * count)
     return Loss(float(rows.sum()), rows, key, None, seed)
+
+
+def retargeted(scn: Scenario) -> Scenario:
+    """`scn`, whose tokens were drawn in place of the file's (features/sequences.py), with its
+    next-token target made for them: each position but the last predicts the token after it."""
+    ids = scn.main.ids
+    pairs = tuple((i, int(ids[i + 1])) for i in range(len(ids) - 1))
+    return scn.with_setting(NAME, target_of(scn)._replace(pairs=pairs))
 
 
 def next_token_loss(walk: Walk, positions: Iterable[int] | None = None) -> float:

@@ -148,11 +148,15 @@ def stage_numbers(scn: Scenario) -> list[tuple[str, int, bool]]:
     # a feature's own dimension (the FFN's d_ff): the width of the weight that makes a stage that wide
     fixed.update({s.cols: int(scn.param(s.weight).shape[1]) for s in scn.graph
                   if s.weight and s.cols not in fixed and s.cols not in ("d_k", "d_v")})
+    for dim in scn.dimensions:  # a dimension the scenario names entry by entry (a model's top tokens)
+        names = scn.dimension_names(dim, "en")
+        if dim not in fixed and names:
+            fixed[dim] = len(names)
     out = []
     for s in scn.graph:  # the hidden stages too (a source's X): a walk holds them
         if s.compute is None:
             continue
-        rows = scn.m if s.rows == "m" else scn.n
+        rows = scn.m if s.rows == "m" else scn.n if s.rows == "n" else fixed.get(s.rows, scn.n)
         if s.cols in ("d_k", "d_v"):
             d = scn.d_k if s.cols == "d_k" else scn.d_v
             cols = d if s.per_head else d * (scn.groups if s.shared else scn.heads)

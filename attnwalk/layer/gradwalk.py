@@ -193,7 +193,7 @@ def _grad_stage(key: str, scope: str, by_key: dict[str, Stage], scn: Scenario) -
 
 def _base_param(key: str, owner: Stage) -> str:
     """The text of a later block's weight's gradient: block 1's (∂L/∂W_Q⁽²⁾ reads as ∂L/∂W_Q)."""
-    suffix = f".{owner.block + 1}"
+    suffix = f".{shown(owner.block)}"
     return f"d{key[:-len(suffix)]}" if owner.block and key.endswith(suffix) else ""
 
 

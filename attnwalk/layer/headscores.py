@@ -74,3 +74,19 @@ def head_scores(A: np.ndarray, layout: Repeated) -> dict[str, np.ndarray]:
     if A.shape[-1] != layout.first + 2 * layout.repeat:
         raise ValueError(f"A is {A.shape[-1]} tokens wide, the sequence {layout.first + 2 * layout.repeat}")
     return {score.key: score.of(A, layout) for score in SCORES}
+
+
+def repeated_layout(tokens: tuple[str, ...]) -> Repeated | None:
+    """Where a sequence ends in R tokens said twice (`… a b c a b c`), the longest such R: the
+    layout the induction score needs. None when it does not (no induction score is defined)."""
+    n = len(tokens)
+    for repeat in range(n // 2, 0, -1):
+        first = n - 2 * repeat
+        if tokens[first:first + repeat] == tokens[first + repeat:]:
+            return Repeated(first, repeat)
+    return None
+
+
+def scores_without_layout(A: np.ndarray) -> dict[str, np.ndarray]:
+    """The scores that need no repeated sequence (all but induction), of every head: (H, N, N) -> {key: (H,)}."""
+    return {score.key: score.of(A, Repeated(0, 0)) for score in SCORES if score.key != "induction"}

@@ -36,6 +36,11 @@ def logits(graph: Graph) -> Stage:
     return get(graph, get(graph, SOFTMAX).reads[0])
 
 
+def softmaxes(graph: Graph) -> tuple[Stage, ...]:
+    """Each block's attention weights, block 1's first: A, then a later block's copy A⁽²⁾, …"""
+    return tuple(s for s in graph if s.text_key == SOFTMAX)
+
+
 def masked_view(graph: Graph) -> Stage | None:
     """The stage that shows the softmax's input with −∞ where the mask forbids (S + M), if any:
     the graph's stage of kind MASKED."""

@@ -40,6 +40,8 @@ class Config:
     bos: int | None = None            # the id a sequence starts with, where the model names one
     gemma: dict | None = None         # Gemma 3: local_theta, window_every, query_pre_attn_scalar, and
                                       # which of them the file's metadata did not say (from llama.cpp)
+    tied: bool | None = None          # the LM head is the token embedding (tie_word_embeddings); None:
+                                      # as the file has it (a GGUF: tied where it holds no output.weight)
 
 
 def read_config(path: Path) -> Config:
@@ -57,6 +59,11 @@ def read_config(path: Path) -> Config:
                          f"(it reads {known})")
     field = _Fields(path, raw)
     config = {"bert": _bert, "gpt2": _gpt2, "llama": _llama}[family](field, model_type)
+    # transformers' defaults: GPT2Config ties the LM head to wte, Llama/Qwen2/Mistral's configs do not
+    tied = raw.get("tie_word_embeddings", family == "gpt2")
+    if not isinstance(tied, bool):
+        raise field.fail(f"tie_word_embeddings: expected true or false, got {tied!r}")
+    config = replace(config, tied=tied)
     bos = raw.get("bos_token_id")  # BERT names none: its sequences start with [CLS]
     return replace(config, bos=bos) if isinstance(bos, int) and not isinstance(bos, bool) else config
 

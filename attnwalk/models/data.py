@@ -63,6 +63,29 @@ class Norm:
 
 
 @dataclass(frozen=True)
+class Mlp:
+    """One layer's feed-forward as the model computes it, every piece kept: what a walk's FFN
+    stages show (`attnwalk model --next`). Weights are in × out, as the lessons write W."""
+
+    kind: str                         # "gelu" (GPT-2: φ(U)) | "swiglu" (Llama: silu(gate) ⊙ U)
+                                      # | "geglu" (Gemma 3: gelu_tanh(gate) ⊙ U)
+    activation: str                   # the config's name of φ: "gelu_new", "silu", "gelu_pytorch_tanh"
+    H: np.ndarray                     # (n, d_model) the residual stream it reads (attention's output added)
+    norm: Norm                        # the norm before it: its output is what W_1 (and W_gate) multiply
+    W_1: np.ndarray                   # (d_model, d_ff) up (GPT-2's c_fc, Llama's up_proj)
+    b_1: np.ndarray | None            # (d_ff,)
+    W_gate: np.ndarray | None         # (d_model, d_ff) the gate (Llama's gate_proj; GPT-2: none)
+    W_2: np.ndarray                   # (d_ff, d_model) down (c_proj, down_proj)
+    b_2: np.ndarray | None            # (d_model,)
+    U: np.ndarray                     # (n, d_ff) LN₂(H) · W_1 + b_1
+    gate: np.ndarray | None           # (n, d_ff) LN₂(H) · W_gate, before its activation
+    G: np.ndarray                     # (n, d_ff) φ(U), or φ(gate) ⊙ U
+    F: np.ndarray                     # (n, d_model) G · W_2 + b_2
+    post_norm: Norm | None            # Gemma 3's RMSNorm of F, what the residual adds
+    Y: np.ndarray                     # (n, d_model) H + F (Gemma 3: H + its norm of F): the layer's output
+
+
+@dataclass(frozen=True)
 class Rope:
     """Rotary positions as a Llama-family model applies them: each head's queries and keys turned
     pair by pair (dimension i with i + d_head/2, "half"), pair i by position · θ_i. θ_i is

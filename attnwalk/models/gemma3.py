@@ -19,7 +19,7 @@ import numpy as np
 from attnwalk.layer.rope import frequencies
 from attnwalk.models.blocks import Attention, gelu_tanh, rms_norm
 from attnwalk.models.config import Config
-from attnwalk.models.data import Norm, Rope
+from attnwalk.models.data import Mlp, Norm, Rope
 from attnwalk.models.weights import Weights
 
 ANCHOR = "embed_tokens.weight"
@@ -70,13 +70,24 @@ class Gemma3:
         return fields
 
     def finish(self, l: int, attention: Attention) -> np.ndarray:
+        return self.mlp(l, attention).Y
+
+    def mlp(self, l: int, attention: Attention) -> Mlp:
+        """The pre-feed-forward RMSNorm, GeGLU (gelu_tanh(gate) ⊙ up, then down), the RMSNorm of
+        its output and the residual, every piece kept."""
         cfg, p = self.cfg, f"layers.{l}."
         a = attention.after  # residual + RMSNorm(O)
-        x = self._norm(p + "pre_feedforward_layernorm", a, cfg.d_model).y
-        gate = gelu_tanh(x @ self._linear(p + "mlp.gate_proj", cfg.d_model, cfg.d_ff))  # (n, d_ff)
-        up = x @ self._linear(p + "mlp.up_proj", cfg.d_model, cfg.d_ff)  # (n, d_ff)
-        out = (gate * up) @ self._linear(p + "mlp.down_proj", cfg.d_ff, cfg.d_model)  # (n, d_model)
-        return a + self._norm(p + "post_feedforward_layernorm", out, cfg.d_model).y
+        norm = self._norm(p + "pre_feedforward_layernorm", a, cfg.d_model)
+        W_gate = self._linear(p + "mlp.gate_proj", cfg.d_model, cfg.d_ff)
+        W_1 = self._linear(p + "mlp.up_proj", cfg.d_model, cfg.d_ff)
+        W_2 = self._linear(p + "mlp.down_proj", cfg.d_ff, cfg.d_model)
+        gate = norm.y @ W_gate  # (n, d) @ (d, d_ff) -> (n, d_ff)
+        U = norm.y @ W_1  # (n, d_ff)
+        G = gelu_tanh(gate) * U
+        F = G @ W_2  # (n, d_ff) @ (d_ff, d) -> (n, d)
+        post = self._norm(p + "post_feedforward_layernorm", F, cfg.d_model)
+        return Mlp("geglu", "gelu_pytorch_tanh", a, norm, W_1, None, W_gate, W_2, None, U, gate, G, F, post,
+                   a + post.y)
 
     def _linear(self, name: str, d_in: int, d_out: int) -> np.ndarray:
         return self.w.get(name + ".weight", (d_out, d_in), f"{d_out} outputs × {d_in} inputs").T

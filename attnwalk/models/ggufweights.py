@@ -33,6 +33,8 @@ LLAMA = [(r"embed_tokens\.weight", "token_embd.weight", False),
          (r"layers\.(\d+)\.mlp\.gate_proj\.weight", "blk.{}.ffn_gate.weight", False),
          (r"layers\.(\d+)\.mlp\.up_proj\.weight", "blk.{}.ffn_up.weight", False),
          (r"layers\.(\d+)\.mlp\.down_proj\.weight", "blk.{}.ffn_down.weight", False)]
+# the final norm and the LM head (absent: tied to token_embd, as llama.cpp reads the file)
+HEAD = [(r"lm_head\.weight", "output.weight", False)]
 GPT2 = [(r"wte\.weight", "token_embd.weight", False), (r"wpe\.weight", "position_embd.weight", False),
         (r"h\.(\d+)\.ln_1\.(weight|bias)", "blk.{}.attn_norm.{}", False),
         (r"h\.(\d+)\.attn\.c_attn\.weight", "blk.{}.attn_qkv.weight", True),
@@ -43,7 +45,8 @@ GPT2 = [(r"wte\.weight", "token_embd.weight", False), (r"wpe\.weight", "position
         (r"h\.(\d+)\.mlp\.c_fc\.weight", "blk.{}.ffn_up.weight", True),
         (r"h\.(\d+)\.mlp\.c_fc\.bias", "blk.{}.ffn_up.bias", False),
         (r"h\.(\d+)\.mlp\.c_proj\.weight", "blk.{}.ffn_down.weight", True),
-        (r"h\.(\d+)\.mlp\.c_proj\.bias", "blk.{}.ffn_down.bias", False)]
+        (r"h\.(\d+)\.mlp\.c_proj\.bias", "blk.{}.ffn_down.bias", False),
+        (r"ln_f\.(weight|bias)", "output_norm.{}", False), *HEAD]
 GEMMA3 = [*LLAMA[:6],  # Llama's names, and its norms where they differ
           (r"layers\.(\d+)\.self_attn\.q_norm\.weight", "blk.{}.attn_q_norm.weight", False),
           (r"layers\.(\d+)\.self_attn\.k_norm\.weight", "blk.{}.attn_k_norm.weight", False),
@@ -51,6 +54,8 @@ GEMMA3 = [*LLAMA[:6],  # Llama's names, and its norms where they differ
           (r"layers\.(\d+)\.pre_feedforward_layernorm\.weight", "blk.{}.ffn_norm.weight", False),
           (r"layers\.(\d+)\.post_feedforward_layernorm\.weight", "blk.{}.post_ffw_norm.weight", False),
           *LLAMA[7:]]
+LLAMA += [(r"norm\.weight", "output_norm.weight", False), *HEAD]
+GEMMA3 += [(r"norm\.weight", "output_norm.weight", False), *HEAD]
 LAYOUTS = {"llama": LLAMA, "gpt2": GPT2, "gemma3": GEMMA3}
 
 
@@ -135,6 +140,10 @@ class GGUFWeights:
         if not rows:
             return np.zeros((0, shape[1]))
         return self.file.dequantized(target, list(rows))
+
+    def row_span(self, name: str, shape: tuple[int, ...], why: str, start: int, stop: int) -> np.ndarray:
+        """Rows start … stop − 1 of a table (a slice of the LM head): only their blocks dequantized."""
+        return self.rows(name, shape, why, list(range(start, stop)))
 
     def stored(self, layer: int, d_model: int) -> dict[str, StoredWeight]:
         """How W_Q, W_K, W_V and W_O of this layer are stored, for the worked cells and the

@@ -8,7 +8,7 @@ import numpy as np
 
 from attnwalk.models.blocks import ACTIVATIONS, Attention, layer_norm
 from attnwalk.models.config import Config
-from attnwalk.models.data import Norm
+from attnwalk.models.data import Mlp, Norm
 from attnwalk.models.weights import Weights
 
 ANCHOR = "wte.weight"
@@ -44,13 +44,19 @@ class Gpt2:
                 "b_O": self.w.get(p + "attn.c_proj.bias", (d,), "n_embd")}
 
     def finish(self, l: int, attention: Attention) -> np.ndarray:
+        return self.mlp(l, attention).Y
+
+    def mlp(self, l: int, attention: Attention) -> Mlp:
+        """ln_2, the MLP (c_fc, gelu_new, c_proj) and its residual, every piece kept."""
         p, d, d_ff = f"h.{l}.", self.cfg.d_model, self.cfg.d_ff
         a = attention.after  # residual + attention output
-        x = self._norm(p + "ln_2", a).y
-        hidden = ACTIVATIONS[self.cfg.activation](x @ self._conv(p + "mlp.c_fc", d, d_ff)
-                                                  + self.w.get(p + "mlp.c_fc.bias", (d_ff,), "n_inner"))
-        return a + hidden @ self._conv(p + "mlp.c_proj", d_ff, d) \
-            + self.w.get(p + "mlp.c_proj.bias", (d,), "n_embd")
+        norm = self._norm(p + "ln_2", a)
+        W_1, b_1 = self._conv(p + "mlp.c_fc", d, d_ff), self.w.get(p + "mlp.c_fc.bias", (d_ff,), "n_inner")
+        W_2, b_2 = self._conv(p + "mlp.c_proj", d_ff, d), self.w.get(p + "mlp.c_proj.bias", (d,), "n_embd")
+        U = norm.y @ W_1 + b_1  # (n, d) @ (d, d_ff) -> (n, d_ff)
+        G = ACTIVATIONS[self.cfg.activation](U)
+        F = G @ W_2 + b_2  # (n, d_ff) @ (d_ff, d) -> (n, d)
+        return Mlp("gelu", self.cfg.activation, a, norm, W_1, b_1, None, W_2, b_2, U, None, G, F, None, a + F)
 
     def _conv(self, name: str, d_in: int, d_out: int) -> np.ndarray:
         # GPT-2's Conv1D stores (in, out), unlike torch's Linear

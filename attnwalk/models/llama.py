@@ -13,7 +13,7 @@ import numpy as np
 from attnwalk.layer.rope import frequencies
 from attnwalk.models.blocks import Attention, rms_norm, silu
 from attnwalk.models.config import Config
-from attnwalk.models.data import ModelError, Norm, Rope
+from attnwalk.models.data import Mlp, ModelError, Norm, Rope
 from attnwalk.models.weights import Weights
 
 ANCHOR = "embed_tokens.weight"
@@ -68,12 +68,21 @@ class Llama:
         return fields
 
     def finish(self, l: int, attention: Attention) -> np.ndarray:
+        return self.mlp(l, attention).Y
+
+    def mlp(self, l: int, attention: Attention) -> Mlp:
+        """post_attention_layernorm, the SwiGLU feed-forward and its residual, every piece kept."""
         cfg, p = self.cfg, f"layers.{l}.mlp."
         a = attention.after  # residual + attention output
-        x = self._norm(f"layers.{l}.post_attention_layernorm", a).y
-        gate = silu(x @ self._linear(p + "gate_proj", cfg.d_model, cfg.d_ff))  # (n, d_ff)
-        up = x @ self._linear(p + "up_proj", cfg.d_model, cfg.d_ff)  # (n, d_ff)
-        return a + (gate * up) @ self._linear(p + "down_proj", cfg.d_ff, cfg.d_model)
+        norm = self._norm(f"layers.{l}.post_attention_layernorm", a)
+        W_gate = self._linear(p + "gate_proj", cfg.d_model, cfg.d_ff)
+        W_1 = self._linear(p + "up_proj", cfg.d_model, cfg.d_ff)
+        W_2 = self._linear(p + "down_proj", cfg.d_ff, cfg.d_model)
+        gate = norm.y @ W_gate  # (n, d) @ (d, d_ff) -> (n, d_ff)
+        U = norm.y @ W_1  # (n, d_ff)
+        G = silu(gate) * U
+        F = G @ W_2  # (n, d_ff) @ (d_ff, d) -> (n, d)
+        return Mlp("swiglu", cfg.activation, a, norm, W_1, None, W_gate, W_2, None, U, gate, G, F, None, a + F)
 
     def _linear(self, name: str, d_in: int, d_out: int) -> np.ndarray:
         return self.w.get(name + ".weight", (d_out, d_in), f"{d_out} outputs × {d_in} inputs").T

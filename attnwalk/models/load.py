@@ -15,3 +15,15 @@ def model_layer(sentence: str, model: str | None, layer: int, quantize: str | No
     index = layer_index(opened.info, layer + 1)  # checked before the sentence is computed
     opened.prepare(index)  # a GGUF's weights are dequantized while the tokenizer is built
     return opened.layer(opened.tokenize(sentence), index)
+
+
+def next_token(sentence: str, model: str | None, layer: int, quantize: str | None = None):
+    """`attnwalk model --next`: layer `layer` (0-based) of `model` on `sentence` with its
+    feed-forward, the layers after it, the final norm and the LM head (nexttoken.NextToken). An
+    encoder (BERT) is refused before any layer is run."""
+    from attnwalk.models.nexttoken import check_causal, next_token as run
+
+    opened = open_model(model, quantize)
+    index = layer_index(opened.info, layer + 1)
+    check_causal(opened)
+    return run(opened, opened.tokenize(sentence), index)

@@ -11,7 +11,7 @@ import numpy as np
 from attnwalk.models import bert, gemma3, gpt2, llama
 from attnwalk.models.blocks import Attention, attend
 from attnwalk.models.config import Config, read_config
-from attnwalk.models.data import ModelError, ModelInfo, ModelLayer, Tokenization
+from attnwalk.models.data import Mlp, ModelError, ModelInfo, ModelLayer, Tokenization
 from attnwalk.models.find import ModelFiles, find_model
 from attnwalk.models.tokens import load_tokenizer, tokenize
 from attnwalk.models.weights import Weights
@@ -31,6 +31,7 @@ class LayerTrace:
     layer: ModelLayer
     attention: Attention
     out: np.ndarray  # (n, d_model)
+    mlp: Mlp | None = None  # its feed-forward, every piece (the causal families; BERT: None)
 
 
 class Model:
@@ -60,6 +61,11 @@ class Model:
                               file_bytes=self.weights.file_bytes,
                               file_format="gguf" if files.gguf is not None else "safetensors",
                               quantized=None if quantize is None else quantize.upper())
+
+    @property
+    def family_anchor(self) -> str:
+        """The family's token embedding table (what a tied LM head reads)."""
+        return FAMILIES[self.config.family][0]
 
     @property
     def tokenizer(self):
@@ -104,8 +110,9 @@ class Model:
         for l in range(self.config.n_layers):
             ml = self._layer(tokens, embedded, l, state)
             attention = attend(ml)
-            state = self.family.finish(l, attention)
-            yield LayerTrace(ml, attention, state.y if hasattr(state, "y") else state)
+            mlp = self.family.mlp(l, attention) if hasattr(self.family, "mlp") else None
+            state = self.family.finish(l, attention) if mlp is None else mlp.Y
+            yield LayerTrace(ml, attention, state.y if hasattr(state, "y") else state, mlp)
 
     def _check(self, layer: int) -> None:
         if not 0 <= layer < self.config.n_layers:

@@ -63,3 +63,47 @@ def _word_spans(encoding) -> dict[int, tuple[int, int]]:
         low, high = spans.get(word_id, (start, end))
         spans[word_id] = (min(low, start), max(high, end))
     return spans
+
+
+def _byte_of() -> dict[str, int]:
+    """GPT-2's byte-level alphabet: the printable character that stands for each byte (Ġ a space)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+def token_text(tokenizer, token_id: int) -> str:
+    """One token as a reader sees it: its text as the tokenizer decodes it (Ġcat → " cat", ▁cat →
+    " cat"); where that is not whole characters (a byte-level piece of a Chinese character) the
+    bytes it holds as <0xE6>, as SentencePiece's byte tokens are named."""
+    text = tokenizer.decode([token_id], skip_special_tokens=False)
+    if "\ufffd" not in text:
+        return text
+    piece = tokenizer.id_to_token(token_id) or ""
+    alphabet = _byte_of()
+    if piece and all(ch in alphabet for ch in piece):  # byte-level BPE: each character one byte
+        return _bytes_text(bytes(alphabet[ch] for ch in piece))
+    return piece  # SentencePiece's own <0xE6>
+
+
+def _bytes_text(raw: bytes) -> str:
+    """Whole UTF-8 characters as themselves, every other byte as <0xE6>."""
+    out, i = [], 0
+    while i < len(raw):
+        for size in (4, 3, 2, 1):
+            try:
+                out.append(raw[i:i + size].decode("utf-8"))
+                i += size
+                break
+            except UnicodeDecodeError:
+                continue
+        else:
+            out.append(f"<0x{raw[i]:02X}>")
+            i += 1
+    return "".join(out)

@@ -14,6 +14,8 @@ from attnwalk.models.data import ModelError
 # Tensors that are not parameters: GPT-2's causal-mask buffers (attn.bias is not c_attn's bias)
 # and BERT's position-id buffer. They are never read and not counted as parameters.
 BUFFERS = ("attn.bias", "attn.masked_bias", "position_ids", "rotary_emb.inv_freq")
+# Tensors a causal LM keeps beside its base model, outside the prefix ("model.", "transformer.")
+ROOT = ("lm_head.weight",)
 
 
 class Weights:
@@ -51,7 +53,10 @@ class Weights:
         return total
 
     def has(self, name: str) -> bool:
-        return self.prefix + name in self._where
+        return self._key(name) in self._where
+
+    def _key(self, name: str) -> str:
+        return name if name in ROOT else self.prefix + name
 
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self._slice(name).get_shape())
@@ -68,8 +73,13 @@ class Weights:
         return np.stack([self._read(name, i)[0] for i in rows]) if rows else \
             np.zeros((0, shape[1]))
 
+    def row_span(self, name: str, shape: tuple[int, ...], why: str, start: int, stop: int) -> np.ndarray:
+        """Rows start … stop − 1 of a table (a slice of the LM head), float64."""
+        self._check(name, shape, why)
+        return self._read(name, None, (start, stop))
+
     def _slice(self, name: str):
-        key = self.prefix + name
+        key = self._key(name)
         if key not in self._where:
             raise ModelError(f"{self._where_name()}: missing tensor {key}")
         return self._where[key][1].get_slice(key)
@@ -80,32 +90,35 @@ class Weights:
     def _check(self, name: str, shape: tuple[int, ...], why: str) -> None:
         found = self.shape(name)
         if found != tuple(shape):
-            raise ModelError(f"{self._where_name()}: {self.prefix + name} has shape "
+            raise ModelError(f"{self._where_name()}: {self._key(name)} has shape "
                              f"{_shape(found)}, but config.json says {_shape(shape)} ({why})")
 
-    def _read(self, name: str, row: int | None) -> np.ndarray:
+    def _read(self, name: str, row: int | None, span: tuple[int, int] | None = None) -> np.ndarray:
         piece = self._slice(name)
         if piece.get_dtype() in ("BF16", "F8_E4M3", "F8_E5M2"):
-            return self._read_bf16(name, row) if piece.get_dtype() == "BF16" else _refuse(name, piece)
-        value = np.asarray(piece[row:row + 1] if row is not None else piece[:], dtype=np.float64)
-        return _finite(value, self.prefix + name)
+            return self._read_bf16(name, row, span) if piece.get_dtype() == "BF16" else _refuse(name, piece)
+        start, stop = span if span is not None else (row, row + 1) if row is not None else (None, None)
+        value = np.asarray(piece[start:stop], dtype=np.float64)
+        return _finite(value, self._key(name))
 
-    def _read_bf16(self, name: str, row: int | None) -> np.ndarray:
+    def _read_bf16(self, name: str, row: int | None, span: tuple[int, int] | None = None) -> np.ndarray:
         # numpy has no bfloat16, so safetensors' numpy backend cannot hand it over; the format is
         # an 8-byte header length, a JSON header with each tensor's byte offsets, then the data.
         # bfloat16 is the top half of a float32, so widening is a 16-bit shift.
-        path = self._where[self.prefix + name][0]
+        key = self._key(name)
+        path = self._where[key][0]
         with open(path, "rb") as file:
             size = struct.unpack("<Q", file.read(8))[0]
-            entry = json.loads(file.read(size))[self.prefix + name]
+            entry = json.loads(file.read(size))[key]
             shape, (start, end) = entry["shape"], entry["data_offsets"]
             width = int(np.prod(shape[1:], dtype=np.int64)) * 2
-            if row is not None:
-                start, end, shape = start + row * width, start + (row + 1) * width, [1, *shape[1:]]
+            first, last = span if span is not None else (row, row + 1) if row is not None else (None, None)
+            if first is not None:
+                start, end, shape = start + first * width, start + last * width, [last - first, *shape[1:]]
             file.seek(8 + size + start)
             half = np.frombuffer(file.read(end - start), dtype="<u2")
         wide = (half.astype(np.uint32) << 16).view(np.float32).astype(np.float64).reshape(shape)
-        return _finite(wide, self.prefix + name)
+        return _finite(wide, key)
 
 
 def _finite(value: np.ndarray, name: str) -> np.ndarray:

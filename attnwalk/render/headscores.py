@@ -25,10 +25,11 @@ def grids(data: dict) -> dict[str, np.ndarray]:
     """Each score as a layers × heads grid, from the JSON's list of heads."""
     n_layers = max(h["layer"] for h in data["heads"])
     n_heads = max(h["head"] for h in data["heads"])
-    out = {score.key: np.zeros((n_layers, n_heads)) for score in SCORES}
+    given = [score.key for score in SCORES if data["heads"][0].get(score.key) is not None]  # induction may be null
+    out = {key: np.zeros((n_layers, n_heads)) for key in given}
     for h in data["heads"]:
-        for score in SCORES:
-            out[score.key][h["layer"] - 1, h["head"] - 1] = h[score.key]
+        for key in given:
+            out[key][h["layer"] - 1, h["head"] - 1] = h[key]
     return out
 
 
@@ -84,5 +85,41 @@ def heads_screen(data: dict, pieces: tuple[str, ...], *, causal: bool, spec: str
     command = ["attnwalk", "model", say("sentence")] + (["--model", spec] if spec else []) \
         + ["--layer", str(layer), "--head", str(head)]
     parts += [Text(""), Prose(say("walk", layer=layer, head=head)),
+              Text("  " + " ".join(shlex.quote(part) for part in command), style=style.FORMULA)]
+    return Group(*parts)
+
+
+def scenario_heads_screen(data: dict, spec: str, *, causal: bool, opts: ViewOptions) -> RenderableType:
+    """`attnwalk heads --scenario FILE`: the same scores over the scenario's own tokens, every head
+    of its layer(s), saying so (and whether the induction score could be taken), the strongest
+    head of each kind, and how to walk it."""
+    found = grids(data)
+    n_layers, n_heads = next(iter(found.values())).shape
+    say = lambda key, **v: style.say(opts, f"headscores.{key}", **v)  # noqa: E731
+    tokens = data["tokens"]
+    sample = " ".join(tokens[:12]) + (" …" if len(tokens) > 12 else "")
+    repeat = style.say(opts, "headscores.scenario.repeated", repeat=data["repeat"], first=data["first"]) if data["repeat"] \
+        else style.say(opts, "headscores.scenario.not_repeated")
+    parts: list[RenderableType] = [
+        Text(style.say(opts, "headscores.scenario.title", name=data["scenario"], layers=n_layers, heads=n_heads), style=style.SCREEN_TITLE),
+        Prose(style.say(opts, "headscores.scenario.sequence", n=len(tokens), sample=sample)), Prose(repeat),
+        Prose(style.say(opts, "headscores.scenario.grid"), style=style.NOTE)]
+    if not causal:
+        parts.append(Prose(style.say(opts, "headscores.scenario.bidirectional"), style=style.NOTE))
+    for key, grid in found.items():
+        parts += [Text(""), Prose(say(f"score.{key}"), style=style.NOTE), heat_grid(grid, opts)]
+    parts += [Text(""), Text(say("strongest"), style=style.LABEL)]
+    walkable = []
+    for key, grid in found.items():
+        layer, head, value = strongest(grid)
+        clear = value >= CLEAR
+        parts.append(Prose(f"{style.markers(opts).dot} " + say(f"named.{key}" if clear else "weak", layer=layer,
+                                                             head=head, value=f"{value:.2f}", token=tokens[0],
+                                                             kind=say(f"kind.{key}"))))
+        if clear and key in WALK_FIRST:
+            walkable.append((WALK_FIRST.index(key), layer, head))
+    layer, head = min(walkable)[1:] if walkable else strongest(found["previous_token"])[:2]
+    command = ["attnwalk", "run", spec] + (["--head", str(head)] if n_heads > 1 else [])
+    parts += [Text(""), Prose(style.say(opts, "headscores.scenario.walk", layer=layer, head=head)),
               Text("  " + " ".join(shlex.quote(part) for part in command), style=style.FORMULA)]
     return Group(*parts)

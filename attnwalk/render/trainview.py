@@ -13,7 +13,7 @@ from rich.text import Text
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.stages import WEIGHTS
 from attnwalk.layer.train import Step
-from attnwalk.render import style
+from attnwalk.render import sequences, style
 from attnwalk.render.fasttable import FastTable
 from attnwalk.render.heatmap import heat_table
 from attnwalk.render.options import ViewOptions
@@ -54,15 +54,27 @@ def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOpti
     scn = next(iter(runs.values()))[0].walk.scenario
     modes = style.say(opts, "ui.list_sep").join(style.say(opts, f"mode.{m}.name") for m in runs)
     steps = next(iter(runs.values()))[-1].step if steps is None else steps
-    line = style.say(opts, "train.header", name=scn.name, modes=modes, lr=style.short(lr, opts), steps=steps)
+    adam = _optimizer(scn) == "adam"
+    line = style.say(opts, "train.header_adam" if adam else "train.header", name=scn.name, modes=modes,
+                     lr=style.short(lr, opts), steps=steps)
     parts: list[RenderableType] = [Text(style.plain(line, opts), style=style.SCREEN_TITLE)]
     from attnwalk.layer.graph import trained  # what train moves, as the graph says (W_U, a sink's logit)
 
     weights = style.say(opts, "ui.list_sep").join(trained(scn.graph))
-    parts.append(Text(style.plain(style.say(opts, "train.rule", weights=weights), opts), style=style.FORMULA))
-    if scn.heads > 1:
+    parts.append(Text(style.plain(style.say(opts, "train.rule_adam" if adam else "train.rule", weights=weights),
+                                  opts), style=style.FORMULA))
+    first = next(iter(runs.values()))[0]
+    if sequences.drawn(first):
+        parts.append(Prose(style.plain(sequences.sampled_line(first, opts), opts), style=style.NOTE))
+    elif scn.heads > 1:  # (a drawn run shows every head)
         parts.append(Text(style.say(opts, "train.watched", head=shown(head), heads=scn.heads), style=style.NOTE))
     return Group(*parts)
+
+
+def _optimizer(scn) -> str:
+    from attnwalk.features.target import target_of
+
+    return target_of(scn).optimizer
 
 
 def asked_pairs(step: Step) -> list[tuple[int, int]]:
@@ -90,6 +102,11 @@ def steps_table(runs: dict[str, list[Step]], shown: Sequence[int], head: int,
         table.add_column(Text(style.plain("|∂L/∂W|", opts) + named[mode]), justify="right", no_wrap=True)
     for q, k in pairs:
         table.add_column(Text(f"A[{tokens[q]}, {keys[k]}]"), justify="right", no_wrap=True)
+    drawn = not several and sequences.drawn(first)
+    if drawn:  # the loss on the second copies, and where the two heads of the circuit are
+        table.add_column(Text(style.say(opts, "train.sequences.repeat_column")), justify="right", no_wrap=True)
+        for kind in sequences.KINDS:
+            table.add_column(Text(style.say(opts, f"train.sequences.{kind}_column")), justify="right", no_wrap=True)
     numbered = [{step.step: step for step in run} for run in runs.values()]
     for i in shown:
         steps = [run[i] for run in numbered]
@@ -98,6 +115,9 @@ def steps_table(runs: dict[str, list[Step]], shown: Sequence[int], head: int,
         cells += [Text(style.number(step.grad_norm, opts)) for step in steps]
         A = steps[0].walk.matrix("A", head)
         cells += [Text(style.number(float(A[q, k]), opts)) for q, k in pairs]
+        if drawn:
+            cells += [Text(style.number(float(steps[0].numbers["loss_repeat"]), opts))]
+            cells += [Text(sequences.strongest_text(steps[0], kind, opts)) for kind in sequences.KINDS]
         table.add_row(*cells)
     return table
 
@@ -175,6 +195,12 @@ def train_report(runs: dict[str, list[Step]], lr: float, head: int, every: int,
                                    summary(runs, opts)]
     for mode, run in runs.items():
         name = style.say(opts, f"mode.{mode}.name")
+        if sequences.drawn(run[0]):  # every head of every block, at the start and at the end
+            parts += [NewLine(), Text(style.say(opts, "train.a_start", mode=name), style=style.LABEL),
+                      sequences.heads_maps(run[0], opts), NewLine(),
+                      Text(style.say(opts, "train.a_end", mode=name, step=run[-1].step), style=style.LABEL),
+                      sequences.heads_maps(run[-1], opts, legend=False)]
+            continue
         parts += [NewLine(), weights_view(run[0], head, opts, style.say(opts, "train.a_start", mode=name)),
                   NewLine(), weights_view(run[-1], head, opts,
                                           style.say(opts, "train.a_end", mode=name, step=run[-1].step))]

@@ -11,5 +11,7 @@ whole import graph for a circle). lesson.py reads what the scenario says to the 
 (dimension names, stage notes). files.py and numpyfile.py open only regular files and read a
 .npy's or .npz member's header before its data; limits.py refuses, from the shapes, a walk or an
 export too big to compute; blame.py names the input behind a numeric overflow. Its product is a
-frozen, validated Scenario (scenario.py) that the layer computes.
+frozen, validated Scenario (scenario.py) that the layer computes. trained.py goes the other way:
+the trained layer written back as a scenario file (`train -o`), its text edited in place by
+yamledit.py.
 """

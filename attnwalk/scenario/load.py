@@ -66,6 +66,12 @@ class Draft(LayerShape):
 
 def load_scenario(ref: str | Path) -> Scenario:
     """Load a built-in scenario by name, or a scenario file by path."""
+    return load_with_text(ref)[0]
+
+
+def load_with_text(ref: str | Path) -> tuple[Scenario, str]:
+    """A scenario as load_scenario reads it, and the text it was read from (`train -o` writes the
+    trained layer over that text: stdin cannot be read twice)."""
     ref_text = str(ref)
     file = shown(ref_text, 200)  # how messages name it: one line, however odd the name
     if not ref_text.strip():
@@ -93,17 +99,17 @@ def load_scenario(ref: str | Path) -> Scenario:
                             f"{', '.join(names)}", file=file)
     text = read_text(path, file if builtin is None else None)
     return scenario_from_text(text, file if builtin is None else f"{ref_text} (built-in)",
-                              default_name=path.stem, path=str(path), builtin=builtin is not None)
+                              default_name=path.stem, path=str(path), builtin=builtin is not None), text
 
 
-def _from_stdin() -> Scenario:
+def _from_stdin() -> tuple[Scenario, str]:
     import sys
 
     if sys.stdin is None or sys.stdin.isatty():
         raise ScenarioError("- reads the scenario from stdin, but stdin is a terminal; pipe a file "
                             "in: cat my.yaml | attnwalk run -", file="-")
     text = read_text(Path("/dev/stdin"), "<stdin>")
-    return scenario_from_text(text, "<stdin>", default_name="stdin")
+    return scenario_from_text(text, "<stdin>", default_name="stdin"), text
 
 
 def scenario_from_text(text: str, file: str, default_name: str = "scenario",

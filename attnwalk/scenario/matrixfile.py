@@ -38,7 +38,7 @@ def load_matrix_file(fields: Fields, node: Node, field: str, *, boolean: bool = 
         raise fields.error(f"{field}.file", file_node, "expected a path to a .npy, .npz or .csv "
                            f"file, got {kind(file_node.value)}")
     name = file_node.value
-    path = _resolve(fields, name)
+    path = resolve(fields, name)
     suffix = path.suffix.lower()
     where = f"{field}.file"
     if suffix not in SUFFIXES:
@@ -76,7 +76,8 @@ def load_matrix_file(fields: Fields, node: Node, field: str, *, boolean: bool = 
     return _checked(fields, node, field, name, array, boolean)
 
 
-def _resolve(fields: Fields, name: str) -> Path:
+def resolve(fields: Fields, name: str) -> Path:
+    """Where `{file: name}` is: relative to the scenario file's folder (train -o names it anew)."""
     path = Path(name).expanduser()
     if path.is_absolute():
         return path

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.features.model import cells, gemma, layout, quant
+from attnwalk.features.model import cells, gemma, layout, nexttoken, quant
 from attnwalk.layer import norms, ops
 from attnwalk.layer.graph import Stage, amend, get, insert_after, insert_before, replace
 
@@ -96,6 +96,7 @@ STAGES = (
           worked=cells.after_norm, aliases=("ln2", "output")),
 )
 STAGES += gemma.STAGES  # Gemma 3's QK-norm and its norm after attention (gemma.extend places them)
+STAGES += nexttoken.STAGES  # --next: the final norm and the next token (nexttoken.extend places them)
 _BY_KEY = {s.key: s for s in STAGES}
 
 
