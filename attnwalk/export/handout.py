@@ -30,6 +30,7 @@ from attnwalk.layer.axes import axes, dim_labels
 from attnwalk.layer.modes import BASELINE
 from attnwalk.layer.safe import escaped, spreadsheet_cell
 from attnwalk.layer.stages import TOKENS, Stage
+from attnwalk.layer.graph import param_symbol
 from attnwalk.layer.walk import Walk
 from attnwalk.render.heatmap import GAP, shown_indices
 from attnwalk.render.lesson import notice_label
@@ -62,8 +63,7 @@ class Weight:
         self.cols = [labels[j] if j is not GAP else None for j in self.col_shown]
         tx = text(opts.lang)
         self.corner = tx.t("handout.dim")
-        shown = stage.backward.symbols.get(self.name, self.name) if stage.backward else self.name  # W_Q⁽²⁾
-        self.caption = tx.t("handout.weight", name=shown, shape=self.shape)
+        self.caption = tx.t("handout.weight", name=param_symbol((stage,), self.name), shape=self.shape)  # W_Q⁽²⁾
 
 
 def _weight(walk: Walk, stage: Stage, opts: ViewOptions) -> Weight | None:

@@ -191,6 +191,7 @@ def symbol_of(name: str, scn: Scenario | None = None) -> str:
         for stage in scn.graph:
             if stage.key == name:
                 return stage.symbol
+        return param_symbol(scn.graph, name)  # a parameter: W_Q, a later block's W_Q⁽²⁾
     return name
 
 
@@ -326,6 +327,15 @@ def trained(stages: Iterable[Stage]) -> tuple[str, ...]:
             if name in stage.params and name not in names:
                 names.append(name)
     return tuple(names)
+
+
+def param_symbol(stages: Iterable[Stage], name: str) -> str:
+    """How parameter `name` is written: as the stage that reads it writes it (a norm's γ, a later
+    block's W_Q⁽²⁾), else its name."""
+    for stage in stages:
+        if name in stage.params and stage.backward is not None:
+            return stage.backward.symbols.get(name, name)
+    return name
 
 
 def head_dependent(stages: Graph) -> set[str]:

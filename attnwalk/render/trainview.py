@@ -58,9 +58,10 @@ def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOpti
     line = style.say(opts, "train.header_adam" if adam else "train.header", name=scn.name, modes=modes,
                      lr=style.short(lr, opts), steps=steps)
     parts: list[RenderableType] = [Text(style.plain(line, opts), style=style.SCREEN_TITLE)]
-    from attnwalk.layer.graph import trained  # what train moves, as the graph says (W_U, a sink's logit)
+    from attnwalk.layer.graph import param_symbol, trained  # what train moves, as the graph says (W_U, a sink's logit)
 
-    weights = style.say(opts, "ui.list_sep").join(trained(scn.graph))
+    weights = style.say(opts, "ui.list_sep").join(style.plain(param_symbol(scn.graph, name), opts)
+                                                  for name in trained(scn.graph))
     parts.append(Text(style.plain(style.say(opts, "train.rule_adam" if adam else "train.rule", weights=weights),
                                   opts), style=style.FORMULA))
     first = next(iter(runs.values()))[0]
