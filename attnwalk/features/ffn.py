@@ -190,7 +190,7 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
                                  "({d} ⊙ {1} ⊙ SiLU'({0} · {2})) · {2}ᵀ", "{d} ⊙ SiLU({0} · {2})",
                                  "{0}ᵀ · ({d} ⊙ {1} ⊙ SiLU'({0} · {2}))"), ffncells.gated_grad))
     total = total._replace(reads=(stream.key, "F"))
-    if stream.key != residual.KEY:  # post placement: the FFN adds to LN(H), and LN₂(Y) ends the block
+    if _normalised_sum(stream):  # post placement: the FFN adds to LN(H), and LN₂(Y) ends the block
         total = total._replace(variants=lambda scn, mode: ("post",))
     insert_after(stages, stream.key, *before, up, gate, down, total)
     insert_after(stages, total.key, *norm.after_sum(scn, total.key, total.symbol, second=True))  # post: LN₂(Y)
@@ -202,8 +202,15 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
 def grad_variants(scn: Scenario) -> tuple[str, ...]:
     """The backward walk's text: under post placement the FFN reads LN(H) and LN₂(Y) ends the
     block (its sum reads the norm's output, not H)."""
-    total = next(s for s in scn.graph if s.key == STAGES[3].key)
-    return () if total.reads[0] == residual.KEY else ("post",)
+    by_key = {s.key: s for s in scn.graph}
+    total = by_key.get(STAGES[3].key)
+    return ("post",) if total is not None and _normalised_sum(by_key[total.reads[0]]) else ()
+
+
+def _normalised_sum(stream: Stage) -> bool:
+    """Is the stream the FFN adds to the residual sum normalised (post placement's LN(H)), rather
+    than the sum H itself (pre) or a real model's own stream?"""
+    return stream.key != residual.KEY and residual.KEY in stream.reads
 
 
 # -- the block lesson's own questions (tutor/lessonquiz.py asks them; their text is
