@@ -112,7 +112,36 @@ def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):
                      sinks=scn.params["sinks"] if "sinks" in scn.settings else None)
     if scn.settings.get("residual"):
         out.update(block(scn, X_in, out["O"] if "O" in out else out["concat"]))
+    if scn.settings.get("unembed") and not scn.settings.get("blocks"):  # one block: ℓ and p read its end
+        out.update(unembedded(scn, out[block_end(scn)]))
     return out
+
+
+def block_end(scn):
+    """The key of what the unembedding reads, written out: the FFN's Y (or H without an FFN), each
+    normalised under post placement (LN₂(Y), LN(H)); without a residual the attention's O (concat)."""
+    if not scn.settings.get("residual"):
+        return "O" if scn.W_O is not None else "concat"
+    norm = scn.setting("norm")
+    post = norm is not None and norm.placement == "post"
+    if scn.settings.get("ffn"):
+        return "LN2" if post else "res_ffn"
+    return "LN" if post else "res_attn"
+
+
+def unembedded(scn, Y):
+    """The unembedding, row by row: a final norm (optional), ℓ = Y · W_U (tied: the table's
+    transpose), p = softmax(ℓ / T)."""
+    spec = scn.setting("unembed")
+    if spec.norm is not None:
+        Y = normalized(Y, spec.norm, scn.param("final_norm_gamma"), scn.params.get("final_norm_beta"), spec.eps)
+    W_U = np.asarray(scn.param("vocab_embeddings")).T if spec.tied else np.asarray(scn.param("W_U"))
+    logits = np.array([[sum(y[k] * W_U[k, j] for k in range(len(y))) for j in range(W_U.shape[1])] for y in Y])
+    p = []
+    for row in logits / spec.temperature:
+        e = [math.exp(v - max(row)) for v in row]
+        p.append([v / sum(e) for v in e])
+    return {"logits": logits, "p": np.array(p)}
 
 
 def activation(kind, u):

@@ -68,6 +68,13 @@ def load(d: dict):
     return scenario_from_text(yaml.safe_dump(d), "blk.yaml")
 
 
+def block_reference(scn) -> dict:
+    """tests/reference.py's block, loop by loop, of a scenario whose unembedding (the lesson's
+    ending) is left out: it reads the block's output and changes none of its numbers; the tests
+    that need the next-token numbers compute them here from that output."""
+    return attention_of(scn.with_setting("unembed", None))
+
+
 CASES = [("relu", None, None), ("gelu", "layer", "pre"), ("silu", "rms", None), ("swiglu", "layer", None),
          ("swiglu", "rms", "pre"), ("gelu", "layer", "post"), ("silu", "rms", "post"), ("swiglu", None, None)]
 
@@ -199,8 +206,8 @@ def test_the_json_export_and_the_printed_walk_have_the_stages() -> None:
         np.testing.assert_array_equal(np.array(data["stages"][key]), walk.mats[key])
     assert {"W_1", "W_2"} <= set(data["weights"])
     walked = runner.invoke(app, ["run", "block", "--no-pause"], env=ENV).stdout
-    order = re.findall(r"^Stage (\d+) / 20   (\S+)", walked, re.M)
-    assert [s for _, s in order][-7:] == ["O", "H", "RMSNorm₂(H)", "U", "G", "F", "Y"]
+    order = re.findall(r"^Stage (\d+) / \d+   (\S+)", walked, re.M)
+    assert [s for _, s in order][-9:-2] == ["O", "H", "RMSNorm₂(H)", "U", "G", "F", "Y"]  # then ℓ and p
     assert [s for _, s in order].index("Z") < [s for _, s in order].index("O")  # O after the heads
     zh = runner.invoke(app, ["run", "block", "--no-pause"], env={**ENV, "ATTNWALK_LANG": "zh"}).stdout
     for title in ("残差连接", "升维投影", "激活函数：ReLU", "降维投影", "块的输出"):
@@ -283,7 +290,7 @@ def test_the_residual_refuses_an_output_narrower_than_x() -> None:
 
 def test_the_lesson_text_is_true_to_its_numbers() -> None:
     scn = load_scenario("block")
-    ref = attention_of(scn)  # written apart from the walk
+    ref = block_reference(scn)  # written apart from the walk
     source = yaml.safe_load(builtin_path("block").read_text(encoding="utf-8"))
     bank, river = 3, 2
     A = ref["heads"][0]["A"]
@@ -308,7 +315,7 @@ def test_the_lesson_text_is_true_to_its_numbers() -> None:
 
 def test_the_lessons_notes_are_true_to_its_numbers() -> None:
     scn = load_scenario("block")
-    ref = attention_of(scn)
+    ref = block_reference(scn)
     notes = yaml.safe_load(builtin_path("block").read_text(encoding="utf-8"))["notes"]
     bank, river, the = 3, 2, 1
     head = ref["heads"][0]
@@ -348,7 +355,128 @@ def test_the_app_walks_to_the_block_output_and_works_its_cell() -> None:
     from appdriver import drive, typed
 
     d = drive("block", ["g", *typed("Y")], size=(120, 50))
-    assert "Stage 20 / 20   Y  The block's output" in d.screen
+    assert "Stage 20 / 22   Y  The block's output" in d.screen
     assert "Y[bank, money] = H[bank, money] + F[bank, money] = 1.0000 + (-0.4934) = 0.5066" in d.screen
     d = drive("block", ["g", *typed("G")], size=(120, 50))
     assert "Activation: ReLU" in d.screen and "max(0.2467, 0) = 0.2467" in d.screen
+
+
+def test_the_lesson_ends_on_the_next_word_as_its_text_says() -> None:
+    scn = load_scenario("block")
+    ref = block_reference(scn)  # the block loop by loop; the head written here
+    source = yaml.safe_load(builtin_path("block").read_text(encoding="utf-8"))
+    vocab, W_U = source["vocab"], np.array(source["W_U"], dtype=float)
+    bank = 3
+
+    def softmax(row: np.ndarray) -> np.ndarray:
+        e = np.exp(row - row.max())
+        return e / e.sum()
+
+    logits = ref["res_ffn"][bank] @ W_U  # no final norm in this lesson
+    p = softmax(logits)
+    without = softmax(ref["res_attn"][bank] @ W_U)  # Y = H: the FFN left out
+    word = {w: i for i, w in enumerate(vocab)}
+    walk = compute(scn)
+    np.testing.assert_allclose(walk.mats["logits"][bank], logits, atol=1e-12)
+    np.testing.assert_allclose(walk.mats["p"][bank], p, atol=1e-12)
+    assert [vocab[i] for i in np.argsort(-p)[:3]] == ["mud", "grass", "account"]
+    assert vocab[int(np.argmax(without))] == "account" and without[word["account"]] > without[word["mud"]]
+    quoted = [f"{logits[word[w]]:.4f}" for w in ("mud", "grass", "account")] + [
+        f"{p[word[w]]:.4f}" for w in ("mud", "grass", "account")] + [
+        f"{without[word['account']]:.4f}", f"{without[word['mud']]:.4f}"]
+    for lang in ("en", "zh"):
+        for number in quoted:
+            assert number in source["description"][lang], (lang, number)
+        assert f"ℓ[bank, mud] = {logits[word['mud']]:.4f}" in source["notes"]["logits"][lang]
+        for w in ("mud", "grass", "account"):
+            assert f"{w} {p[word[w]]:.4f}" in source["notes"]["p"][lang]
+    assert ref["res_ffn"][bank, 0] == pytest.approx(0.5066, abs=5e-5)  # "took half of it away": 1 → 0.5066
+    T = {0.5: softmax(logits / 0.5), 2: softmax(logits / 2)}
+    assert T[0.5][word["mud"]] > p[word["mud"]] > T[2][word["mud"]]  # sharper at 0.5, flatter at 2
+
+
+def test_the_lessons_own_questions_ask_its_numbers() -> None:
+    from attnwalk.text import text
+    from attnwalk.tutor.lessonquiz import lesson_questions
+
+    walk = compute(load_scenario("block"))
+    ref = block_reference(load_scenario("block"))
+    asked = {q.qid: q for q in lesson_questions(walk, text("en"))}
+    kept, silent = asked["lesson:block:kept"], asked["lesson:block:silent"]
+    h = "[" + ", ".join(f"{x:.2f}".rstrip("0").rstrip(".") for x in ref["res_attn"][3]) + "]"
+    assert kept.shown.startswith(f"{h}:") and "X[bank] = [1, 0, 1, 0]" in kept.text
+    assert f"U = {ref['U'][3, 1]:.2f}" in silent.text and ref["U"][3, 1] < 0
+    assert silent.shown.startswith("Nothing: ReLU turns")
+    gelu = builtin_path("block").read_text(encoding="utf-8").replace("ffn: relu", "ffn: gelu")
+    scn = scenario_from_text(gelu, "block.yaml")
+    from attnwalk.features.ffn import QUESTIONS
+    assert QUESTIONS["block"]["silent"](compute(scn)) is None  # GELU lets a negative part through
+
+
+def test_the_reference_reads_the_unembedding_after_the_block() -> None:
+    scn = load_scenario("block")
+    ref = attention_of(scn)  # tests/reference.py, the unembedding included
+    walk = compute(scn)
+    np.testing.assert_allclose(ref["logits"], walk.mats["logits"], atol=1e-12)
+    np.testing.assert_allclose(ref["p"], walk.mats["p"], atol=1e-12)
+    dec = decode(scn)  # decode goes on to p_t, row by row
+    assert "p" in dec.steps[-1].block and dec.difference < 1e-12
+
+
+def test_decodes_size_is_counted_with_the_block_rows() -> None:
+    from attnwalk.export.decodedata import decode_data, decode_numbers
+
+    def count(x) -> int:
+        if isinstance(x, list):
+            return sum(count(v) for v in x)
+        if isinstance(x, dict):
+            return sum(count(v) for v in x.values())
+        return 1 if isinstance(x, (int, float)) or x is None else 0
+
+    for scn in (load_scenario("block"), load(doc("swiglu", "layer", "post"))):
+        written = count(decode_data(decode(scn))["steps"])
+        block = sum(len(row) for step in decode(scn).steps for row in step.block.values())
+        assert block > 0 and decode_numbers(scn) >= written
+
+
+def test_post_placements_text_follows_the_graph() -> None:
+    from attnwalk.layer.gradwalk import grad_stages
+    from attnwalk.text import stage_text
+
+    scn = load(doc("gelu", "layer", "post", target=True))
+    by = {s.key: s for s in scn.graph}
+    assert stage_text("en", by["res_ffn"], scn) == "The FFN's residual sum"
+    assert stage_text("en", by["LN2"], scn) == "The block's output, normalised"
+    assert stage_text("en", by["LN"], scn) == "The residual sum, normalised"
+    grads = {s.key: s for s in grad_stages(scn)}
+    assert stage_text("en", grads["dLN"], scn).startswith("Gradient of the normalised residual sum")
+    pre = load(doc("gelu", "layer", target=True))
+    assert stage_text("en", {s.key: s for s in pre.graph}["res_ffn"], pre) == "The block's output"
+
+
+def test_formulas_are_written_from_what_each_stage_reads() -> None:
+    for kind, formula in (("relu", "G = ReLU(U)"), ("swiglu", "G = SiLU(LN₂(H) · W_gate) ⊙ U"),
+                          ("gelu", "G = GELU(U),  GELU(u) = ½ u (1 + tanh(√(2/π) (u + 0.044715 u³)))")):
+        scn = load(doc(kind, "layer"))
+        by = {s.key: s for s in scn.graph}
+        assert by["G"].formula_in(scn) == formula
+        assert by["U"].formula_in(scn) == "U = LN₂(H) · W_1 + b_1"
+        assert by["LN2"].formula_in(scn).startswith("LN₂(H) = (H − μ) / σ · γ₂ + β₂")
+        assert by["res_ffn"].formula_in(scn) == "Y = H + F"
+    scn = load(doc("silu", "rms", "post", biases=False))
+    by = {s.key: s for s in scn.graph}
+    assert by["U"].formula_in(scn) == "U = RMSNorm(H) · W_1"
+    assert by["LN2"].formula_in(scn).startswith("RMSNorm₂(Y) = Y / RMS · γ₂")
+    assert by["res_ffn"].formula_in(scn) == "Y = RMSNorm(H) + F"
+
+
+def test_decodes_work_counts_the_products_after_the_output() -> None:
+    scn = load_scenario("block")
+    dec = decode(scn)
+    sizes = sum(np.size(scn.param(w)) for w in ("W_1", "W_2", "W_U"))  # d_model·d_ff + d_ff·d_model + d_model·|vocab|
+    assert sizes == 4 * 2 + 2 * 4 + 4 * 8
+    for step in dec.steps:
+        assert step.cached.after == sizes and step.rerun.after == step.t * sizes
+    data = json.loads(runner.invoke(app, ["decode", "block", "--format", "json"], env=ENV).stdout)
+    cached = data["steps"][0]["work"]["cached"]
+    assert cached["after"] == sizes and cached["total"] == sum(v for k, v in cached.items() if k != "total")

@@ -59,7 +59,18 @@ def decode_numbers(scn: Scenario) -> int:
     per_head = rows * h * (scn.d_k + scn.d_v + 3) + n * h * (2 * scn.d_k + 2 * scn.d_v)  # (+ 3: s, a, b)
     if h > 1:  # the full-width copy: every query head's q, the g K/V heads' k, v and caches
         per_head += rows * g * (scn.d_k + scn.d_v) + n * (h * scn.d_k + g * (scn.d_k + scn.d_v) + h * scn.d_v)
-    return per_head + n * (scn.d_model * (2 if scn.W_O is not None else 1) + 10)
+    # + 14 a step: t, the difference, and the work's two columns of five products and a total
+    return per_head + n * (scn.d_model * (2 if scn.W_O is not None else 1) + 14) + _block_numbers(scn)
+
+
+def _block_numbers(scn: Scenario) -> int:
+    """The rows after the attention's output every step adds (the residual, the FFN, ℓ and p): one
+    row of each such stage a step, n rows in all, as the walk holds them."""
+    from attnwalk.layer.cost import stage_numbers
+    from attnwalk.layer.kvcache import block_rows
+
+    keys = set(block_rows(scn.graph))
+    return sum(count for key, count, _ in stage_numbers(scn) if key in keys)
 
 
 def _step(dec: Decode, step: Step, head: int | None) -> dict[str, Any]:

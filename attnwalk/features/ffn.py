@@ -120,14 +120,21 @@ def _act_terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
 
 
 def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
-    """U = LN₂(H) · W_1 + b_1, F = G · W_2 (+ b_2 where given), G = GELU(U) …"""
-    x = grouped(symbol_of(stage.reads[0], scn))
-    if stage.key == "G":
-        if stage.params:
-            return f"G = SiLU({x} · W_gate) ⊙ {symbol_of(stage.reads[1], scn)}"
-        return f"G = {act.ACTIVATIONS[_kind(scn)].name}({x})" + (
-            ",  GELU(u) = ½ u (1 + tanh(√(2/π) (u + 0.044715 u³)))" if _kind(scn) == "gelu" else "")
-    return f"{stage.symbol} = {x} · " + " + ".join(stage.params)
+    """U = LN₂(H) · W_1 + b_1, F = G · W_2 (+ b_2 where given)."""
+    return f"{stage.symbol} = {grouped(symbol_of(stage.reads[0], scn))} · " + " + ".join(stage.params)
+
+
+def _act_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
+    """G = GELU(U) (with GELU's tanh form written out), ReLU(U), SiLU(U)."""
+    kind = _kind(scn)
+    return f"{stage.symbol} = {act.ACTIVATIONS[kind].name}({grouped(symbol_of(stage.reads[0], scn))})" + (
+        ",  GELU(u) = ½ u (1 + tanh(√(2/π) (u + 0.044715 u³)))" if kind == "gelu" else "")
+
+
+def _gate_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
+    """G = SiLU(LN₂(H) · W_gate) ⊙ U."""
+    x, u = (grouped(symbol_of(name, scn)) for name in stage.reads)
+    return f"{stage.symbol} = SiLU({x} · {stage.params[0]}) ⊙ {u}"
 
 
 def _sum(ctx: Context, H: np.ndarray, F: np.ndarray) -> np.ndarray:
@@ -151,7 +158,7 @@ STAGES = (
     Stage("U", "U", "U = $0 · W_1 + b_1", "n", "d_ff", projection, reads=("LN2",), params=("W_1", "b_1"),
           weight="W_1", formula_for=_formula, worked=ffncells.product, step=projection_step("W_1"),
           overflow="use a smaller W_1", aliases=("up", "ffn_up", "u"), backward=PRODUCT_BACK),
-    Stage("G", "G", "G = φ(U)", "n", "d_ff", _act, reads=("U",), formula_for=_formula, variants=_variants,
+    Stage("G", "G", "G = φ(U)", "n", "d_ff", _act, reads=("U",), formula_for=_act_formula, variants=_variants,
           worked=lambda c: ffncells.activation(_kind(c.scn))(c), step=_act_step, aliases=("act", "activation", "g"),
           backward=Backward(_act_grad, _act_terms, lambda c, stage, i: ffncells.activation_grad(_kind(c.scn))(c, stage, i))),
     Stage("F", "F", "F = $0 · W_2 + b_2", "n", "d_model", projection, reads=("G",), params=("W_2", "b_2"),
@@ -177,13 +184,70 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
                          learned=("b_2",) if "b_2" in biased else ())
     if kind == "swiglu":
         gate = gate._replace(compute=_gated, reads=(x, "U"), params=("W_gate",), weight="W_gate",
+                             formula_for=_gate_formula,
                              worked=ffncells.gated, step=lambda scn, mode, h, u: f"SiLU({h} · W_gate) ⊙ {u}",
                              backward=Backward(_gated_grad, fixed_terms(
                                  "({d} ⊙ {1} ⊙ SiLU'({0} · {2})) · {2}ᵀ", "{d} ⊙ SiLU({0} · {2})",
                                  "{0}ᵀ · ({d} ⊙ {1} ⊙ SiLU'({0} · {2}))"), ffncells.gated_grad))
     total = total._replace(reads=(stream.key, "F"))
+    if _normalised_sum(stream):  # post placement: the FFN adds to LN(H), and LN₂(Y) ends the block
+        total = total._replace(variants=lambda scn, mode: ("post",))
     insert_after(stages, stream.key, *before, up, gate, down, total)
     insert_after(stages, total.key, *norm.after_sum(scn, total.key, total.symbol, second=True))  # post: LN₂(Y)
     # Z's note on where the learned parameters are: the FFN's W_1 and W_2 as well
     notes = {"truth.no_parameters": "ffn.no_parameters", "truth.no_parameters_w_o": "ffn.no_parameters_w_o"}
     amend(stages, "Z", notes=lambda scn, mode, said: [notes.get(n, n) for n in said])
+
+
+def grad_variants(scn: Scenario) -> tuple[str, ...]:
+    """The backward walk's text: under post placement the FFN reads LN(H) and LN₂(Y) ends the
+    block (its sum reads the norm's output, not H)."""
+    by_key = {s.key: s for s in scn.graph}
+    total = by_key.get(STAGES[3].key)
+    return ("post",) if total is not None and _normalised_sum(by_key[total.reads[0]]) else ()
+
+
+def _normalised_sum(stream: Stage) -> bool:
+    """Is the stream the FFN adds to the residual sum normalised (post placement's LN(H)), rather
+    than the sum H itself (pre) or a real model's own stream?"""
+    return stream.key != residual.KEY and residual.KEY in stream.reads
+
+
+# -- the block lesson's own questions (tutor/lessonquiz.py asks them; their text is
+# quiz.lesson.block.*): the numbers each needs, or None where the walk does not show the point
+
+def _focus(walk) -> int | None:
+    """The row the lesson is about (its focus, bank), where the walk has the residual and the FFN."""
+    row = walk.scenario.focus
+    return row if row is not None and walk.has(residual.KEY) and walk.has("U") else None
+
+
+def _kept(walk) -> dict | None:
+    """H = X + O: bank's own row is kept and attention's output added to it, not put in its place."""
+    row = _focus(walk)
+    if row is None:
+        return None
+    from attnwalk.layer.axes import token_labels
+
+    out = roles.output(walk.computed).key
+    return {"token": token_labels(walk.scenario.tokens)[row], "x": walk.mats["X"][row],
+            "o": walk.mats[out][row], "h": walk.mats[residual.KEY][row]}
+
+
+def _silent(walk) -> dict | None:
+    """A ReLU unit whose input is negative writes nothing: bank's money unit, outweighed by the
+    water attention brought."""
+    row = _focus(walk)
+    if row is None or _kind(walk.scenario) != "relu":
+        return None
+    from attnwalk.layer.axes import token_labels
+
+    U = walk.mats["U"][row]  # (d_ff,)
+    unit = int(np.argmin(U))
+    if U[unit] >= 0:
+        return None
+    return {"token": token_labels(walk.scenario.tokens)[row], "unit": unit + 1, "u": float(U[unit]),
+            "w": np.asarray(walk.scenario.param("W_2"))[unit]}
+
+
+QUESTIONS = {"block": {"kept": _kept, "silent": _silent}}

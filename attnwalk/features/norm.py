@@ -132,15 +132,16 @@ def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
         return base
     norm, x = _norm(scn), symbol_of(stage.reads[0], scn)
     g, b = _which(stage)
+    name = f"{'RMSNorm' if norm.kind == 'rms' else 'LN'}{g}({x})"  # LN(X), LN₂(H), RMSNorm(X), …
     if norm.kind == "rms":
-        return f"{stage.symbol} = {x} / RMS · γ{g},  RMS = √(mean({x}[i, :]²) + ε),  ε = {norm.eps:g}"
-    return (f"{stage.symbol} = ({x} − μ) / σ · γ{g} + β{b},  μ = mean({x}[i, :]),  σ = √(var({x}[i, :]) + ε),"
+        return f"{name} = {x} / RMS · γ{g},  RMS = √(mean({x}[i, :]²) + ε),  ε = {norm.eps:g}"
+    return (f"{name} = ({x} − μ) / σ · γ{g} + β{b},  μ = mean({x}[i, :]),  σ = √(var({x}[i, :]) + ε),"
             f"  ε = {norm.eps:g}")
 
 
 def _which(stage: Stage) -> tuple[str, str]:
     """How γ and β are subscripted: the first norm's plain, the second's (the FFN's) γ₂, β₂."""
-    return ("", "") if stage.params[0] == "norm_gamma" else ("₂", "₂")
+    return ("₂", "₂") if stage.params[0].startswith("ffn_norm") else ("", "")  # (block b's: ffn_norm_gamma.b)
 
 
 def _variants(scn: Scenario, mode: Mode) -> tuple[str, ...]:

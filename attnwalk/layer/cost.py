@@ -167,7 +167,9 @@ def stage_numbers(scn: Scenario) -> list[tuple[str, int, bool]]:
 
 
 def weight_numbers(scn: Scenario) -> int:
-    return sum(W.size for W in (scn.W_Q, scn.W_K, scn.W_V, scn.W_O) if W is not None)
+    """The weight matrices an export writes: every shown stage's (W_Q … W_O, the FFN's W_1, W_2)."""
+    names = {s.weight for s in scn.graph if s.weight and s.shown}
+    return sum(int(scn.param(name).size) for name in names)
 
 
 def tiled_numbers(scn: Scenario) -> int:
@@ -188,12 +190,14 @@ def export_numbers(scn: Scenario) -> int:
     exported stage (with several heads, each head's block of Q, K and V again under
     stages.heads), the source's E, P and X, the weights, the tiled state and the mask."""
     total = 0
+    by_key = {s.key: s for s in scn.graph}
     for key, count, exported in stage_numbers(scn):
         if exported:
             total += count
-        if exported and key in ("Q", "K", "V") and scn.heads > 1:  # each head's block, again
-            d = scn.d_v if key == "V" else scn.d_k
-            total += scn.heads * (scn.n if key == "Q" else scn.m) * d
+        stage = by_key[key]  # Q, K, V (a later block's Q⁽²⁾ too): each head's block, again
+        if exported and stage.split and not stage.across and scn.heads > 1:
+            d = scn.d_v if stage.cols == "d_v" else scn.d_k
+            total += scn.heads * (scn.m if stage.rows == "m" else scn.n) * d
     if scn.source is not None:
         total += 3 * scn.m * scn.d_model
     return total + weight_numbers(scn) + tiled_numbers(scn) + scn.n * scn.m

@@ -47,10 +47,11 @@ class Work(NamedTuple):
     scores: int  # q · k, every head
     mixing: int  # a · V, every head
     output: int  # concat · W_O (0 without W_O)
+    after: int = 0  # the products after the output, one row each: the FFN's W_1, W_gate, W_2; W_U
 
     @property
     def total(self) -> int:
-        return self.projections + self.scores + self.mixing + self.output
+        return self.projections + self.scores + self.mixing + self.output + self.after
 
     def __add__(self, other: object) -> Work:  # type: ignore[override]  (sums, not concatenation)
         assert isinstance(other, Work)
@@ -161,7 +162,7 @@ def cached_work(scn: Scenario, t: int) -> Work:
     h, d_model, d_k, d_v = scn.heads, scn.d_model, scn.d_k, scn.d_v
     pairs = int(scn.allowed[t - 1, :t].sum())  # (query t, key j) pairs the mask lets through
     output = h * d_v * d_model if scn.W_O is not None else 0
-    return Work(_projected(scn), h * pairs * d_k, h * pairs * d_v, output)
+    return Work(_projected(scn), h * pairs * d_k, h * pairs * d_v, output, _after(scn))
 
 
 def _projected(scn: Scenario) -> int:
@@ -176,7 +177,19 @@ def rerun_work(scn: Scenario, t: int) -> Work:
     h, d_model, d_k, d_v = scn.heads, scn.d_model, scn.d_k, scn.d_v
     pairs = int(scn.allowed[:t, :t].sum())
     output = t * h * d_v * d_model if scn.W_O is not None else 0
-    return Work(t * _projected(scn), h * pairs * d_k, h * pairs * d_v, output)
+    return Work(t * _projected(scn), h * pairs * d_k, h * pairs * d_v, output, t * _after(scn))
+
+
+def after_weights(scn: Scenario) -> list[str]:
+    """The weights a step multiplies by after the attention's output (block_rows' stages: the
+    FFN's W_1, W_gate, W_2, the unembedding's), in order."""
+    by_key = {s.key: s for s in scn.graph}
+    return [by_key[key].weight for key in block_rows(scn.graph) if by_key[key].weight]
+
+
+def _after(scn: Scenario) -> int:
+    """Multiply-adds of one token's row through the weights after the output: d_in × d_out each."""
+    return sum(int(scn.param(name).size) for name in after_weights(scn))
 
 
 def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
@@ -186,19 +199,26 @@ def decode(scn: Scenario, mode: Mode | str = BASELINE) -> Decode:
     mode = mode_named(mode)
     walk = compute(scn, mode)
     final = output(walk.computed).key  # the attention's output: W_O's O, else concat
-    end = block_output(walk.computed).key  # the block's: the FFN's Y, the residual's H, else final
-    if next_token(walk.computed) is not None:  # an unembedding: on to the next token's p_t
-        end = next_token(walk.computed).key
-    graph = needed(walk.computed, [final, end])
+    block = block_rows(walk.computed)
+    graph = needed(walk.computed, [final, *block])
     cache = Cache(graph, scn)
     # the rows a step shows besides q, k, v, a and z, the same at every step: every stage between
-    # the scores and a_t, every per-head stage after z_t on the way to the output, and every stage
-    # from the output to the block's end
-    block = [] if end == final else [s.key for s in (*path(graph, final, end), get(graph, end))]
+    # the scores and a_t, every per-head stage after z_t on the way to the output, and block's
     shown = (score_stages(graph), [s for s in path(graph, MIXED, final) if s.per_head], final, block)
     with np.errstate(over="ignore", invalid="ignore"):
         steps = [_step(walk, graph, cache, i, shown) for i in range(scn.n)]
     return Decode(scn, mode, walk, steps)
+
+
+def block_rows(computed: Graph) -> list[str]:
+    """The keys of every stage a step makes after the attention's output, in order: to the block's
+    end (the residual's H, the FFN's Y, a norm after them) and on to the next token's p_t where
+    there is a vocabulary; none where the output ends the layer. Each is made from row t alone."""
+    final = output(computed).key  # W_O's O, else concat
+    end = block_output(computed).key
+    if next_token(computed) is not None:  # an unembedding: on to the next token's p_t
+        end = next_token(computed).key
+    return [] if end == final else [s.key for s in (*path(computed, final, end), get(computed, end))]
 
 
 class Cache:

@@ -20,7 +20,8 @@ from rich.text import Text
 from attnwalk.layer.axes import dim_labels, token_labels
 from attnwalk.layer.decodemath import row_name
 from attnwalk.layer.ops import rows_sum_to_one
-from attnwalk.layer.kvcache import Decode, Step, Work, cache_numbers, rolling_window, ungrouped_numbers, window_rows
+from attnwalk.layer.kvcache import (Decode, Step, Work, after_weights, cache_numbers, rolling_window, ungrouped_numbers,
+                                   window_rows)
 from attnwalk.layer.roles import SCALED, output
 from attnwalk.layer.stages import SIGNED, WEIGHTS
 from attnwalk.render import style
@@ -287,8 +288,11 @@ def _work_table(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType:
     rows = [("decode.work_projections", 0), ("decode.work_scores", 1), ("decode.work_mixing", 2)]
     if scn.W_O is not None:
         rows.append(("decode.work_output", 3))
+    if step.cached.after:  # the FFN, the unembedding: one row each through their weights
+        rows.append(("decode.work_after", 4))
+    weights = ", ".join(after_weights(scn))
     for key, i in rows:
-        table.add_row(Text(style.plain(style.say(opts, key), opts)), Text(_count(step.cached[i])),
+        table.add_row(Text(style.plain(style.say(opts, key, weights=weights), opts)), Text(_count(step.cached[i])),
                       Text(_count(step.rerun[i])))
     table.add_row(Text(style.say(opts, "decode.work_total"), style=style.RESULT),
                   Text(_count(step.cached.total), style=style.RESULT),
