@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import functools
 import re
 import shutil
 import subprocess
@@ -16,6 +17,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
+from gemmafile import gemma3_gguf  # noqa: F401  (the fixture)
 from rich.console import Console
 
 from attnwalk.scenario.builtins import builtin_names, builtin_path
@@ -209,7 +212,7 @@ def test_handouts_and_explain_read_the_variant(lang) -> None:
 # Function names and identifiers a formula may use; anything else of two letters or more is a word.
 MATH_NAMES = {"softmax", "exp", "onehot", "argmax", "tanh", "RMS", "sin", "cos", "pos", "concat",
               "QK", "EmbeddingTable", "ids", "mean", "var", "LN", "entropy", "log", "FFN", "MLP",  # (a real model's LayerNorm)
-              "RMSNorm", "SwiGLU", "llama"}  # (the Llama family's norm, feed-forward and llama3 rescaled θ_i)
+              "RMSNorm", "SwiGLU", "llama", "GELU", "ReLU", "SiLU"}  # (the FFN's activations)  # (the Llama family's norm, feed-forward and llama3 rescaled θ_i)
 
 
 def every_formula() -> set[str]:
@@ -292,16 +295,37 @@ def variant_tables(lang: str) -> dict[tuple[str, str], dict]:
             for name, value in table.items() if isinstance(value, dict)}
 
 
+@functools.cache
+def gemma_next(path: str):
+    """Gemma 3's walked layer with --next: its GeGLU is the G stage's geglu variant."""
+    from attnwalk.commands.model import scenario_with_next
+    from attnwalk.models.load import open_model
+    from attnwalk.models.nexttoken import next_token
+
+    model = open_model(path)
+    return scenario_with_next(next_token(model, model.tokenize("I sat by the river bank"), 5))
+
+
 @pytest.mark.parametrize("lang", LANGS)
-def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang) -> None:
+def test_variants_hold_only_stage_fields_and_each_one_is_shown_somewhere(lang, request) -> None:
     from attnwalk.layer.gradwalk import grad_stages
 
     tables = variant_tables(lang)
     every = [scenario(name) for name in SCENARIOS] + model_scenarios()
+    try:  # the Gemma 3 file (the test command installs it): its GeGLU's words
+        every.append(gemma_next(str(request.getfixturevalue("gemma3_gguf"))))
+    except pytest.skip.Exception:
+        tables = {(key, name): fields for (key, name), fields in tables.items() if name != "geglu"}
     rms = builtin_path("layer_norm").read_text(encoding="utf-8").replace("\nnorm: layer\n", "\nnorm: rms\n")
     every.append(scenario_from_text(rms, "rms.yaml"))  # the backward walk through RMSNorm
     alibi = builtin_path("alibi").read_text(encoding="utf-8") + "\ntarget: {attend: {它: 小猫}}\n"
     every.append(scenario_from_text(alibi, "alibi.yaml"))  # the backward walk through S + B
+    block = builtin_path("block").read_text(encoding="utf-8") + "\ntarget: next\n"  # the backward walk through a block
+    every.append(scenario_from_text(block, "block.yaml"))
+    every.append(scenario_from_text(block.replace("\nnorm: rms\n", "\nnorm: rms\nnorm_placement: post\n"), "post.yaml"))
+    every.append(scenario_from_text(block.replace("\nffn: relu\n", "\nffn: silu\n"), "silu.yaml"))
+    gate = scenario_from_text(block, "block.yaml").param("W_1").tolist()  # SwiGLU: a gate as wide as W_1
+    every.append(scenario_from_text(block.replace("\nffn: relu\n", f"\nffn: swiglu\nW_gate: {gate}\n"), "swiglu.yaml"))
     gradients = {stage.key for scn in every if "target" in scn.settings for stage in grad_stages(scn)}
     assert {key for key, _ in tables} <= {stage.key for stage in STAGES} | gradients  # a variant of a stage there is
     shown = {stage_text(lang, stage, scn, mode, field)

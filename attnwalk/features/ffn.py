@@ -125,7 +125,10 @@ def _formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
 
 
 def _act_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
-    """G = GELU(U) (with GELU's tanh form written out), ReLU(U), SiLU(U)."""
+    """G = GELU(U) (with GELU's tanh form written out), ReLU(U), SiLU(U); φ(U) as written where
+    the layer has no FFN (explain's stage, asked of another scenario)."""
+    if scn.setting(NAME) is None:
+        return base
     kind = _kind(scn)
     return f"{stage.symbol} = {act.ACTIVATIONS[kind].name}({grouped(symbol_of(stage.reads[0], scn))})" + (
         ",  GELU(u) = ½ u (1 + tanh(√(2/π) (u + 0.044715 u³)))" if kind == "gelu" else "")

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.features.unembed.keys import setting
+from attnwalk.features.unembed.keys import NAME, setting
 from attnwalk.layer import nexttoken, normcells, norms, roles
 from attnwalk.layer.cells import dims_shown
-from attnwalk.layer.graph import Backward, Stage, get, insert_after, symbol_of
+from attnwalk.layer.graph import Backward, Stage, get, grouped, insert_after, symbol_of
 from attnwalk.layer.stages import PRODUCT_BACK, projection
 
 if TYPE_CHECKING:
@@ -48,7 +48,9 @@ def _norm_grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
 
 
 def _norm_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
-    u, y = setting(scn), stage.reads[0]
+    u, y = setting(scn), grouped(symbol_of(stage.reads[0], scn))  # Y, a later block's Y⁽²⁾
+    if scn.setting(NAME) is None:  # asked of a layer without an unembedding (explain's stage): as written
+        return base
     if u.norm == "rms":
         return f"RMSNorm_f({y}) = {y} / RMS · γ_f,  RMS = √(mean({y}[i, :]²) + ε),  ε = {u.eps:g}"
     return (f"LN_f({y}) = ({y} − μ) / σ · γ_f + β_f,  μ = mean({y}[i, :]),  σ = √(var({y}[i, :]) + ε),"
@@ -153,6 +155,8 @@ def _p_grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
 
 
 def _p_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
+    if scn.setting(NAME) is None:  # asked of a layer without an unembedding (explain's stage): as written
+        return base
     return f"p[i, :] = softmax({symbol_of(stage.reads[0], scn)}[i, :] / T),  T = {setting(scn).temperature:g}"
 
 
