@@ -409,6 +409,27 @@ def test_the_lesson_says_its_numbers() -> None:
     assert f"is {loss(walk).value:.4f}" in text
     assert vocab[int(P[1].argmax())] == "money" and f"money ({P[1].max():.4f})" in text
     assert f"by ({P[1, vocab.index('by')]:.4f})" in text and vocab[int(P[2].argmax())] == "water"
+    from attnwalk.features.target import target_of
+    from attnwalk.layer.train import descend
+
+    given = target_of(scn)
+    last = list(descend(scn, "scaled", given.steps, given.lr))[-1]
+    assert f"brings it to {last.loss:.4f} in {given.steps} steps" in text
+    assert f"降到 {last.loss:.4f}" in scn.description["zh"]
+
+
+def test_tied_training_moves_the_table_for_both_its_uses() -> None:
+    """E = E_vocab[ids] and W_U = E_vocabᵀ are one table: after training the tokens still enter
+    with the table's rows (the embeddings stay tied), and the loss fell."""
+    from attnwalk.layer.train import descend
+
+    scn = load_scenario("next_token")
+    steps = list(descend(scn, "scaled", 5, 0.5))
+    trained = steps[-1].walk
+    table = trained.scenario.param("vocab_embeddings")
+    ids = unembed.token_ids(scn)
+    np.testing.assert_array_equal(trained.mats["E"], table[ids])
+    assert not np.array_equal(table, scn.param("vocab_embeddings")) and steps[-1].loss < steps[0].loss
 
 
 def test_after_a_residual_and_an_ffn_the_unembedding_reads_the_block_s_output() -> None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from attnwalk.features.unembed.keys import (KEYS, NAME, NORMS, TOP_K, Unembed, active, draft_vocab,  # noqa: F401
                                             fill, read, setting)
 from attnwalk.features.unembed.stages import STAGES, VOCAB, extend  # noqa: F401
@@ -52,6 +54,15 @@ def token_ids(scn: Scenario) -> list[int]:
     """Each token's id: its place in the vocabulary."""
     vocab = setting(scn).vocab
     return [vocab.index(tok) for tok in scn.tokens]
+
+
+def trained_keys(scn: Scenario) -> dict[str, Any]:
+    """`train -o` of tied embeddings: the tokens' embeddings are the trained table's rows, as the
+    trained walk looked them up (the loader refuses embeddings that disagree with the table)."""
+    if not setting(scn).tied:
+        return {}
+    table = np.asarray(scn.param("vocab_embeddings"), dtype=np.float64)
+    return {"embeddings": table[token_ids(scn)].tolist()}
 
 
 def vocabulary(scn: Scenario) -> tuple[str, ...]:

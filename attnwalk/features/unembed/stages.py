@@ -10,7 +10,7 @@ import numpy as np
 from attnwalk.features.unembed.keys import NAME, setting
 from attnwalk.layer import nexttoken, normcells, norms, roles
 from attnwalk.layer.cells import dims_shown
-from attnwalk.layer.graph import Backward, Stage, get, grouped, insert_after, symbol_of
+from attnwalk.layer.graph import Backward, Stage, get, grouped, insert_after, replace, symbol_of
 from attnwalk.layer.stages import PRODUCT_BACK, projection
 
 if TYPE_CHECKING:
@@ -104,6 +104,44 @@ def _tied_grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
     value = float(g[:, c.row] @ Y[:, c.col])
     return c.dot(f"{dl}[:, {c.rows[c.row]}] {c.mk.dot} {y_name}[:, {c.cols[c.col]}]", g[:, c.row],
                  Y[:, c.col], value), value
+
+
+def _ids(scn: Scenario) -> np.ndarray:
+    """Each token's id: its place in the vocabulary (the loader has checked every token is in it)."""
+    vocab = setting(scn).vocab
+    return np.array([vocab.index(tok) for tok in scn.tokens])
+
+
+def _lookup(ctx: Context, table: np.ndarray) -> np.ndarray:
+    """Tied: E = E_vocab[ids], each token's row of the one table W_U = E_vocabᵀ is made of too, so
+    training moves the table through both its uses and E follows it (GPT-2's wte)."""
+    return np.array(table[_ids(ctx.scn)[ctx.here]], dtype=np.float64)  # (n, d_model)
+
+
+def _lookup_grad(ctx: Context, dE: np.ndarray, E: np.ndarray, table: np.ndarray) -> tuple:
+    G = np.zeros(np.shape(table))
+    np.add.at(G, _ids(ctx.scn)[ctx.here], dE)  # each position's row into its word's row, summed
+    return (G,)
+
+
+def _lookup_grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
+    """∂L/∂E_vocab[w, j] through E: the sum of ∂L/∂E[i, j] over the positions i holding word w."""
+    from attnwalk.layer import gradcells
+
+    g = gradcells.upstream(c, stage)  # (n, d) ∂L/∂E
+    at = [i for i, w in enumerate(_ids(c.scn)) if w == c.row]
+    value = float(sum(g[i, c.col] for i in at))
+    de = gradcells.d(stage.symbol)
+    if not at:
+        return [c.prose(c.say("unembed.lookup_none", word=c.rows[c.row]))], 0.0
+    parts = " + ".join(c.operand(g[i, c.col]) for i in at)
+    terms = " + ".join(f"{de}[{c.walk.forward.scenario.tokens[i]}, {c.cols[c.col]}]" for i in at)
+    return [c.prose(c.say("unembed.lookup_rows", word=c.rows[c.row])),
+            f"{terms} = {parts} = {c.num(value)}"], value
+
+
+LOOKUP_BACK = Backward(_lookup_grad, lambda scn, mode: ("Σ_(i: id_i = w) {d}[i, :]",), _lookup_grad_cell,
+                       {"vocab_embeddings": "E_vocab"}, {"vocab_embeddings": f"{VOCAB} × d_model"})
 
 
 def _logits_cell(c: Cell) -> list:
@@ -206,6 +244,8 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
                                  backward=Backward(_tied_grad, lambda scn, mode: ("{d} · {1}", "{d}ᵀ · {0}"),
                                                    _tied_grad_cell, {u.table: "E_vocab"},
                                                    {u.table: f"{VOCAB} × d_model"}))
+        # the tokens' rows are the table's too: E is looked up in it at every step of training
+        replace(stages, "E", compute=_lookup, params=(u.table,), backward=LOOKUP_BACK)
     new += [logits._replace(reads=(last,)), p]
     insert_after(stages, stages[-1].key, *new)
 
