@@ -112,8 +112,6 @@ def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):
                      sinks=scn.params["sinks"] if "sinks" in scn.settings else None)
     if scn.settings.get("residual"):
         out.update(block(scn, X_in, out["O"] if "O" in out else out["concat"]))
-    if scn.settings.get("unembed") and not scn.settings.get("blocks"):  # one block: ℓ and p read its end
-        out.update(unembedded(scn, out[block_end(scn)]))
     return out
 
 
@@ -127,21 +125,6 @@ def block_end(scn):
     if scn.settings.get("ffn"):
         return "LN2" if post else "res_ffn"
     return "LN" if post else "res_attn"
-
-
-def unembedded(scn, Y):
-    """The unembedding, row by row: a final norm (optional), ℓ = Y · W_U (tied: the table's
-    transpose), p = softmax(ℓ / T)."""
-    spec = scn.setting("unembed")
-    if spec.norm is not None:
-        Y = normalized(Y, spec.norm, scn.param("final_norm_gamma"), scn.params.get("final_norm_beta"), spec.eps)
-    W_U = np.asarray(scn.param("vocab_embeddings")).T if spec.tied else np.asarray(scn.param("W_U"))
-    logits = np.array([[sum(y[k] * W_U[k, j] for k in range(len(y))) for j in range(W_U.shape[1])] for y in Y])
-    p = []
-    for row in logits / spec.temperature:
-        e = [math.exp(v - max(row)) for v in row]
-        p.append([v / sum(e) for v in e])
-    return {"logits": logits, "p": np.array(p)}
 
 
 def activation(kind, u):
@@ -308,7 +291,7 @@ def attention_of(scn, mode="scaled", allowed=None, X=None, X_kv=None):  # noqa: 
     head's entry, as the quiz looks a cell up there)."""
     out = _layer_of(scn, mode, allowed, X, X_kv)
     if "unembed" in scn.settings:
-        Y = next(out[key] for key in ("Y", "H", "O", "concat") if key in out)  # the block's output
+        Y = out[block_end(scn)]  # the block's output: Y, H, a norm after them, else O (concat)
         after = unembedded(scn, Y)
         out.update(after)
         for head in out["heads"]:

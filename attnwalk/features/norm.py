@@ -29,7 +29,7 @@ import numpy as np
 from attnwalk.layer import normcells, norms
 from attnwalk.layer.axes import token_labels
 from attnwalk.layer.cells import dims_shown
-from attnwalk.layer.graph import Backward, Stage, amend, has, insert_after, reroute, symbol_of
+from attnwalk.layer.graph import Stage, amend, has, insert_after, reroute, symbol_of
 
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
@@ -71,19 +71,31 @@ def read(d: Draft) -> None:
         if not eps > 0:
             raise f.error("norm_eps", top["norm_eps"], f"norm_eps must be greater than 0, got {eps:g} "
                           "(1e-5 is usual): it keeps the root from being 0 for a row of equal numbers")
-    if kind == "rms" and "norm_beta" in top:
-        raise f.error("norm_beta", top["norm_beta"], "norm_beta is only used with norm: layer "
-                      "(RMSNorm has no β); remove it, or use norm: layer")
-    d_model = d.main.d_model
-    for key, default in (("norm_gamma", np.ones(d_model)), ("norm_beta", np.zeros(d_model))):
-        if key == "norm_beta" and kind == "rms":
+    d.params.update(gamma_beta(f, top, ("norm_gamma", "norm_beta"), kind, d.main.d_model,
+                               "d_model is {width}: one for each column of X", "norm: layer"))
+    d.settings[NAME] = Norm(kind, eps, placement)
+
+
+def gamma_beta(f, top: dict, keys: tuple[str, str], kind: str, width: int, columns: str,
+               layer: str) -> dict[str, np.ndarray]:
+    """A norm's γ and β, read from `keys` (ones and zeros unless given; no β under RMSNorm, a β
+    given there refused): each `width` numbers, `columns` saying what they are for ({width}),
+    `layer` the setting that allows β. Every norm a layer has reads its own this way (before the
+    projections, the FFN's, the final one)."""
+    gamma, beta = keys
+    if kind == "rms" and beta in top:
+        raise f.error(beta, top[beta], f"{beta} is only used with {layer} (RMSNorm has no β); "
+                      f"remove it, or use {layer}")
+    out = {}
+    for key, default in ((gamma, np.ones(width)), (beta, np.zeros(width))):
+        if key == beta and kind == "rms":
             continue
         value = f.vector(top[key], key) if key in top else default
-        if value.shape[0] != d_model:
-            raise f.error(key, top[key], f"{key} has {value.shape[0]} numbers, but d_model is "
-                          f"{d_model}: one for each column of X")
-        d.params[key] = value
-    d.settings[NAME] = Norm(kind, eps, placement)
+        if value.shape[0] != width:
+            raise f.error(key, top[key], f"{key} has {value.shape[0]} numbers, but "
+                          + columns.format(width=width))
+        out[key] = value
+    return out
 
 
 def read_gamma_beta(d: Draft, gamma: str, beta: str) -> None:
@@ -96,18 +108,9 @@ def read_gamma_beta(d: Draft, gamma: str, beta: str) -> None:
                 raise f.error(key, top[key], f"{key} is the γ or β of the norm before the FFN, and there "
                               "is no norm: add norm: layer or norm: rms, or remove it")
         return
-    if norm.kind == "rms" and beta in top:
-        raise f.error(beta, top[beta], f"{beta} is only used with norm: layer (RMSNorm has no β); "
-                      "remove it, or use norm: layer")
-    d_model = d.main.d_model
-    for key, default in ((gamma, np.ones(d_model)), (beta, np.zeros(d_model))):
-        if key == beta and norm.kind == "rms":
-            continue
-        value = f.vector(top[key], key) if key in top else default
-        if value.shape[0] != d_model:
-            raise f.error(key, top[key], f"{key} has {value.shape[0]} numbers, but d_model is "
-                          f"{d_model}: one for each column of the residual stream")
-        d.params[key] = value
+    d.params.update(gamma_beta(f, top, (gamma, beta), norm.kind, d.main.d_model,
+                               "d_model is {width}: one for each column of the residual stream",
+                               "norm: layer"))
 
 
 def placed_after_sums(d: Draft) -> bool:
@@ -183,26 +186,9 @@ def _step2(scn: Scenario, mode: Mode, x: str) -> str:
     return f"RMSNorm₂({x})" if _norm(scn).kind == "rms" else f"LN₂({x})"
 
 
-def _grad(ctx: Context, d: np.ndarray, out: np.ndarray, X: np.ndarray, gamma: np.ndarray,
-          beta: np.ndarray | None = None) -> tuple:
-    """The backward, beside the forward: ∂L/∂X, ∂L/∂γ (and ∂L/∂β) from ∂L/∂ of the normalised
-    rows, row by row (layer/norms.py)."""
-    norm = _norm(ctx.scn)
-    if norm.kind == "rms":
-        return norms.rms_normalized_grad(d, X, gamma, norm.eps)
-    return norms.normalized_grad(d, X, gamma, norm.eps)
-
-
-def _terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    """∂L/∂x through the norm (G = ∂L/∂y ⊙ γ, x̂ the row normalised before γ), ∂L/∂γ, ∂L/∂β."""
-    if _norm(scn).kind == "rms":
-        return "(G − x̂ ⊙ mean(G ⊙ x̂)) / RMS,  G = {d} ⊙ γ", "Σ_i {d} ⊙ x̂"
-    return "(G − mean(G) − x̂ ⊙ mean(G ⊙ x̂)) / σ,  G = {d} ⊙ γ", "Σ_i {d} ⊙ x̂", "Σ_i {d}"
-
-
-def _grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
-    norm = _norm(c.scn)
-    return normcells.grad_lines(c, stage, index, norm.kind == "rms", norm.eps)
+def _rule(scn: Scenario) -> tuple[str, float]:
+    norm = _norm(scn)
+    return norm.kind, norm.eps
 
 
 def grad_variants(scn: Scenario) -> tuple[str, ...]:
@@ -217,13 +203,13 @@ STAGES = (
     Stage("LN", "LN(X)", "LN(X) = (X − μ) / σ · γ + β", "n", "d_model", _normalized, reads=("X",),
           params=("norm_gamma", "norm_beta"), formula_for=_formula, variants=_variants, worked=cell,
           overflow="use smaller embeddings or a larger norm_eps", aliases=("norm", "ln", "layernorm", "rmsnorm"),
-          step=_step, backward=Backward(_grad, _terms, _grad_cell, {"norm_gamma": "γ", "norm_beta": "β"})),
+          step=_step, backward=normcells.backward(_rule, {"norm_gamma": "γ", "norm_beta": "β"})),
 )
 
 
 
-_BACK = Backward(_grad, _terms, _grad_cell, {"norm_gamma": "γ", "norm_beta": "β"})
-_BACK2 = _BACK._replace(symbols={"ffn_norm_gamma": "γ₂", "ffn_norm_beta": "β₂"})
+_BACK = normcells.backward(_rule, {"norm_gamma": "γ", "norm_beta": "β"})
+_BACK2 = normcells.backward(_rule, {"ffn_norm_gamma": "γ₂", "ffn_norm_beta": "β₂"})
 # the norm before the FFN (pre) or after its residual sum (post), with γ₂, β₂; placed by after_sum
 # and before_ffn, which the residual and the FFN call
 SECOND = Stage("LN2", "LN₂(H)", "LN₂(H) = (H − μ) / σ · γ₂ + β₂", "n", "d_model", _normalized,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.features import norm
-from attnwalk.layer import gradcells, roles
+from attnwalk.layer import cells, gradcells, roles
 from attnwalk.layer.graph import Backward, Stage, fixed_terms, insert_after, symbol_of
 
 if TYPE_CHECKING:
@@ -78,16 +78,8 @@ def _operand(key: str, scn: Scenario) -> str:
 
 def cell(c: Cell) -> list:
     """H[i, j] = X[i, j] + O[i, j], and the row it is in, each from the digits printed."""
-    (x_key, X), (o_key, O) = (c.walk.input(c.stage, i) for i in (0, 1))
-    x_name, o_name = _operand(x_key, c.scn), _operand(o_key, c.scn)
-    tok, col = c.rows[c.row], c.cols[c.col]
-    x, o = c.printed(float(X[c.row, c.col])), c.printed(float(O[c.row, c.col]))
-    end = c.printed(x + o)
-    c.lands(end)
-    return [f"{x_name}[{tok}] = {c.vec(X[c.row])}", f"{o_name}[{tok}] = {c.vec(O[c.row])}",
-            f"{c.sym()}[{tok}, {col}] = {x_name}[{tok}, {col}] + {o_name}[{tok}, {col}] = {c.num(x)} + "
-            f"{c.operand(o)} = {c.num(end)}",
-            c.prose(c.say("residual.cell", token=tok))]
+    names = tuple(_operand(name, c.scn) for name in c.stage.reads)
+    return cells.stream_sum(c, names, "residual.cell")
 
 
 def _step(scn: Scenario, mode: Mode, x: str, o: str) -> str:

@@ -382,3 +382,18 @@ def projected(c: Cell) -> list:
     bias = c.scn.param(c.stage.params[1]) if len(c.stage.params) > 1 else None
     return [f"concat[{tok}] = {c.vec(concat)}", f"W_O[:, {col}] = {c.vec(w)}",
             *_biased(c, f"concat[{tok}] {c.mk.dot} W_O[:, {col}]", concat, w, bias)]
+
+
+def stream_sum(c: Cell, names: tuple[str, str], note: str) -> list:
+    """A residual sum's cell, H[i, j] = X[i, j] + O[i, j] (Y = H + F): both rows, then this cell from
+    the digits printed, and `note` (a text key, given the token) on what the sum keeps. `names`:
+    how the two inputs are written."""
+    (_, A), (_, B) = (c.walk.input(c.stage, i) for i in (0, 1))
+    a_name, b_name = names
+    tok, col = c.rows[c.row], c.cols[c.col]
+    a, b = c.printed(float(A[c.row, c.col])), c.printed(float(B[c.row, c.col]))
+    end = c.printed(a + b)
+    c.lands(end)
+    return [f"{a_name}[{tok}] = {c.vec(A[c.row])}", f"{b_name}[{tok}] = {c.vec(B[c.row])}",
+            f"{c.sym()}[{tok}, {col}] = {a_name}[{tok}, {col}] + {b_name}[{tok}, {col}] = {c.num(a)} + "
+            f"{c.operand(b)} = {c.num(end)}", c.prose(c.say(note, token=tok))]

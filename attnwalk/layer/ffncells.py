@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnwalk.layer import activations as act
+from attnwalk.layer import cells
 from attnwalk.layer.cells import dims_shown
 from attnwalk.layer.gradcells import d, given, upstream
 from attnwalk.layer.graph import symbol_of
@@ -99,15 +100,8 @@ def gated(c: Cell) -> list:
 
 def stream_sum(c: Cell) -> list:
     """Y[i, j] = H[i, j] + F[i, j]: the FFN's output added back to the stream it read."""
-    (h_key, H), (f_key, F) = (c.walk.input(c.stage, i) for i in (0, 1))
-    h_name, f_name = symbol_of(h_key, c.scn), symbol_of(f_key, c.scn)
-    tok, col = c.rows[c.row], c.cols[c.col]
-    h, f = c.printed(float(H[c.row, c.col])), c.printed(float(F[c.row, c.col]))
-    end = c.printed(h + f)
-    c.lands(end)
-    return [f"{h_name}[{tok}] = {c.vec(H[c.row])}", f"{f_name}[{tok}] = {c.vec(F[c.row])}",
-            f"{c.sym()}[{tok}, {col}] = {h_name}[{tok}, {col}] + {f_name}[{tok}, {col}] = {c.num(h)} + "
-            f"{c.operand(f)} = {c.num(end)}", c.prose(c.say("ffn.sum_cell", token=tok))]
+    names = tuple(symbol_of(name, c.scn) for name in c.stage.reads)
+    return cells.stream_sum(c, names, "ffn.sum_cell")
 
 
 # -- the backward walk ------------------------------------------------------------------------------

@@ -8,12 +8,18 @@ dimensions named as the tables label them (from 1).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attnwalk.layer.graph import Backward
+
 if TYPE_CHECKING:
     from attnwalk.layer.cells import Cell
+    from attnwalk.layer.graph import Context
+    from attnwalk.layer.modes import Mode
+    from attnwalk.scenario.scenario import Scenario
 
 
 def mean_lines(c: Cell, name: str, x: np.ndarray, mu: float) -> tuple[list, float]:
@@ -133,3 +139,31 @@ def grad_lines(c: Cell, stage, index: int, rms: bool, eps: float) -> tuple[list,
     lines += c.chain(f"{c.ref()} = ({parts}) / {'RMS' if rms else 'σ'}", f"{c.num(top)} / {c.num(below)}",
                      c.num(end))
     return [c.plain(line) if isinstance(line, str) else line for line in lines], value
+
+
+def backward(rule: Callable[[Scenario], tuple[str, float]], symbols: dict[str, str]) -> Backward:
+    """A norm's backward (graph.Backward), for every norm a layer has (before the projections, the
+    FFN's, the final one): `rule(scn)` says which norm it is, ("layer" | "rms", ε); `symbols`
+    writes its γ and β (γ, γ₂, γ_f). ∂L/∂x through the norm (G = ∂L/∂y ⊙ γ, x̂ the row normalised
+    before γ), ∂L/∂γ and ∂L/∂β, row by row (layer/norms.py)."""
+    from attnwalk.layer import norms
+
+    gamma = next(iter(symbols.values()))
+
+    def grad(ctx: Context, d: np.ndarray, out: np.ndarray, X: np.ndarray, g: np.ndarray,
+             beta: np.ndarray | None = None) -> tuple:
+        kind, eps = rule(ctx.scn)
+        if kind == "rms":
+            return norms.rms_normalized_grad(d, X, g, eps)
+        return norms.normalized_grad(d, X, g, eps)
+
+    def terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
+        if rule(scn)[0] == "rms":
+            return f"(G − x̂ ⊙ mean(G ⊙ x̂)) / RMS,  G = {{d}} ⊙ {gamma}", "Σ_i {d} ⊙ x̂"
+        return f"(G − mean(G) − x̂ ⊙ mean(G ⊙ x̂)) / σ,  G = {{d}} ⊙ {gamma}", "Σ_i {d} ⊙ x̂", "Σ_i {d}"
+
+    def cell(c: Cell, stage, index: int) -> tuple[list, float]:
+        kind, eps = rule(c.scn)
+        return grad_lines(c, stage, index, kind == "rms", eps)
+
+    return Backward(grad, terms, cell, symbols)

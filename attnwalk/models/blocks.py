@@ -66,6 +66,15 @@ class Attention:
     O_post: np.ndarray | None = None  # Gemma 3's RMSNorm of O, what the residual adds
 
 
+def gated(x: np.ndarray, W_gate: np.ndarray, W_1: np.ndarray, W_2: np.ndarray, act) -> tuple:
+    """A gated feed-forward (Llama's SwiGLU, Gemma's GeGLU): gate = x · W_gate, U = x · W_1,
+    G = act(gate) ⊙ U, F = G · W_2; every piece kept, (gate, U, G, F)."""
+    gate = x @ W_gate  # (n, d) @ (d, d_ff) -> (n, d_ff)
+    U = x @ W_1  # (n, d_ff)
+    G = act(gate) * U
+    return gate, U, G, G @ W_2  # F: (n, d_ff) @ (d_ff, d) -> (n, d)
+
+
 def attend(ml: ModelLayer) -> Attention:
     """Run the attention of one ModelLayer: what the walk shows, and what the next layer reads."""
     H, G, d = ml.info.n_heads, ml.info.n_kv_heads, ml.info.d_head

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from attnwalk.layer.rope import frequencies
-from attnwalk.models.blocks import Attention, gelu_tanh, rms_norm
+from attnwalk.models.blocks import Attention, gated, gelu_tanh, rms_norm
 from attnwalk.models.config import Config
 from attnwalk.models.data import Mlp, Norm, Rope
 from attnwalk.models.weights import Weights
@@ -81,10 +81,7 @@ class Gemma3:
         W_gate = self._linear(p + "mlp.gate_proj", cfg.d_model, cfg.d_ff)
         W_1 = self._linear(p + "mlp.up_proj", cfg.d_model, cfg.d_ff)
         W_2 = self._linear(p + "mlp.down_proj", cfg.d_ff, cfg.d_model)
-        gate = norm.y @ W_gate  # (n, d) @ (d, d_ff) -> (n, d_ff)
-        U = norm.y @ W_1  # (n, d_ff)
-        G = gelu_tanh(gate) * U
-        F = G @ W_2  # (n, d_ff) @ (d_ff, d) -> (n, d)
+        gate, U, G, F = gated(norm.y, W_gate, W_1, W_2, gelu_tanh)
         post = self._norm(p + "post_feedforward_layernorm", F, cfg.d_model)
         return Mlp("geglu", "gelu_pytorch_tanh", a, norm, W_1, None, W_gate, W_2, None, U, gate, G, F, post,
                    a + post.y)

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from attnwalk.layer.rope import frequencies
-from attnwalk.models.blocks import Attention, rms_norm, silu
+from attnwalk.models.blocks import Attention, gated, rms_norm, silu
 from attnwalk.models.config import Config
 from attnwalk.models.data import Mlp, ModelError, Norm, Rope
 from attnwalk.models.weights import Weights
@@ -78,10 +78,7 @@ class Llama:
         W_gate = self._linear(p + "gate_proj", cfg.d_model, cfg.d_ff)
         W_1 = self._linear(p + "up_proj", cfg.d_model, cfg.d_ff)
         W_2 = self._linear(p + "down_proj", cfg.d_ff, cfg.d_model)
-        gate = norm.y @ W_gate  # (n, d) @ (d, d_ff) -> (n, d_ff)
-        U = norm.y @ W_1  # (n, d_ff)
-        G = silu(gate) * U
-        F = G @ W_2  # (n, d_ff) @ (d_ff, d) -> (n, d)
+        gate, U, G, F = gated(norm.y, W_gate, W_1, W_2, silu)
         return Mlp("swiglu", cfg.activation, a, norm, W_1, None, W_gate, W_2, None, U, gate, G, F, None, a + F)
 
     def _linear(self, name: str, d_in: int, d_out: int) -> np.ndarray:

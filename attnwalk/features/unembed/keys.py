@@ -183,17 +183,10 @@ def _final_norm(d: Draft, width: int) -> tuple[str | None, float]:
         if not eps > 0:
             raise f.error("final_norm_eps", top["final_norm_eps"], f"final_norm_eps must be above 0, "
                           f"got {eps:g} (1e-5 is usual)")
-    if kind == "rms" and "final_norm_beta" in top:
-        raise f.error("final_norm_beta", top["final_norm_beta"], "final_norm_beta is only used with "
-                      "final_norm: layer (RMSNorm has no β)")
-    for key, default in (("final_norm_gamma", np.ones(width)), ("final_norm_beta", np.zeros(width))):
-        if key == "final_norm_beta" and kind == "rms":
-            continue
-        value = f.vector(top[key], key) if key in top else default
-        if value.shape[0] != width:
-            raise f.error(key, top[key], f"{key} has {value.shape[0]} numbers, but the block's "
-                          f"output has {width} columns: one for each")
-        d.params[key] = value
+    from attnwalk.features.norm import gamma_beta
+
+    d.params.update(gamma_beta(f, top, ("final_norm_gamma", "final_norm_beta"), kind, width,
+                               "the block's output has {width} columns: one for each", "final_norm: layer"))
     return kind, eps
 
 

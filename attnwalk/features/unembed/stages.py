@@ -28,23 +28,9 @@ def _normalized(ctx: Context, Y: np.ndarray, gamma: np.ndarray, beta: np.ndarray
     return norms.normalized(Y, norms.stats(Y, u.eps), gamma, beta)  # (n, d_model)
 
 
-def _norm_grad(ctx: Context, d: np.ndarray, out: np.ndarray, Y: np.ndarray, gamma: np.ndarray,
-               beta: np.ndarray | None = None) -> tuple:
-    u = setting(ctx.scn)
-    if u.norm == "rms":
-        return norms.rms_normalized_grad(d, Y, gamma, u.eps)
-    return norms.normalized_grad(d, Y, gamma, u.eps)
-
-
-def _norm_terms(scn: Scenario, mode: Mode) -> tuple[str, ...]:
-    if setting(scn).norm == "rms":
-        return "(G − x̂ ⊙ mean(G ⊙ x̂)) / RMS,  G = {d} ⊙ γ_f", "Σ_i {d} ⊙ x̂"
-    return "(G − mean(G) − x̂ ⊙ mean(G ⊙ x̂)) / σ,  G = {d} ⊙ γ_f", "Σ_i {d} ⊙ x̂", "Σ_i {d}"
-
-
-def _norm_grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
-    u = setting(c.scn)
-    return normcells.grad_lines(c, stage, index, u.norm == "rms", u.eps)
+def _norm_rule(scn: Scenario) -> tuple[str, float]:
+    u = setting(scn)
+    return u.norm or "layer", u.eps
 
 
 def _norm_formula(base: str, scn: Scenario, mode: Mode, stage: Stage) -> str:
@@ -215,8 +201,7 @@ STAGES = (
           params=("final_norm_gamma", "final_norm_beta"), formula_for=_norm_formula, worked=_norm_cell,
           aliases=("ln_f", "final_norm", "norm_f"), overflow="use smaller weights or a larger final_norm_eps",
           step=lambda scn, mode, y: f"LN_f({y})",
-          backward=Backward(_norm_grad, _norm_terms, _norm_grad_cell,
-                            {"final_norm_gamma": "γ_f", "final_norm_beta": "β_f"})),
+          backward=normcells.backward(_norm_rule, {"final_norm_gamma": "γ_f", "final_norm_beta": "β_f"})),
     Stage("logits", "ℓ", "ℓ = $0 · W_U", "n", VOCAB, projection, reads=("Y",), params=("W_U",), weight="W_U",
           worked=_logits_cell, aliases=("logits", "logit", "l"), overflow="use a smaller W_U", step=_step,
           backward=PRODUCT_BACK),
