@@ -385,3 +385,28 @@ def test_heads_scores_each_block_as_a_layer(tmp_path):
             A = ref["A"][h]
             previous = np.mean([A[i, i - 1] for i in range(1, N)])
             assert scores[(b + 1, h + 1)]["previous_token"] == pytest.approx(previous, abs=1e-12)
+
+
+def test_a_later_blocks_cells_work_with_its_own_numbers(scn):
+    """Every worked cell of blocks 2 and 3 reads its own block's matrices: S⁽²⁾ divides QKᵀ⁽²⁾ (not
+    block 1's QKᵀ), A⁽²⁾'s softmax lands on A⁽²⁾, Z⁽²⁾ on Z⁽²⁾; each ends on the table's number."""
+    from test_worked_geometry import cell_text
+
+    from attnwalk.render import style
+    from attnwalk.render.options import ViewOptions
+
+    walk = compute(scn)
+    for stage in walk.stages:
+        if stage.block == 0 or stage.kind == "tokens":
+            continue
+        for h in range(H if stage.per_head else 1):
+            M = walk.matrix(stage.key, h)
+            row, col = N - 1, 0
+            text = cell_text(walk, stage.key, row, col, head=h)
+            assert "from the rounded numbers shown this comes to" not in text, (stage.key, text)
+            table = style.number(float(M[row, col]), ViewOptions())
+            last = re.findall(rf"{re.escape(stage.symbol)}\[[^\]]+\] = (-?[0-9.]+(?:e[-+]?[0-9]+)?)", text)
+            assert last and last[-1] == table, (stage.key, h, table, text)
+    s2 = cell_text(walk, "S.2", 3, 1)
+    raw = walk.matrix("QK^T.2", 0)[3, 1]
+    assert f"QKᵀ⁽²⁾[flooded, river] / √d_k = {raw:.4f}" in s2, s2

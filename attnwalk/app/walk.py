@@ -214,6 +214,13 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
 
     # -- moving ------------------------------------------------------------------------------
 
+    def _weights_of(self, stage: Stage) -> str:
+        """The attention weights of `stage`'s block (A, a later block's A⁽²⁾): where its query looks most."""
+        from attnwalk.layer.roles import softmaxes
+
+        found = [s.key for s in softmaxes(self.walk.computed) if s.block == stage.block]
+        return found[0] if found else softmaxes(self.walk.computed)[0].key
+
     def _row_axis(self, stage: Stage) -> str:
         """What a stage's rows are: without a source the keys' rows (m) are the same tokens as the
         queries' (n), so a row picked on Q is the row on K and V too."""
@@ -241,7 +248,7 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
             row = row if row < rows else default[0]
             col = self.cols_at.get(stage.cols)
             if col is None and stage.square:  # the key this query attends to most
-                col = int(self.walk.matrix("A", head)[row].argmax())
+                col = int(self.walk.matrix(self._weights_of(stage), head)[row].argmax())
             elif col is None or col >= cols:
                 col = default[1]
             self.cursor = (row, col)

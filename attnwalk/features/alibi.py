@@ -80,10 +80,10 @@ def bias_cell(c: Cell) -> list:
 
 
 def biased_cell(c: Cell) -> list:
-    S = float(c.walk.matrix("S", c.head)[c.row, c.col])
-    B = float(c.walk.matrix("B", c.head)[c.row, c.col])
+    (s_name, S), (b_name, B) = (c.walk.input(c.stage, i, c.head) for i in (0, 1))  # S (S⁽²⁾) and B
+    S, B = float(S[c.row, c.col]), float(B[c.row, c.col])
     c.lands(c.printed(c.printed(S) + c.printed(B)))
-    return [f"{c.ref()} = {c.ref('S')} + {c.ref('B')} = {c.num(S)} + {c.operand(B)} = {c.num(c.value)}"]
+    return [f"{c.ref()} = {c.ref(s_name)} + {c.ref(b_name)} = {c.num(S)} + {c.operand(B)} = {c.num(c.value)}"]
 
 
 STAGES = (

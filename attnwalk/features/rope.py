@@ -192,7 +192,7 @@ def shift_demo(c: Cell) -> list:
 
     ctx = whole(c.scn, c.walk.mode, c.walk.amplify)
     moved = score.compute(ctx, Q_s, K_s, *(c.scn.param(p) for p in score.params))  # (n, n)
-    change = float(np.max(np.abs(moved - c.walk.matrix("QK^T", c.head))))
+    change = float(np.max(np.abs(moved - c.walk.matrix(c.stage.key, c.head))))
     return [c.prose(c.say("rope.shift_cell", shift=s, row_token=c.rows[c.row], col_token=c.cols[c.col],
                           row_pos=c.row, col_pos=c.col, new_row=c.row + s, new_col=c.col + s,
                           offset=c.row - c.col)),

@@ -96,7 +96,7 @@ def _grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
         return [c.prose(c.say(f"grad.cell.{c.walk.mode.name}"))], 0.0
     if c.head != c.col:  # head h's softmax reads s_h alone
         return [c.prose(c.say("sinks.grad_other", head=person(c.head), sink=person(c.col)))], 0.0
-    A = c.walk.forward.matrix("A", c.head)  # (n, m)
+    A = c.walk.forward.matrix(stage.key, c.head)  # (n, m) this softmax's: A, a later block's A⁽²⁾
     g = gradcells.upstream(c, stage)  # (n, m) ∂L/∂A
     share = [c.printed(1.0 - float(np.sum(A[i]))) for i in range(len(A))]
     inner = [c.printed(c.dot_value(A[i], g[i])) for i in range(len(A))]

@@ -195,8 +195,9 @@ def scores(c: Cell) -> list:
 
 
 def scaled(c: Cell) -> list:
-    raw = float(c.walk.matrix("QK^T", c.head)[c.row, c.col])
-    qkt = c.ref("QK^T")
+    name, QKT = c.walk.input(c.stage, 0, c.head)  # QKᵀ, a later block's QKᵀ⁽²⁾
+    raw = float(QKT[c.row, c.col])
+    qkt = c.ref(name)
     mode = c.walk.mode
     if not c.scn.scorer.divides:
         return [c.say("ui.additive_unscaled") + f" = {c.num(raw)}"]
@@ -259,7 +260,7 @@ def softmax(c: Cell) -> list:
         stable = np.exp(s - top_s)  # (m,) every exponent ≤ 0
         e_x = None if x is None else float(np.exp(x))
         stable_x = None if x is None else float(np.exp(x - top_s))
-    weights = c.walk.matrix("A", c.head)[c.row]  # (m,)
+    weights = c.walk.matrix(c.stage.key, c.head)[c.row]  # (m,) this stage's: A, a later block's A⁽²⁾
     keys = [j for j in range(m) if allowed[j]]
     def row_digits(form: np.ndarray, form_x: float | None) -> int:
         for d in EXP_DIGITS:  # the row rounded once per precision: every key's quotient shares it
@@ -357,7 +358,7 @@ def output(c: Cell) -> list:
     lines = c.dot(f"A[{tok}] {c.mk.dot} V[:, {c.cols[c.col]}]", a, V[:, c.col], c.value)
     m = len(a)
     whole = c.terms({j: f"{c.num(a[j])} {t} {c.vec(V[j])}" for j in shown(c, m)}, m)
-    Z = c.walk.matrix("Z", c.head)[c.row]  # (d_v,)
+    Z = c.walk.matrix(c.stage.key, c.head)[c.row]  # (d_v,) this stage's: Z, a later block's Z⁽²⁾
     # as a learner checks this line: each weight shown times each row of V shown, summed (only
     # the entries the line prints: the middle of a long vector is elided)
     shown_Z = Z.copy()  # (d_v,)

@@ -183,8 +183,27 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
 
 
 def grouped(symbol: str) -> str:
-    """A stage's symbol as an operand inside a formula: a sum in brackets, (S + B) + M."""
-    return f"({symbol})" if any(op in symbol for op in (" + ", " − ")) else symbol
+    """A stage's symbol as an operand inside a formula: a sum in brackets, (S + B) + M; one already
+    bracketed whole (a later block's (S + M)⁽²⁾) as it is."""
+    if not any(op in symbol for op in (" + ", " − ")):
+        return symbol
+    return symbol if bracketed_whole(symbol) else f"({symbol})"
+
+
+def bracketed_whole(symbol: str) -> bool:
+    """Is `symbol` one bracket from its first character to its last, a block's mark aside
+    ((S + M)⁽²⁾, or (S + M)^(2) in ASCII)?"""
+    import re
+
+    symbol = re.sub(r"(⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾|\^\(\d+\))$", "", symbol)
+    if not (symbol.startswith("(") and symbol.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(symbol):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(symbol) - 1:
+            return False
+    return True
 
 
 def symbol_of(name: str, scn: Scenario | None = None) -> str:

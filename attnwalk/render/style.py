@@ -120,8 +120,10 @@ def plain(s: str, opts: ViewOptions) -> str:
 
 def bracketed(symbol: str, opts: ViewOptions) -> str:
     """A stage's symbol as a cell's name starts: a sum bracketed, "(S + M)"."""
+    from attnwalk.layer.graph import bracketed_whole
+
     symbol = plain(symbol, opts)
-    return f"({symbol})" if " " in symbol else symbol
+    return f"({symbol})" if " " in symbol and not bracketed_whole(symbol) else symbol
 
 
 def cell_ref(symbol: str, row: str, col: str, opts: ViewOptions) -> str:
