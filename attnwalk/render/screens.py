@@ -175,10 +175,6 @@ def header(view: HeadView, stage: Stage, opts: ViewOptions, *, index: int,
         title.append(style.plain(stage.symbol, opts) + "  ", style=style.SCREEN_TITLE)
     title.append(style.plain(stage_text(opts.lang, stage, scn, walk.mode), opts),
                  style=style.SCREEN_TITLE)
-    stack = len(blocks(walk.graph))
-    if stack > 1:  # several blocks: which one, in the line that names the screen
-        title.append("   " + style.say(opts, "ui.block", block=person(stage.block), blocks=stack),
-                     style=style.POSITION)
     if scn.heads > 1 and stage.per_head:  # which head, in the line that names the screen
         title.append("   " + style.say(opts, "ui.head", head=person(head),
                                        heads=scn.heads), style=style.POSITION)
@@ -198,6 +194,10 @@ def header(view: HeadView, stage: Stage, opts: ViewOptions, *, index: int,
         mode += "   " + style.say(opts, "compare.amplified",
                                   k=style.short(walk.amplify, opts))
     facts.add_row(Text(style.say(opts, "ui.mode")), Text(mode))
+    stack = len(blocks(walk.graph))
+    if stack > 1:  # several blocks: which one (a row of its own: the title line stays within 80 columns)
+        facts.add_row(Text(style.say(opts, "ui.block_row")),
+                      Text(style.say(opts, "ui.block", block=person(stage.block), blocks=stack)))
     return Group(title, facts)
 
 
@@ -209,7 +209,7 @@ def shape_text(view: HeadView, stage: Stage, opts: ViewOptions) -> str:
     names = [stage.rows, stage.cols]
     if not cross:  # in self-attention the keys are the same tokens as the queries
         names = ["n" if name == "m" else name for name in names]
-    if scn.heads > 1 and stage.key in ("Q", "K", "V"):
+    if scn.heads > 1 and stage.split and "·" not in names[1]:  # Q, K, V (a later block's too): every head's columns
         shared = stage.shared and scn.groups < scn.heads  # K and V: g K/V heads
         names[1] = ("g·" if shared else "h·") + names[1]
     t = style.markers(opts).times
