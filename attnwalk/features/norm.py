@@ -168,7 +168,8 @@ def cell(c: Cell) -> list:
         rms = float(norms.rms(x[None, :], norm.eps)[0, 0])
         lines += normcells.rms_lines(c, name, x, rms, norm.eps)
         return lines + normcells.rms_normalized_lines(
-            c, f"{c.sym()}[{tok}, {dim}] = {x_key}[{tok}, {dim}] / RMS {c.mk.times} γ{which}[{dim}]", x[c.col], rms, gamma)
+            c, f"{c.sym()}[{tok}, {dim}] = {x_key}[{tok}, {dim}] / RMS {c.mk.times} γ{which}[{dim}]", x[c.col], rms, gamma,
+            which)
     mu, sigma = norms.stats(x[None, :], norm.eps)[0]
     mean_lines, mu_shown = normcells.mean_lines(c, name, x, mu)
     sigma_lines, sigma_shown = normcells.sigma_lines(c, name, x, mu, sigma, norm.eps)

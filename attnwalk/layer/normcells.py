@@ -74,14 +74,14 @@ def rms_lines(c: Cell, name: str, x: np.ndarray, rms: float, eps: float) -> list
             c.plain(f"RMS = {t}(mean({name}²) + ε) = {t}({c.num(squares)} + {eps:g}) = {c.num(root)}")]
 
 
-def rms_normalized_lines(c: Cell, lhs: str, x: float, rms: float, gamma: float) -> list:
+def rms_normalized_lines(c: Cell, lhs: str, x: float, rms: float, gamma: float, which: str = "") -> list:
     """`lhs` = x / RMS · γ for the cell's dimension ("X[tok, 2] = E_sum[tok, 2] / RMS × γ[2]"),
-    each step from the digits printed before it."""
+    each step from the digits printed before it; `which` tells a second norm's γ₂ from the first's."""
     t, dim = c.mk.times, c.cols[c.col]
     scaled = c.printed(c.printed(x) / c.printed(rms))
     end = c.printed(scaled * c.printed(gamma))
     c.lands(end)
-    return [f"RMS = {c.num(rms)}, γ[{dim}] = {c.num(gamma)}",
+    return [f"RMS = {c.num(rms)}, γ{which}[{dim}] = {c.num(gamma)}",
             *c.chain(lhs, f"{c.num(x)} / {c.num(rms)} {t} {c.operand(gamma)}",
                      f"{c.num(scaled)} {t} {c.operand(gamma)}", c.num(end))]
 

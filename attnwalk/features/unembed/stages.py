@@ -57,14 +57,14 @@ def _norm_cell(c: Cell) -> list:
         lines += normcells.rms_lines(c, name, y, root, u.eps)
         return lines + normcells.rms_normalized_lines(
             c, f"{c.sym()}[{tok}, {dim}] = {c.sym(y_key)}[{tok}, {dim}] / RMS {c.mk.times} γ_f[{dim}]", y[c.col],
-            root, gamma)
+            root, gamma, "_f")
     mu, sigma = norms.stats(y[None, :], u.eps)[0]
     mean_lines, mu_shown = normcells.mean_lines(c, name, y, mu)
     sigma_lines, sigma_shown = normcells.sigma_lines(c, name, y, mu, sigma, u.eps)
     beta = c.scn.param("final_norm_beta")[c.col]
     return [*lines, *mean_lines, *sigma_lines,
             *normcells.normalized_lines(c, f"{c.sym()}[{tok}, {dim}]", y[c.col], mu_shown, sigma_shown,
-                                        gamma, beta)]
+                                        gamma, beta, "_f")]
 
 
 def _tied_logits(ctx: Context, Y: np.ndarray, table: np.ndarray) -> np.ndarray:
