@@ -115,12 +115,12 @@ class WalkResult:
         return type(self)(walk, head, lang=self._lang, exporter=self._exporter)
 
     def _stage(self, key: str) -> Stage:
-        from attnwalk.layer.stages import stage_by_name
+        from attnwalk.layer.stages import stage_by_name, typed_name
 
         matrices = self._matrices()
         stage = stage_by_name(str(key), tuple(matrices)) if isinstance(key, str) else None
         if stage is None:
-            raise UsageError(f"unknown stage '{key}'; choose one of: {', '.join(s.key for s in matrices)}")
+            raise UsageError(f"unknown stage '{key}'; choose one of: {', '.join(typed_name(s) for s in matrices)}")
         return stage
 
     # -- words and exports ------------------------------------------------------------------------

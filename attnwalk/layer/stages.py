@@ -275,6 +275,17 @@ def stage_named(key: str, stages: Graph | None = None) -> Stage:
     return get(BASE if stages is None else stages, key)
 
 
+def typed_name(stage: Stage) -> str:
+    """How a person types `stage` (explain's choices, g in the walk): its symbol where that is plain
+    ASCII (H, Y, p), else its key (QK^T, S+M, LN); a later block's as block 1's with ".b" (H.2)."""
+    import re
+
+    base = re.sub(r"^\((.*)\)(⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾)$|(⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾)$", r"\1", stage.symbol) if stage.base else stage.symbol
+    key = stage.base or stage.key
+    name = base if base.isascii() and re.fullmatch(r"[A-Za-z]\w*", base) else key
+    return f"{name}.{stage.block + 1}" if stage.base else name
+
+
 def stage_by_name(name: str, stages: Graph | None = None) -> Stage | None:
     """The stage a user means by `name` (key, symbol or a common spelling, any case), or None."""
     stages = BASE if stages is None else stages

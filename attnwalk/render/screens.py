@@ -14,7 +14,7 @@ from attnwalk.errors import UsageError
 from attnwalk.layer.axes import axes, default_cell, pick_dim, pick_head, pick_index, token_labels
 from attnwalk.layer.ops import row_maxima, rows_sum_to_one
 from attnwalk.features import catalog
-from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name
+from attnwalk.layer.stages import MASKED, TOKENS, WEIGHTS, Stage, stage_by_name, typed_name
 from attnwalk.layer.graph import blocks, segments
 from attnwalk.layer.walk import Walk
 from attnwalk.text import stage_notes, stage_text, text
@@ -326,7 +326,7 @@ def explain_view(walk: Walk, stage_name: str, row: str, col: str, head: str | in
 
 def pick_stage(walk: Walk, name: str) -> Stage:
     """The stage `name` means, if this walk shows it and it has cells."""
-    choices = ", ".join(s.key for s in walk.stages if s.worked is not None)
+    choices = ", ".join(typed_name(s) for s in walk.stages if s.worked is not None)
     stage = stage_by_name(name, walk.stages) or stage_by_name(name, catalog())
     if stage is None:
         readers = [s.key for s in walk.stages if s.worked is not None

@@ -219,7 +219,7 @@ def _read_weights(d: Draft) -> None:
 def _notes(f: Fields, node: Node, scn: Scenario) -> dict:
     """`notes`: a stage of this layer (by key, symbol or a common spelling) to what to notice there."""
     from attnwalk.features import catalog
-    from attnwalk.layer.stages import stage_by_name
+    from attnwalk.layer.stages import stage_by_name, typed_name
 
     shown_here = tuple(s for s in scn.graph if s.shown)
     for feature in scn.features:  # a feature's own screens (a target's backward walk) may have notes
@@ -231,7 +231,7 @@ def _notes(f: Fields, node: Node, scn: Scenario) -> dict:
         if stage is None and stage_by_name(name, catalog()) is not None:
             other = stage_by_name(name, catalog()).key
             raise f.error(f"notes.{shown(name)}", node.value[name], f"this scenario has no {other} "
-                          f"stage; its stages are: {', '.join(s.key for s in shown_here)}")
+                          f"stage; its stages are: {', '.join(typed_name(s) for s in shown_here)}")
         return None if stage is None else stage.key
 
     return lesson.stage_notes(f, node, resolve, ", ".join(s.key for s in shown_here))
