@@ -27,7 +27,7 @@ import numpy as np
 from attnwalk.layer import gradcells
 from attnwalk.layer.graph import SIGNED, Backward, Stage, fixed_terms, get
 from attnwalk.numbering import shown
-from attnwalk.reading.fields import shape_text
+from attnwalk.reading.fields import kind, shape_text
 from attnwalk.reading.yamltree import Node, indexed
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def lift(f: Fields, root: Node) -> None:
 def _block(f: Fields, node: Node, b: int) -> dict[str, Node]:
     if not isinstance(node.value, dict):
         raise f.error(indexed("blocks", b), node, "expected a mapping of the block's weights "
-                      "(W_Q: …, W_K: …, W_V: …), got a " + type(node.value).__name__)
+                      f"(W_Q: …, W_K: …, W_V: …), got {kind(node.value, node)}")
     return node.value
 
 
