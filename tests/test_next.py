@@ -266,3 +266,14 @@ def test_next_with_quantize_reads_the_lm_head_as_stored() -> None:
     assert data["model"]["quantized"] == "Q4_0" and len(data["next"]) == 10 and data["lm_head"] == "tied"
     p = [row["p"] for row in data["next"]]
     assert p == sorted(p, reverse=True) and 0 < sum(p) <= 1 + 1e-12
+
+
+def test_smollm2_json_export_writes_the_next_tokens_without_the_ffn_weights() -> None:
+    import json
+
+    result = run("model", "The cat sat on the", "--model", str(smollm2()), "--next", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert len(data["next"]) == 10 and all(isinstance(row["id"], int) for row in data["next"])
+    assert not {"W_1", "W_2", "W_gate"} & set(data["weights"]) and "W_Q" in data["weights"]
+    assert {"U", "G", "F", "next"} <= set(data["stages"])
