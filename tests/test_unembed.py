@@ -232,13 +232,25 @@ def test_tied_gradients_reach_the_table_as_w_u() -> None:
     walk = compute(scn)
     L = loss(walk)
     grads = backward(walk, L.seeds, L.value)
-    # the table as the unembedding reads it (the tokens keep the embeddings they were looked up with)
+    # the table in both its uses: the tokens' E looked up in it and W_U = E_vocabᵀ
     h = 1e-6
     table = np.array(E_VOCAB, float)
     for cell in np.ndindex(table.shape):
         fd = (moved_loss(scn, "vocab_embeddings", cell, h) - moved_loss(scn, "vocab_embeddings", cell, -h)) / (2 * h)
         assert grads.params["vocab_embeddings"][cell] == pytest.approx(fd, abs=1e-7, rel=1e-5)
     check_param_grads(scn, ["W_O", "W_Q"])
+
+
+def test_the_tied_table_s_text_names_both_its_uses() -> None:
+    """The gradient screen's text says the sum the screen computes: the lookup's ∂L/∂E and the
+    logits' ∂L/∂ℓᵀ, and that training looks the tokens up in the moved table."""
+    import tomllib
+
+    for lang, lookup in (("en", "looked up in"), ("zh", "查")):
+        text = tomllib.loads((Path(unembed.__file__).parents[2] / "text" / f"{lang}.toml").read_text("utf-8"))
+        stage = text["stage"]["dvocab_embeddings"]
+        assert "∂L/∂E[i, :]" in stage["what"] and "∂L/∂ℓᵀ" in stage["what"]
+        assert lookup in stage["mistake"] and "keep the embeddings" not in stage["mistake"]
 
 
 def test_the_probabilities_own_backward_matches_finite_differences() -> None:
