@@ -369,11 +369,34 @@ def test_the_app_shows_the_panel_at_80_by_24() -> None:
     driven = drive("next_token", keys=["end"] * 1, size=(80, 24), start=start)
     seen = "\n".join(s for s in driven.screens if s)
     assert "p" in seen and "softmax" in seen
-    from attnwalk.app.panes import extras_view
+    from attnwalk.app.panes import worked_view
 
     console = Console(width=80, file=io.StringIO(), record=True, color_system=None)
-    console.print(extras_view(walk, walk.stage("p"), 0, ViewOptions(), start + 1))
+    console.print(worked_view(walk, walk.stage("p"), 0, (4, 0), ViewOptions()))
     assert "Next token after river (row 5)" in console.export_text()
+
+
+def test_the_app_s_panel_follows_the_cursor_s_row() -> None:
+    import asyncio
+
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.render.screens import walk_steps
+
+    walk = compute(load_scenario("next_token"))
+    tokens = walk.scenario.tokens
+
+    async def seen_after_up() -> tuple[int, str]:
+        app = WalkApp(walk, ViewOptions(), start=[s.key for s, _ in walk_steps(walk)].index("p"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("up")
+            await pilot.pause()
+            console = Console(width=80, file=io.StringIO(), record=True, color_system=None)
+            console.print(app.query_one("#worked").content)
+            return app.cursor[0], console.export_text()
+
+    row, shown = asyncio.run(seen_after_up())
+    assert row == len(tokens) - 2 and f"Next token after {tokens[row]} (row {row + 1})" in shown
 
 
 def test_json_export_has_the_next_tokens_sorted(tmp_path) -> None:
