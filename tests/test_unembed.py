@@ -330,7 +330,7 @@ def test_the_printed_walk_ends_on_the_next_token_with_its_panel(tmp_path) -> Non
     assert "p at T = 0.5" in out and "p at T = 2" in out
     assert "Each row of p predicts the token AFTER its position" in out
     zh = runner.invoke(app, ["run", path, "--lang", "zh"], env=ENV).stdout
-    assert "下一个 token" in zh and "T = 0.5 时的 p" in zh
+    assert "下一个 token" in zh and "p（T = 0.5）" in zh and "top-5 的 p" in zh
 
 
 def test_the_worked_cells_hold_for_their_digits() -> None:
@@ -358,6 +358,19 @@ def test_the_panel_fits_80_by_24() -> None:
         lines = console.export_text().splitlines()
         assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
         assert "river" in lines[0] and "5" in lines[0]
+
+
+def test_the_panel_shows_top_k_renormalised() -> None:
+    """The last column: p at the scenario's T over the sum of the top k's p (numpy, from p)."""
+    walk = compute(load_scenario("next_token"))
+    k, p = unembed.setting(walk.scenario).top_k, walk.mats["p"][4]
+    top = np.argsort(-p, kind="stable")[:k]
+    console = Console(width=80, file=io.StringIO(), record=True, color_system=None)
+    console.print(next_panel(walk.view(0), walk.stage("p"), ViewOptions()))
+    rows = [line.split() for line in console.export_text().splitlines() if re.match(r"│ \d ", line)]
+    assert len(rows) == k
+    for row, j in zip(rows, top):
+        assert float(row[-2]) == pytest.approx(p[j] / p[top].sum(), abs=1e-4)
 
 
 def test_the_app_shows_the_panel_at_80_by_24() -> None:
