@@ -277,3 +277,16 @@ def test_smollm2_json_export_writes_the_next_tokens_without_the_ffn_weights() ->
     assert len(data["next"]) == 10 and all(isinstance(row["id"], int) for row in data["next"])
     assert not {"W_1", "W_2", "W_gate"} & set(data["weights"]) and "W_Q" in data["weights"]
     assert {"U", "G", "F", "next"} <= set(data["stages"])
+
+
+def test_the_model_s_layer_output_text_names_r_and_the_lm_head() -> None:
+    """model --next: the stream is R and the LM head reads the last layer after the final norm; the
+    lesson's own "Y = H + F … the unembedding turns it into scores" is not said of it."""
+    from attnwalk.commands.model import load_next, scenario_with_next
+    from attnwalk.text import stage_text
+
+    scn = scenario_with_next(load_next("the bank", str(MODELS / "tiny-llama"), 1))
+    stage = next(s for s in scn.graph if s.key == "res_ffn")
+    for lang, stream, head in (("en", "Y = R + F", "LM head"), ("zh", "Y = R + F", "LM head")):
+        what = stage_text(lang, stage, scn, field="what")
+        assert what.startswith(stream) and head in what and "H + F" not in what

@@ -253,6 +253,17 @@ def test_the_tied_table_s_text_names_both_its_uses() -> None:
         assert lookup in stage["mistake"] and "keep the embeddings" not in stage["mistake"]
 
 
+def test_the_final_norm_and_logits_text_names_no_y_the_screen_may_not_show() -> None:
+    """next_token has no FFN: its screen reads LN_f(O), so the text says the formula's matrix,
+    not Y."""
+    import tomllib
+
+    for lang in ("en", "zh"):
+        text = tomllib.loads((Path(unembed.__file__).parents[2] / "text" / f"{lang}.toml").read_text("utf-8"))
+        assert "LN_f(Y)" not in text["stage"]["LN_f"]["what"]
+        assert not text["stage"]["logits"]["what"].startswith("ℓ = Y")
+
+
 def test_the_probabilities_own_backward_matches_finite_differences() -> None:
     """p's backward, given any ∂L/∂p: ∂L/∂ℓ = p ⊙ (∂L/∂p − rowsum(p ⊙ ∂L/∂p)) / T."""
     from attnwalk.layer.walk import whole
