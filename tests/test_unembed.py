@@ -360,6 +360,16 @@ def test_the_worked_cells_hold_for_their_digits() -> None:
     assert "e^(1.3708 − 1.3708) = e^0.0000" in out  # T = 1: no division written
 
 
+def test_the_gradient_cells_say_which_word_is_right_and_print_a_one_term_sum_once() -> None:
+    out = runner.invoke(app, ["grad", "next_token", "--no-pause"], env={**ENV, "COLUMNS": "200"}).stdout
+    assert "water is not the token after river: nothing is subtracted" in out
+    assert "Subtract 0" not in out
+    lookup = re.search(r"∂L/∂E\[by, 1\] = [^\n│]*", out).group(0).strip()
+    assert re.fullmatch(r"∂L/∂E\[by, 1\] = -?[\d.]+", lookup), lookup
+    zh = runner.invoke(app, ["grad", "next_token", "--no-pause", "--lang", "zh"], env={**ENV, "COLUMNS": "200"}).stdout
+    assert "water 不是 river 后面的那个 token：这一格什么也不减" in zh
+
+
 def test_the_panel_fits_80_by_24() -> None:
     walk = compute(load_scenario("next_token"))
     stage = walk.stage("p")

@@ -122,8 +122,8 @@ def _lookup_grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
         return [c.prose(c.say("unembed.lookup_none", word=c.rows[c.row]))], 0.0
     parts = " + ".join(c.operand(g[i, c.col]) for i in at)
     terms = " + ".join(f"{de}[{c.walk.forward.scenario.tokens[i]}, {c.cols[c.col]}]" for i in at)
-    return [c.prose(c.say("unembed.lookup_rows", word=c.rows[c.row])),
-            f"{terms} = {parts} = {c.num(value)}"], value
+    sums = f"{terms} = {parts} = {c.num(value)}" if len(at) > 1 else f"{terms} = {c.num(value)}"  # one term: once
+    return [c.prose(c.say("unembed.lookup_rows", word=c.rows[c.row])), sums], value
 
 
 LOOKUP_BACK = Backward(_lookup_grad, lambda scn, mode: ("Σ_(i: id_i = w) {d}[i, :]",), _lookup_grad_cell,
