@@ -540,3 +540,14 @@ def test_decode_goes_on_to_the_next_token_s_probabilities() -> None:
         np.testing.assert_allclose(step.block["p"], P[t], rtol=1e-12)
     out = runner.invoke(app, ["decode", "next_token"], env={**ENV, "COLUMNS": "100"}).stdout
     assert "p row 5, whole layer" in out and "Z row 5, whole layer" in out
+
+
+@pytest.mark.parametrize("name", ["next_token", "block", "induction"])
+def test_the_tokens_stage_shows_each_token_s_place_in_the_vocabulary(name: str) -> None:
+    scn = load_scenario(name)
+    vocab = list(unembed.setting(scn).vocab)
+    out = runner.invoke(app, ["run", name, "--no-pause"], env={**ENV, "COLUMNS": "200"}).stdout
+    first = out.split("Stage 2 /")[0]
+    assert "gives no ids" not in first and "its place in the vocabulary" in first
+    rows = re.findall(r"^ *(\d+) +(\d+) +(\S+) +(\S+) *$", first, re.M)
+    assert [(tok, int(i)) for _, _, tok, i in rows][:3] == [(t, vocab.index(t)) for t in scn.tokens[:3]]

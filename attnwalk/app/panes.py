@@ -59,8 +59,10 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,
 
 
 def tokens_view(walk: Walk, opts: ViewOptions) -> RenderableType:
+    from attnwalk.features import token_ids
+
     scn = walk.scenario
-    return tokens_table(scn.tokens, scn.main.ids, opts)
+    return tokens_table(scn.tokens, token_ids(scn), opts)
 
 
 def lesson_pointer(walk: Walk, opts: ViewOptions) -> str:

@@ -233,6 +233,8 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
         replace(stages, "E", compute=_lookup, params=(u.table,), backward=LOOKUP_BACK)
     new += [logits._replace(reads=(last,)), p]
     insert_after(stages, stages[-1].key, *new)
+    # the tokens' ids are their places in the vocabulary (features.token_ids): the tokens screen says so
+    replace(stages, "tokens", variants=lambda scn, mode: () if scn.main.ids is not None else ("vocab_ids",))
 
 
 def _symbol(stages: list[Stage], key: str) -> str:
