@@ -218,3 +218,15 @@ def test_a_line_of_4096_characters_is_still_read(tmp_path: Path) -> None:
     assert answers.ask("? ").strip() == "4.51"
     assert answers.ask("? ") == ""  # too long: not an answer
     assert answers.ask("? ") == "7"  # and the next line is the next answer
+
+
+def test_the_export_refusal_offers_fewer_tokens_only_where_that_can_help(monkeypatch) -> None:
+    from attnwalk.scenario import limits
+
+    scn = load_scenario("river_bank")
+    weights = cost.weight_numbers(scn, written=True)
+    monkeypatch.setattr(limits, "MAX_EXPORT", weights + 1)  # the weights fit, the whole does not
+    assert "fewer tokens" in limits.too_big_to_export(scn, "json")
+    monkeypatch.setattr(limits, "MAX_EXPORT", weights - 1)  # the weights alone do not fit
+    problem = limits.too_big_to_export(scn, "json")
+    assert "fewer tokens" not in problem and "markdown or latex" in problem

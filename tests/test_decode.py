@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -482,3 +483,22 @@ def test_every_causal_built_in_decodes_to_its_whole_walk(name: str) -> None:
             Z = dec.walk.matrix("Z", h)
             assert np.max(np.abs(head.z - Z[step.t - 1])) <= 1e-12 * max(1.0, float(np.abs(Z).max()))
         assert step.difference <= 1e-12 * max(1.0, float(np.abs(dec.walk.mats.get("O", Z)).max()))
+
+
+def test_decoding_next_token_shows_o_t_the_likeliest_word_and_counts_w_u() -> None:
+    """next_token (one head, W_O, a tied table): o_t = z_t · W_O between z_t and LN_f(o_t); each
+    step names argmax p_t (numpy, from the whole walk's p); the work counts E_vocab's d_model × |vocab|."""
+    from attnwalk.layer.walk import compute
+
+    scn = load_scenario("next_token")
+    p = compute(scn).mats["p"]
+    vocab = ["I", "sat", "by", "the", "river", "bank", "money", "water"]  # scenarios/next_token.yaml
+    out = runner.invoke(app, ["decode", "next_token", "--no-pause"], env={**ENV, "COLUMNS": "200"}).stdout
+    steps = re.split(r"^Step \d+ / \d+ ", out, flags=re.M)[1:]
+    assert len(steps) >= scn.n
+    for t, step in enumerate(steps[:scn.n], start=1):
+        assert step.index("o_t = z_t · W_O") < step.index("LN_f(o_t)")
+        best = int(np.argmax(p[t - 1]))
+        assert f"The likeliest token after {scn.tokens[t - 1]}: {vocab[best]}, p_t = {p[t - 1, best]:.4f}" in step
+        after = re.search(r"after the output, a row each · E_vocab +(\d+) +(\d+)", step)
+        assert after and int(after.group(1)) == 4 * len(vocab) and int(after.group(2)) == t * 4 * len(vocab)

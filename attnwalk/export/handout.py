@@ -90,7 +90,9 @@ class Section:
         self.corner = tx.t("ui.token")
         # Big matrices keep their first and last rows and columns, as on screen; CSV has them all.
         if stage.kind == TOKENS:
-            ids = scn.main.ids
+            from attnwalk.features import token_ids
+
+            ids = token_ids(scn)
             self.matrix = None
             # as the walk's tokens table: the row number from 1 (what explain takes), the
             # position from 0 (what the positional formula takes), the token, its id

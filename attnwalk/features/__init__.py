@@ -89,6 +89,16 @@ def file_stages() -> Graph:
     return tuple(s for s in catalog() if s.key not in {s.key for s in model.STAGES})
 
 
+def token_ids(scn: Scenario) -> tuple[int, ...] | None:
+    """Each token's id: the file's ids, else those a feature knows (a vocabulary's places), else None."""
+    if scn.main.ids is not None:
+        return tuple(scn.main.ids)
+    for feature in FEATURES:
+        if feature.active(scn) and hasattr(feature, "token_ids"):
+            return tuple(feature.token_ids(scn))
+    return None
+
+
 def note_values(scn: Scenario, note: str) -> dict[str, object]:
     """The numbers a note's placeholders take: the layer's shape ({heads}, {d_head}, {width}, {n},
     {m}, {kv_heads}, {group}) and what each feature the scenario uses adds ({slopes}, {window},

@@ -481,7 +481,8 @@ def _next_seed_cell(c: Cell, target: Target) -> tuple[list, float]:
     c.lands(value)
     return [f"(p[{tok}, {word}] {c.mk.minus} {one}) / (T {c.mk.times} N) = ({c.num(p)} {c.mk.minus} {one}) / "
             f"({c.short(T)} {c.mk.times} {count}) = {c.num(c.printed(p - one))} / {c.short(below)} = {c.num(value)}",
-            c.prose(c.say("unembed.seed_cell", word=word, token=tok, one=one))], value
+            c.prose(c.say("unembed.seed_cell", word=word, token=tok) if one else c.say(
+                "unembed.seed_cell_other", word=word, token=tok, right=" / ".join(c.cols[w] for w in nexts)))], value
 
 
 def grad_variants(scn: Scenario) -> tuple[str, ...]:

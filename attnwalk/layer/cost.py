@@ -166,9 +166,10 @@ def stage_numbers(scn: Scenario) -> list[tuple[str, int, bool]]:
     return out
 
 
-def weight_numbers(scn: Scenario) -> int:
-    """The weight matrices an export writes: every shown stage's (W_Q … W_O, the FFN's W_1, W_2)."""
-    names = {s.weight for s in scn.graph if s.weight and s.shown}
+def weight_numbers(scn: Scenario, written: bool = False) -> int:
+    """The weight matrices a walk holds: every shown stage's (W_Q … W_O, the FFN's W_1, W_2);
+    `written`: those an export writes (a real model's FFN weights are left out)."""
+    names = {s.weight for s in scn.graph if s.weight and s.shown and (s.weight_exported or not written)}
     return sum(int(scn.param(name).size) for name in names)
 
 
@@ -200,4 +201,4 @@ def export_numbers(scn: Scenario) -> int:
             total += scn.heads * (scn.m if stage.rows == "m" else scn.n) * d
     if scn.source is not None:
         total += 3 * scn.m * scn.d_model
-    return total + weight_numbers(scn) + tiled_numbers(scn) + scn.n * scn.m
+    return total + weight_numbers(scn, written=True) + tiled_numbers(scn) + scn.n * scn.m

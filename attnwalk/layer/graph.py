@@ -107,6 +107,7 @@ class Stage(NamedTuple):  # not a frozen dataclass, whose definition costs every
     field: str | None = None  # a stage made from the scenario alone: the field its numbers are (E: embeddings)
     weight: str | None = None  # the learned matrix that makes it (a parameter): "W_Q"
     weight_rows: str = "d_model"  # the named dimension of that matrix's rows (its columns: cols)
+    weight_exported: bool = True  # its weight in the JSON export (a real model's FFN: too big to write)
     exported: bool = True  # in `export --format json` (S+M is S with −∞: the JSON keeps S and mask)
     aliases: tuple[str, ...] = ()  # other spellings a learner may type, lower case
     in_mode: Callable[[Mode], bool] = _always  # is it defined in this mode? (tiled: not in hard)

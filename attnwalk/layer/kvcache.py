@@ -182,9 +182,14 @@ def rerun_work(scn: Scenario, t: int) -> Work:
 
 def after_weights(scn: Scenario) -> list[str]:
     """The weights a step multiplies by after the attention's output (block_rows' stages: the
-    FFN's W_1, W_gate, W_2, the unembedding's), in order."""
+    FFN's W_1, W_gate, W_2, the unembedding's W_U, or a tied table E_vocab, read as a parameter),
+    in order."""
     by_key = {s.key: s for s in scn.graph}
-    return [by_key[key].weight for key in block_rows(scn.graph) if by_key[key].weight]
+    names: list[str] = []
+    for key in block_rows(scn.graph):
+        stage = by_key[key]  # its weight, else the matrices among its parameters (not a norm's γ, β)
+        names += [stage.weight] if stage.weight else [p for p in stage.params if np.ndim(scn.param(p)) == 2]
+    return names
 
 
 def _after(scn: Scenario) -> int:

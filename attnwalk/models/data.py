@@ -26,6 +26,12 @@ class Tokenization:
     special: tuple[bool, ...]         # added by the tokenizer ([CLS], [SEP], <|endoftext|>)
     word_of: tuple[int | None, ...]   # index into words per piece; None for special tokens
     unknown: tuple[bool, ...] = ()    # the tokenizer's unknown token ([UNK]): not in its vocabulary
+    shown: tuple[str, ...] = ()       # the pieces as a reader sees them (tokens.shown_pieces), where they differ
+
+    @property
+    def readable(self) -> tuple[str, ...]:
+        """The pieces as every screen shows them: a byte-level piece of 我 as <0xE6><0x88>, not æĪ."""
+        return self.shown or self.pieces
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,9 @@ def tokenize(tokenizer, text: str, vocab_size: int, max_positions: int, model: s
             words.append(text[start:end].strip() or text[start:end])
         word_of.append(index[word_id])
     unk = getattr(tokenizer.model, "unk_token", None)  # WordPiece's [UNK]; byte-level BPE has none
+    shown = shown_pieces(tokenizer, tuple(encoding.tokens))
     return Tokenization(text=text, words=tuple(words), pieces=tuple(encoding.tokens), ids=ids,
+                        shown=() if shown == tuple(encoding.tokens) else shown,
                         special=tuple(bool(s) for s in encoding.special_tokens_mask),
                         word_of=tuple(word_of),
                         unknown=tuple(bool(unk) and piece == unk and not special
@@ -92,10 +94,34 @@ def token_text(tokenizer, token_id: int) -> str:
     return piece  # SentencePiece's own <0xE6>
 
 
-def _bytes_text(raw: bytes) -> str:
-    """Whole UTF-8 characters as themselves, every other byte as <0xE6>."""
+def shown_pieces(tokenizer, pieces: tuple[str, ...]) -> tuple[str, ...]:
+    """The pieces as a reader sees them, as token_text shows a next token: a byte-level BPE piece
+    that holds bytes past ASCII (GPT-2's alphabet spells 我's bytes æĪ ĳ) as its whole characters
+    and the rest as <0xE6>; its ASCII bytes as the alphabet spells them (Ġcat stays Ġcat). Other
+    tokenizers' pieces (WordPiece, SentencePiece) are text already."""
+    if type(getattr(tokenizer, "decoder", None)).__name__ != "ByteLevel":
+        return pieces
+    alphabet = _byte_of()
+    spelled = {b: ch for ch, b in alphabet.items()}
+    out = []
+    for piece in pieces:
+        if not piece or not all(ch in alphabet for ch in piece):
+            out.append(piece)  # a special token spelled otherwise
+            continue
+        raw = bytes(alphabet[ch] for ch in piece)
+        out.append(piece if raw.isascii() else _bytes_text(raw, spelled))
+    return tuple(out)
+
+
+def _bytes_text(raw: bytes, ascii_as: dict[int, str] | None = None) -> str:
+    """Whole UTF-8 characters as themselves (an ASCII byte as `ascii_as` spells it, if given),
+    every other byte as <0xE6>."""
     out, i = [], 0
     while i < len(raw):
+        if ascii_as is not None and raw[i] < 0x80:
+            out.append(ascii_as[raw[i]])
+            i += 1
+            continue
         for size in (4, 3, 2, 1):
             try:
                 out.append(raw[i:i + size].decode("utf-8"))

@@ -22,7 +22,8 @@ from attnwalk.layer.decodemath import row_name
 from attnwalk.layer.ops import rows_sum_to_one
 from attnwalk.layer.kvcache import (Decode, Step, Work, after_weights, cache_numbers, rolling_window, ungrouped_numbers,
                                    window_rows)
-from attnwalk.layer.roles import SCALED, output
+from attnwalk.layer.graph import param_symbol
+from attnwalk.layer.roles import SCALED, next_token, output
 from attnwalk.layer.stages import SIGNED, WEIGHTS
 from attnwalk.render import style
 from attnwalk.render.decodenotes import explanation, formulas
@@ -66,9 +67,12 @@ def step_screen(dec: Decode, step: Step, opts: ViewOptions,
                                        SIGNED, opts)))
     for h in range(scn.heads) if heads is None else heads:
         parts += _head_view(dec, step, h, opts)
-    if scn.heads > 1:
+    if scn.heads > 1 or step.o is not None:
         parts.append(_output_rows(dec, step, opts))
     parts += _block_rows(dec, step, opts)
+    likeliest = _likeliest(dec, step, opts)
+    if likeliest is not None:
+        parts.append(likeliest)
     parts.append(_difference_line(step.difference, opts))
     parts.append(_work_table(dec, step, opts))
     if step.t == 1:
@@ -222,14 +226,17 @@ _GUTTER = 4
 
 
 def _output_rows(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType:
-    """Several heads: the heads' z_t side by side (and o_t = concat · W_O), beside the walk's row."""
+    """Several heads: the heads' z_t side by side; and o_t = concat · W_O (one head: z_t · W_O),
+    beside the walk's row."""
     t = step.t
     cols = dim_labels(len(step.concat))
-    parts: list[RenderableType] = [_captioned(style.say(opts, "decode.concat"), heat_table(
-        np.stack([step.concat, dec.walk.mats["concat"][t - 1]]),
-        ["concat_t", style.say(opts, "decode.walk_concat", t=t)], cols, SIGNED, opts))]
+    parts: list[RenderableType] = [] if dec.scenario.heads == 1 else [_captioned(
+        style.say(opts, "decode.concat"), heat_table(np.stack([step.concat, dec.walk.mats["concat"][t - 1]]),
+                                                     ["concat_t", style.say(opts, "decode.walk_concat", t=t)],
+                                                     cols, SIGNED, opts))]
     if step.o is not None:
-        parts.append(_captioned(style.plain("o_t = concat_t · W_O", opts), heat_table(
+        made = "concat_t" if dec.scenario.heads > 1 else "z_t"
+        parts.append(_captioned(style.plain(f"o_t = {made} · W_O", opts), heat_table(
             np.stack([step.o, dec.walk.mats[output(dec.walk.computed).key][t - 1]]), ["o_t", style.say(opts, "decode.walk_o", t=t)],
             _dims(dec, "d_model", dec.scenario.d_model, opts), SIGNED, opts)))
     return Group(*parts)
@@ -250,6 +257,20 @@ def _block_rows(dec: Decode, step: Step, opts: ViewOptions) -> list[RenderableTy
                            _dims(dec, stage.cols, row.shape[0], opts), SIGNED, opts)
         out.append(_captioned(style.plain(stage.formula_in(dec.scenario, dec.mode), opts), table))
     return out
+
+
+def _likeliest(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType | None:
+    """Where the step ends on next-token probabilities p_t: the likeliest next token, argmax p_t."""
+    found = next_token(dec.walk.computed)
+    if found is None or found.key not in step.block:
+        return None
+    p = step.block[found.key]
+    words = dec.scenario.dimension_names(found.cols, opts.lang)
+    best = int(np.argmax(p))  # the first of equals: the earlier id
+    word = words[best] if words and len(words) == len(p) else person(best)
+    token = token_labels(dec.scenario.tokens)[step.t - 1]
+    return Prose(style.plain(style.say(opts, "decode.likeliest", token=token, word=word,
+                                       p=style.number(float(p[best]), opts)), opts), style=style.RESULT)
 
 
 def _difference_line(difference: float, opts: ViewOptions, every: bool = False) -> RenderableType:
@@ -290,7 +311,7 @@ def _work_table(dec: Decode, step: Step, opts: ViewOptions) -> RenderableType:
         rows.append(("decode.work_output", 3))
     if step.cached.after:  # the FFN, the unembedding: one row each through their weights
         rows.append(("decode.work_after", 4))
-    weights = ", ".join(after_weights(scn))
+    weights = ", ".join(param_symbol(scn.graph, name) for name in after_weights(scn))  # E_vocab, not its key
     for key, i in rows:
         table.add_row(Text(style.plain(style.say(opts, key, weights=weights), opts)), Text(_count(step.cached[i])),
                       Text(_count(step.rerun[i])))

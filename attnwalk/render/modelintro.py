@@ -66,7 +66,7 @@ def model_opening(walk: Walk, opts: ViewOptions) -> RenderableType | None:
     grid.add_column(overflow="fold")
     grid.add_row(Text(say("sentence")), Text(escaped(tok.text)))
     grid.add_row(Text(say("words")), Text(dot.join(escaped(w.strip() or w) for w in tok.words)))
-    grid.add_row(Text(say("pieces")), Text(dot.join(escaped(p) for p in tok.pieces)))
+    grid.add_row(Text(say("pieces")), Text(dot.join(escaped(p) for p in tok.readable)))
     added = [escaped(p) for p, special in zip(tok.pieces, tok.special) if special]
     grid.add_row(Text(say("added")), Text(", ".join(added) if added else say("none_added")))
     cuts = _cuts(tok)
@@ -147,7 +147,7 @@ def _gemma3(layer, opts: ViewOptions) -> list[str]:
 def _cuts(tok) -> list[str]:
     """"banks → bank + ##s" for each word the tokenizer cut into several pieces."""
     pieces: dict[int, list[str]] = {}
-    for piece, word in zip(tok.pieces, tok.word_of):
+    for piece, word in zip(tok.readable, tok.word_of):
         if word is not None:
             pieces.setdefault(word, []).append(piece)
     return [f"{escaped(tok.words[w].strip() or tok.words[w])} → {' + '.join(escaped(p) for p in ps)}"

@@ -35,11 +35,12 @@ def next_panel(view: HeadView, stage: Stage, opts: ViewOptions, row: int | None 
     table.add_column(style.plain(style.say(opts, "unembed.panel_logit"), opts), justify="right")
     for T in data["temperatures"]:
         table.add_column(style.say(opts, "unembed.panel_at", t=f"{T:g}"), justify="right")
+    table.add_column(style.say(opts, "unembed.panel_top_k", k=data["top_k"]), justify="right")
     for k, item in enumerate(data["next"], start=1):
         table.add_row(str(k), style.plain(item["token"], opts), style.number(item["logit"], opts),
-                      *(style.number(p, opts) for p in item["p_at"]))
+                      *(style.number(p, opts) for p in item["p_at"]), style.number(item["p_top_k"], opts))
     title = style.say(opts, "unembed.panel_title", token=label, row=person(row), k=data["top_k"],
                       size=len(unembed.vocabulary(walk.scenario)))
-    caption = style.say(opts, "unembed.panel_caption", t=f"{data['temperature']:g}")
+    caption = style.say(opts, "unembed.panel_caption", t=f"{data['temperature']:g}", k=data["top_k"])
     return Panel(Group(table, Prose(style.plain(caption, opts), style=style.NOTE)), box=style.panel_box(opts),
                  border_style=style.PANEL_BORDER, title=Text(style.plain(title, opts)), title_align="left")

@@ -218,8 +218,10 @@ def shape_text(view: HeadView, stage: Stage, opts: ViewOptions) -> str:
 
 def token_table(walk: Walk, opts: ViewOptions) -> RenderableType:
     """Row number, position, token and vocabulary id of each token."""
+    from attnwalk.features import token_ids
+
     scn = walk.scenario
-    return tokens_table(scn.tokens, scn.main.ids, opts)
+    return tokens_table(scn.tokens, token_ids(scn), opts)
 
 
 def matrix_view(view: HeadView, stage: Stage, opts: ViewOptions) -> list[RenderableType]:

@@ -94,14 +94,16 @@ def too_big_to_export(scn: Any, fmt: str) -> str | None:
     Markdown and LaTeX show each matrix's corners, so their size does not grow with the layer."""
     if fmt not in ("json", "csv"):
         return None
-    from attnwalk.layer.cost import export_numbers
+    from attnwalk.layer.cost import export_numbers, weight_numbers
 
     numbers = export_numbers(scn)
     if numbers <= MAX_EXPORT:
         return None
     per = JSON_BYTES_PER_NUMBER if fmt == "json" else CSV_BYTES_PER_NUMBER
+    fewer = "export fewer tokens or heads, or " if weight_numbers(scn, written=True) < MAX_EXPORT else (
+        "its weights alone are too many, whatever the tokens; ")  # fewer tokens cannot help
     return (f"a {fmt.upper()} export of this layer holds {amount(numbers)} numbers ({_megabytes(numbers, per)}), "
-            f"more than the {amount(MAX_EXPORT)} an export writes; export fewer tokens or heads, or "
+            f"more than the {amount(MAX_EXPORT)} an export writes; {fewer}"
             "--format markdown or latex, which show each matrix's corners")
 
 

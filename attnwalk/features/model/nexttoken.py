@@ -231,6 +231,8 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
         insert_after(stages, "F", _POST)
         replace(stages, total.key, reads=(stream, "F_post"),
                 formula_for=lambda base, scn, mode, stage: "Y = R + F̂")
-    for key in ("U", "G", "F", total.key):  # a model's feed-forward: no gradient worked out here
-        replace(stages, key, backward=None)
+    replace(stages, total.key, variants=lambda scn, mode: ("model",))  # its text: R, the LM head after
+    for key in ("U", "G", "F", total.key):  # a model's feed-forward: no gradient worked out here, and
+        # no W_1, W_gate, W_2 in the export (3 · d_model · d_ff numbers, SmolLM2's 2.65 million)
+        replace(stages, key, backward=None, weight_exported=False)
     insert_after(stages, total.key, STAGES[0]._replace(reads=(total.key,)), STAGES[1])

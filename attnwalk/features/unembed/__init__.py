@@ -76,14 +76,17 @@ def logits_of(walk: Walk) -> np.ndarray:
 
 def ranked(walk: Walk, row: int, temperatures: tuple[float, ...] = nexttoken.TEMPERATURES) -> dict[str, Any]:
     """Row `row`'s next tokens, the likeliest first (ties: the earlier id first), the top k of
-    them: each one's token, id, logit and p at each temperature (and at the scenario's)."""
+    them: each one's token, id, logit and p at each temperature (and at the scenario's), and
+    "p_top_k": p at the scenario's T renormalised over the top k, what top-k sampling draws from."""
     u = setting(walk.scenario)
     logits = logits_of(walk)[row]
     order = nexttoken.top_k(logits, u.top_k)
     ps = {T: nexttoken.softmax_t(logits[None, :], T)[0] for T in (*temperatures, u.temperature)}
+    kept = float(sum(ps[u.temperature][j] for j in order))  # Σ of the top k's p at T
     return {"temperatures": list(temperatures), "temperature": u.temperature, "top_k": u.top_k,
             "next": [{"token": u.vocab[j], "id": int(j), "logit": float(logits[j]),
-                      "p": float(ps[u.temperature][j]), "p_at": [float(ps[T][j]) for T in temperatures]}
+                      "p": float(ps[u.temperature][j]), "p_at": [float(ps[T][j]) for T in temperatures],
+                      "p_top_k": float(ps[u.temperature][j]) / kept}
                      for j in order]}
 
 
@@ -97,7 +100,8 @@ def export(walk: Walk, data: dict[str, Any]) -> None:
     for i, tok in enumerate(token_labels(walk.scenario.tokens)):
         top = ranked(walk, i)["next"]
         rows.append({"position": i + 1, "token": tok,
-                     "next": [{k: v for k, v in item.items() if k != "p_at"} for item in top]})
+                     "next": [{k: v for k, v in item.items() if k not in ("p_at", "p_top_k")}
+                              for item in top]})
     data["unembedding"] = {"vocab": list(u.vocab), "tied": u.tied, "temperature": u.temperature,
                            "top_k": u.top_k, "final_norm": u.norm, "positions": rows}
     data["next"] = rows[-1]["next"]

@@ -122,8 +122,8 @@ def _lookup_grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
         return [c.prose(c.say("unembed.lookup_none", word=c.rows[c.row]))], 0.0
     parts = " + ".join(c.operand(g[i, c.col]) for i in at)
     terms = " + ".join(f"{de}[{c.walk.forward.scenario.tokens[i]}, {c.cols[c.col]}]" for i in at)
-    return [c.prose(c.say("unembed.lookup_rows", word=c.rows[c.row])),
-            f"{terms} = {parts} = {c.num(value)}"], value
+    sums = f"{terms} = {parts} = {c.num(value)}" if len(at) > 1 else f"{terms} = {c.num(value)}"  # one term: once
+    return [c.prose(c.say("unembed.lookup_rows", word=c.rows[c.row])), sums], value
 
 
 LOOKUP_BACK = Backward(_lookup_grad, lambda scn, mode: ("Σ_(i: id_i = w) {d}[i, :]",), _lookup_grad_cell,
@@ -233,6 +233,8 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
         replace(stages, "E", compute=_lookup, params=(u.table,), backward=LOOKUP_BACK)
     new += [logits._replace(reads=(last,)), p]
     insert_after(stages, stages[-1].key, *new)
+    # the tokens' ids are their places in the vocabulary (features.token_ids): the tokens screen says so
+    replace(stages, "tokens", variants=lambda scn, mode: () if scn.main.ids is not None else ("vocab_ids",))
 
 
 def _symbol(stages: list[Stage], key: str) -> str:
