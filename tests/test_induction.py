@@ -262,11 +262,45 @@ def test_the_live_view_shows_both_losses_and_every_heads_map():
     screen = asyncio.run(go())
     assert app.done and len(app.losses["scaled"]) == len(app.repeats["scaled"]) == 4
     assert "3 steps of Adam" in screen and "step 3 / 3 · done" in screen
-    assert "L_rep, the loss on the second copies" in screen and "L_rep 3.1148 →" in screen
+    assert "L_rep, the loss on the" in screen and "L_rep 3.1148 →" in screen
     for layer in (1, 2):
         for head in (1, 2):
             assert f"layer {layer} · head {head}" in screen
     assert screen.count("prev 0.") >= 4 and "induction head L" in screen
+
+
+def test_the_live_view_at_80_by_24_shows_the_circuits_two_maps_and_only_the_keys_that_act():
+    import asyncio
+
+    from appdriver import screen_text
+
+    from attnwalk.app.train import TrainApp
+    from attnwalk.commands.train import Plan
+    from attnwalk.render.options import ViewOptions
+
+    plan = Plan("induction", 2, None, "scaled", False, None)
+    app = TrainApp(plan.runs(), plan.steps, plan.lr, plan.head, ViewOptions(), drawn=True)
+
+    async def go():
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(300):
+                await pilot.pause(0.1)
+                if app.done:
+                    break
+            await pilot.pause(0.3)
+            return screen_text(app)
+
+    screen = asyncio.run(go())
+    lines = screen.splitlines()
+    assert app.done and len(lines) == 24
+    heads = app.seen["scaled"][-1].numbers["heads"]
+    for kind in ("previous_token", "induction"):  # the circuit's heads, each with its whole map in view
+        best = max(heads, key=lambda h: h[kind])
+        title = next(i for i, line in enumerate(lines) if f"layer {best['layer']} · head {best['head']}" in line)
+        assert title + 18 < 23 and lines[title + 18].count("prev 0.") >= 1
+    assert "both runs" not in screen and "to where it started" in screen
+    footer = lines[-1]
+    assert "j k scroll" in footer and "pause" not in footer and "n step" not in footer
 
 
 def test_train_o_says_adam_and_the_drawn_sequences(tmp_path):
