@@ -183,13 +183,22 @@ def loss_curve(losses: Sequence[float], top: float, steps: int, width: int, heig
 
 
 def weights_view(step: Step, head: int, opts: ViewOptions, label: str) -> RenderableType:
-    """The watched head's A at one step, as the walk's A screen draws it."""
+    """The watched head's A at one step, as the walk's A screen draws it: every block's (the graph's
+    softmaxes, block 1's first), each titled with its block where there are several."""
+    from attnwalk.layer import roles
+
     scn = step.walk.scenario
-    A = step.walk.matrix("A", head)
-    title = Text(style.plain(label, opts), style=style.LABEL)
-    table = heat_table(A, token_labels(scn.tokens), token_labels(scn.key_tokens), WEIGHTS, opts,
-                       allowed=scn.allowed if scn.masked else None, mark_row_max=True)
-    return Group(title, table)
+    stages = roles.softmaxes(step.walk.graph)
+    parts: list[RenderableType] = []
+    for b, stage in enumerate(stages):
+        title = style.plain(label, opts)
+        if len(stages) > 1:
+            title += " · " + style.say(opts, "ui.block", block=shown(b), blocks=len(stages))
+        table = heat_table(step.walk.matrix(stage.key, head), token_labels(scn.tokens),
+                           token_labels(scn.key_tokens), WEIGHTS, opts,
+                           allowed=scn.allowed if scn.masked else None, mark_row_max=True)
+        parts += [NewLine()] * (b > 0) + [Text(title, style=style.LABEL), table]
+    return Group(*parts)
 
 
 def train_report(runs: dict[str, list[Step]], lr: float, head: int, every: int,
