@@ -4,6 +4,7 @@ trained from its fixed seed, whose heads' scores cross the thresholds the lesson
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -314,6 +315,12 @@ def test_train_o_says_adam_and_the_drawn_sequences(tmp_path):
     written = out.read_text(encoding="utf-8")
     assert "2 steps of Adam" in written and "m / (sqrt(v) + eps)" in written and "gradient descent" not in written
     assert "mean loss on the sequences its last step drew" in written
+    steps = json.loads(result.stdout)["steps"]
+    # the header writes a later block's weights as the walk does; the losses in 4 decimals
+    assert "W_Q⁽²⁾, W_K⁽²⁾" in written and "W_Q.2" not in written
+    assert f"L went from {steps[0]['loss']:.4f} to {steps[-1]['loss']:.4f}" in " ".join(written.split())
+    # nothing says the walk of this file is untrained, nor that the lesson's trained numbers are old
+    assert "The walk shows it as it starts" not in written and "numbers are the old ones" not in written
     trained = load_scenario(str(out))
     assert trained.setting("sequences") is not None  # it trains on, drawing as before
 
