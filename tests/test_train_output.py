@@ -402,3 +402,13 @@ def test_train_json_gives_each_steps_gradient_size_and_on_drawn_sequences_no_bul
     drawn = json.loads(ok("train", "induction", "--steps", "1", "--format", "json"))
     assert all("A" not in step and "grad_norm" in step and len(step["heads"]) == 4 for step in drawn["steps"])
     assert {(h["layer"], h["head"]) for h in drawn["steps"][0]["heads"]} == {(1, 1), (1, 2), (2, 1), (2, 2)}
+
+
+def test_heads_of_a_scenario_give_no_false_reason_count_in_words_and_name_the_mode_in_chinese() -> None:
+    en = " ".join(ok("heads", "--scenario", "induction").split())
+    assert "2 layers × 2 heads" in en and "(s)" not in en
+    assert "no vocabulary" not in en and "in the scaled mode" in en  # induction has a vocabulary
+    assert "1 layer × 1 head" in ok("heads", "--scenario", "backprop")
+    zh = "".join(ok("heads", "--scenario", "induction", "--lang", "zh").split())
+    assert "按缩放模式" in zh and "scaled" not in zh and "没有词表" not in zh
+    assert json.loads(ok("heads", "--scenario", "backprop", "--format", "json"))["mode"] == "scaled"
