@@ -240,6 +240,20 @@ def test_the_notes_on_the_untrained_walk_say_what_it_shows():
         assert "0.16" in scn.notes["A"][lang] and "12" in scn.notes["A"][lang]
 
 
+def test_a_later_blocks_weights_open_on_the_key_its_own_a_favours_in_the_focus_row():
+    from attnwalk.layer.axes import default_cell, token_labels
+    from attnwalk.layer.walk import compute
+
+    scn = load_scenario("induction")
+    walk = compute(scn)
+    row = token_labels(scn.tokens).index("tree#12")
+    for key in ("A.2", "S.2"):
+        for head in (0, 1):
+            own = walk.matrix("A.2", head)[row]
+            assert default_cell(walk, key, head) == (row, int(np.argmax(own)))
+            assert own[default_cell(walk, key, head)[1]] == own.max()
+
+
 def test_the_live_view_shows_both_losses_and_every_heads_map():
     import asyncio
 
