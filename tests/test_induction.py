@@ -254,6 +254,21 @@ def test_a_later_blocks_weights_open_on_the_key_its_own_a_favours_in_the_focus_r
             assert own[default_cell(walk, key, head)[1]] == own.max()
 
 
+def test_jumping_to_a_later_blocks_a_puts_the_cursor_on_the_key_that_block_favours():
+    from appdriver import drive, typed
+
+    from attnwalk.layer.axes import token_labels
+    from attnwalk.layer.walk import compute
+
+    scn = load_scenario("induction")
+    walk = compute(scn)
+    labels = token_labels(scn.tokens)
+    row = labels.index("tree#12")
+    d = drive("induction", ["g", *typed("A2")])
+    col = int(np.argmax(walk.matrix("A.2", 0)[row]))
+    assert d.app.cursor == (row, col) and f"A⁽²⁾[tree#12, {labels[col]}]" in d.screen
+
+
 def test_the_live_view_shows_both_losses_and_every_heads_map():
     import asyncio
 

@@ -27,7 +27,7 @@ from attnwalk.app.offloop import OffTheLoop
 from attnwalk.app.scrolling import PaneScroll
 from attnwalk.app.signals import exit_on_hangup
 from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
-from attnwalk.layer.axes import default_cell
+from attnwalk.layer.axes import attended, default_cell
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk, with_mode
 from attnwalk.numbering import shown
@@ -240,8 +240,8 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
             row = self.rows_at.get(self._row_axis(stage), default[0])
             row = row if row < rows else default[0]
             col = self.cols_at.get(stage.cols)
-            if col is None and stage.square:  # the key this query attends to most
-                col = int(self.walk.matrix("A", head)[row].argmax())
+            if col is None and stage.square:  # the key this query attends to most, in this block
+                col = attended(self.walk, stage, head, row)
             elif col is None or col >= cols:
                 col = default[1]
             self.cursor = (row, col)

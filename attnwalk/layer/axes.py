@@ -81,8 +81,8 @@ def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
         return int(row), int(col)
     row = scn.focus if scn.focus is not None else scn.n - 1
     row = min(row, (scn.m if stage.rows == "m" else scn.n) - 1)
-    if stage.square:  # the key its own block's weights A (A⁽²⁾ for block 2's S⁽²⁾) favour in that row
-        return row, int(np.argmax(walk.matrix(_weights_of(walk, stage).key, head)[row]))
+    if stage.square:
+        return row, attended(walk, stage, head, row)
     if stage.cols == VOCAB:  # a score or probability per word: the row's likeliest next word
         return row, int(np.argmax(walk.matrix(key, head)[row]))
     if head and stage.split and not stage.per_head:
@@ -90,12 +90,14 @@ def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
     return row, head if stage.cols == "h" else 0
 
 
-def _weights_of(walk: Walk, stage: Stage) -> Stage:
-    """The softmax of `stage`'s block (the graph's first where none shares its block)."""
+def attended(walk: Walk, stage: Stage, head: int, row: int) -> int:
+    """The key query `row` attends to most in `stage`'s own block (A⁽²⁾ for block 2's S⁽²⁾; the
+    graph's first A where none shares its block)."""
     from attnwalk.layer.roles import softmaxes
 
     weights = softmaxes(walk.graph)
-    return next((s for s in weights if s.block == stage.block), weights[0])
+    own = next((s for s in weights if s.block == stage.block), weights[0])
+    return int(np.argmax(walk.matrix(own.key, head)[row]))
 
 
 class PickError(UsageError):
