@@ -4,6 +4,7 @@ trained from its fixed seed, whose heads' scores cross the thresholds the lesson
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -239,6 +240,35 @@ def test_the_notes_on_the_untrained_walk_say_what_it_shows():
         assert "0.16" in scn.notes["A"][lang] and "12" in scn.notes["A"][lang]
 
 
+def test_a_later_blocks_weights_open_on_the_key_its_own_a_favours_in_the_focus_row():
+    from attnwalk.layer.axes import default_cell, token_labels
+    from attnwalk.layer.walk import compute
+
+    scn = load_scenario("induction")
+    walk = compute(scn)
+    row = token_labels(scn.tokens).index("tree#12")
+    for key in ("A.2", "S.2"):
+        for head in (0, 1):
+            own = walk.matrix("A.2", head)[row]
+            assert default_cell(walk, key, head) == (row, int(np.argmax(own)))
+            assert own[default_cell(walk, key, head)[1]] == own.max()
+
+
+def test_jumping_to_a_later_blocks_a_puts_the_cursor_on_the_key_that_block_favours():
+    from appdriver import drive, typed
+
+    from attnwalk.layer.axes import token_labels
+    from attnwalk.layer.walk import compute
+
+    scn = load_scenario("induction")
+    walk = compute(scn)
+    labels = token_labels(scn.tokens)
+    row = labels.index("tree#12")
+    d = drive("induction", ["g", *typed("A2")])
+    col = int(np.argmax(walk.matrix("A.2", 0)[row]))
+    assert d.app.cursor == (row, col) and f"A⁽²⁾[tree#12, {labels[col]}]" in d.screen
+
+
 def test_the_live_view_shows_both_losses_and_every_heads_map():
     import asyncio
 
@@ -262,11 +292,45 @@ def test_the_live_view_shows_both_losses_and_every_heads_map():
     screen = asyncio.run(go())
     assert app.done and len(app.losses["scaled"]) == len(app.repeats["scaled"]) == 4
     assert "3 steps of Adam" in screen and "step 3 / 3 · done" in screen
-    assert "L_rep, the loss on the second copies" in screen and "L_rep 3.1148 →" in screen
+    assert "L_rep, the loss on the" in screen and "L_rep 3.1148 →" in screen
     for layer in (1, 2):
         for head in (1, 2):
             assert f"layer {layer} · head {head}" in screen
     assert screen.count("prev 0.") >= 4 and "induction head L" in screen
+
+
+def test_the_live_view_at_80_by_24_shows_the_circuits_two_maps_and_only_the_keys_that_act():
+    import asyncio
+
+    from appdriver import screen_text
+
+    from attnwalk.app.train import TrainApp
+    from attnwalk.commands.train import Plan
+    from attnwalk.render.options import ViewOptions
+
+    plan = Plan("induction", 2, None, "scaled", False, None)
+    app = TrainApp(plan.runs(), plan.steps, plan.lr, plan.head, ViewOptions(), drawn=True)
+
+    async def go():
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(300):
+                await pilot.pause(0.1)
+                if app.done:
+                    break
+            await pilot.pause(0.3)
+            return screen_text(app)
+
+    screen = asyncio.run(go())
+    lines = screen.splitlines()
+    assert app.done and len(lines) == 24
+    heads = app.seen["scaled"][-1].numbers["heads"]
+    for kind in ("previous_token", "induction"):  # the circuit's heads, each with its whole map in view
+        best = max(heads, key=lambda h: h[kind])
+        title = next(i for i, line in enumerate(lines) if f"layer {best['layer']} · head {best['head']}" in line)
+        assert title + 18 < 23 and lines[title + 18].count("prev 0.") >= 1
+    assert "both runs" not in screen and "to where it started" in screen
+    footer = lines[-1]
+    assert "j k scroll" in footer and "pause" not in footer and "n step" not in footer
 
 
 def test_train_o_says_adam_and_the_drawn_sequences(tmp_path):
@@ -280,6 +344,12 @@ def test_train_o_says_adam_and_the_drawn_sequences(tmp_path):
     written = out.read_text(encoding="utf-8")
     assert "2 steps of Adam" in written and "m / (sqrt(v) + eps)" in written and "gradient descent" not in written
     assert "mean loss on the sequences its last step drew" in written
+    steps = json.loads(result.stdout)["steps"]
+    # the header writes a later block's weights as the walk does; the losses in 4 decimals
+    assert "W_Q⁽²⁾, W_K⁽²⁾" in written and "W_Q.2" not in written
+    assert f"L went from {steps[0]['loss']:.4f} to {steps[-1]['loss']:.4f}" in " ".join(written.split())
+    # nothing says the walk of this file is untrained, nor that the lesson's trained numbers are old
+    assert "The walk shows it as it starts" not in written and "numbers are the old ones" not in written
     trained = load_scenario(str(out))
     assert trained.setting("sequences") is not None  # it trains on, drawing as before
 

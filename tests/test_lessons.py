@@ -575,3 +575,18 @@ def test_list_is_in_course_order_with_the_start_marked() -> None:
     assert out.count("start here") == 1 and "attnwalk run girl_bangs" in out
     zh = CliRunner().invoke(app, ["list", "--lang", "zh"], env={"COLUMNS": "120"}).stdout
     assert "从这里开始" in zh
+
+
+def test_the_list_counts_a_lessons_blocks_where_it_has_several():
+    import yaml
+
+    from attnwalk.render.lessons import lesson_facts
+    from attnwalk.scenario.builtins import builtin_path
+    from attnwalk.scenario.load import load_scenario
+
+    written = yaml.safe_load(open(builtin_path("induction"), encoding="utf-8"))
+    count = len(written["blocks"])
+    assert count > 1
+    assert f", {count} blocks" in lesson_facts(load_scenario("induction"), "en")[0]
+    assert f"，{count} 个块" in lesson_facts(load_scenario("induction"), "zh")[0]
+    assert "block" not in lesson_facts(load_scenario("backprop"), "en")[0]

@@ -376,3 +376,39 @@ def test_a_file_written_as_one_flow_mapping(tmp_path: Path) -> None:
     scn = load_scenario(str(out))
     assert scn.name == "flow_trained" and scn.title == {"en": "flow, trained", "zh": "flow（训练后）"}
     assert_same_walk(compute(scn, "scaled"), last.walk)
+
+
+def test_a_printed_run_of_several_blocks_shows_each_blocks_a_and_says_which(tmp_path: Path) -> None:
+    """Block 2's A at the start is the one test_blocks' loops compute (written apart from attnwalk)."""
+    from test_blocks import reference, yaml_text
+
+    src = tmp_path / "three.yaml"
+    src.write_text(yaml_text() + "target: {attend: {3: 1}}\ntrain: {steps: 1, lr: 0.5}\n", encoding="utf-8")
+    out = ok("train", str(src), "--no-pause")
+    start = out.index("A at the start (scaled) · block 2 / 3")
+    section = out[start:out.index("block 3 / 3", start)]
+    A = reference()[1]["A"][0]
+    flooded = next(line for line in section.splitlines() if line.strip().startswith("flooded"))
+    assert f"{A[3, 1]:.4f}" in flooded.split()[2]  # flooded's row, river's weight
+    assert "A after step 1 (scaled) · block 3 / 3" in out
+
+
+def test_train_json_gives_each_steps_gradient_size_and_on_drawn_sequences_no_bulky_a() -> None:
+    data = json.loads(ok("train", "backprop", "--steps", "2", "--format", "json"))
+    table = ok("train", "backprop", "--steps", "2", "--no-pause", "--every", "1")
+    for step in data["steps"]:
+        assert f"{step['grad_norm']:.4f}" in table and "A" in step
+    assert data["layer"] == 1
+    drawn = json.loads(ok("train", "induction", "--steps", "1", "--format", "json"))
+    assert all("A" not in step and "grad_norm" in step and len(step["heads"]) == 4 for step in drawn["steps"])
+    assert {(h["layer"], h["head"]) for h in drawn["steps"][0]["heads"]} == {(1, 1), (1, 2), (2, 1), (2, 2)}
+
+
+def test_heads_of_a_scenario_give_no_false_reason_count_in_words_and_name_the_mode_in_chinese() -> None:
+    en = " ".join(ok("heads", "--scenario", "induction").split())
+    assert "2 layers × 2 heads" in en and "(s)" not in en
+    assert "no vocabulary" not in en and "in the scaled mode" in en  # induction has a vocabulary
+    assert "1 layer × 1 head" in ok("heads", "--scenario", "backprop")
+    zh = "".join(ok("heads", "--scenario", "induction", "--lang", "zh").split())
+    assert "按缩放模式" in zh and "scaled" not in zh and "没有词表" not in zh
+    assert json.loads(ok("heads", "--scenario", "backprop", "--format", "json"))["mode"] == "scaled"

@@ -14,7 +14,7 @@ import threading
 from dataclasses import replace
 from collections.abc import Iterator
 
-from rich.console import Group
+from rich.console import Group, NewLine
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
@@ -47,8 +47,12 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
     .run { width: 1fr; height: 100%; padding: 0 1; }
     .curve { height: 4; margin: 1 0 0 0; }
     .repeat { height: 5; }
+    .drawn .repeat { height: auto; }
     .numbers { height: auto; }
     .weights { height: 1fr; scrollbar-size-vertical: 1; }
+    .drawn { height: 1fr; }
+    .drawn .side { width: 33; height: 100%; margin: 0 1 0 0; }
+    .drawn .weights { width: 1fr; }
     #message { height: auto; padding: 0 1; color: $text-warning; display: none; }
     #message.-shown { display: block; }
     """
@@ -61,7 +65,7 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
         Binding("question_mark", "help", "app.key.help", key_display="?"),
         Binding("q", "leave", "app.key.quit"),
         Binding("ctrl+d", "leave", show=False),
-        Binding("j,down", "scroll_lines(1)", show=False),
+        Binding("j,down", "scroll_lines(1)", "app.key.scroll", key_display="j k"),
         Binding("k,up", "scroll_lines(-1)", show=False),
         Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
@@ -95,14 +99,26 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
         with Horizontal(id="runs"):
             for mode in self.runs:
                 with Vertical(classes="run", id=f"run-{mode}"):
-                    yield Static(classes="curve", id=f"curve-{mode}")
-                    yield Static(classes="numbers", id=f"numbers-{mode}")
-                    if self.drawn:  # the loss on the second copies, under the loss's numbers
-                        yield Static(classes="repeat", id=f"repeat-{mode}")
-                    with VerticalScroll(classes="weights", can_focus=False):
-                        yield Static(id=f"weights-{mode}")
+                    if self.drawn:  # the losses in a narrow column, the heads' maps beside them
+                        with Horizontal(classes="drawn"):
+                            with Vertical(classes="side"):
+                                yield from self._losses(mode)
+                            yield from self._weights(mode)
+                    else:
+                        yield from self._losses(mode)
+                        yield from self._weights(mode)
         yield Static(id="message")
         yield KeysFooter()
+
+    def _losses(self, mode: str) -> ComposeResult:
+        yield Static(classes="curve", id=f"curve-{mode}")
+        yield Static(classes="numbers", id=f"numbers-{mode}")
+        if self.drawn:  # the loss on the second copies, under the loss's numbers
+            yield Static(classes="repeat", id=f"repeat-{mode}")
+
+    def _weights(self, mode: str) -> ComposeResult:
+        with VerticalScroll(classes="weights", id=f"pane-{mode}", can_focus=False):
+            yield Static(id=f"weights-{mode}")
 
     def on_mount(self) -> None:
         collect_again()
@@ -150,25 +166,35 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
             self.losses[mode].append(step.loss)
             if "loss_repeat" in step.numbers:
                 self.repeats[mode].append(float(step.numbers["loss_repeat"]))
-        if len(self.losses[next(iter(self.losses))]) == 1:
+        if len(self.losses[next(iter(self.losses))]) == 1:  # on drawn sequences its title only: the maps need the rows
             self.query_one("#header", Static).update(run_header(self.seen, self.lr, self.head, self.opts,
-                                                                steps=self.steps))
+                                                                steps=self.steps, title_only=self.drawn))
         width = max(self.size.width // len(self.runs) - 2, 20)
         opts = self.opts.with_(width=width)
         top = max(s.loss for run in self.seen.values() for s in run[:1])  # one scale for every run
         for mode, run in self.seen.items():
-            curve = loss_curve(self.losses[mode], top, self.steps, width, 4, opts)
+            side = self.query_one(f"#curve-{mode}", Static).size.width or width
+            narrow = opts.with_(width=side)
+            curve = loss_curve(self.losses[mode], top, self.steps, side, 4, narrow)
             self.query_one(f"#curve-{mode}", Static).update(curve)
             if self.drawn:
-                repeat = loss_curve(self.repeats[mode], top, self.steps, width, 4, opts)
+                repeat = loss_curve(self.repeats[mode], top, self.steps, side, 4, narrow)
                 self.query_one(f"#repeat-{mode}", Static).update(
-                    Group(Text(style.say(opts, "train.sequences.repeat_curve"), style=style.NOTE), repeat))
-            self.query_one(f"#numbers-{mode}", Static).update(self._numbers(mode, run, opts))
+                    Group(Prose(style.say(opts, "train.sequences.repeat_curve"), style=style.NOTE), repeat))
+            self.query_one(f"#numbers-{mode}", Static).update(self._numbers(mode, run, narrow))
             label = style.say(opts, "train.a_end", mode=self._mode_name(mode), step=run[-1].step)
             self.query_one(f"#weights-{mode}", Static).update(
-                Group(Text(label, style=style.LABEL), sequences.heads_maps(run[-1], opts)) if self.drawn
-                else weights_view(run[-1], self.head, opts, label))
+                self._maps(run, label) if self.drawn else weights_view(run[-1], self.head, opts, label))
         self._status()
+
+    def _maps(self, run: list[Step], label: str) -> Group:
+        """Every head's map, the circuit's two heads first (one row of maps is what 24 lines hold),
+        then what the maps show and what each step trains on, below them: j scrolls to it."""
+        pane = self.query_one(".weights")
+        opts = self.opts.with_(width=max((pane.size.width or self.size.width) - 1, 20))  # the scrollbar's column
+        rule = run_header(self.seen, self.lr, self.head, opts, steps=self.steps, title_only=False)
+        return Group(Text(label, style=style.LABEL), sequences.heads_maps(run[-1], opts, legend=False, circuit=True),
+                     NewLine(), sequences.maps_legend(run[-1], opts), NewLine(), rule)
 
     def _mode_name(self, mode: str) -> str:
         return style.say(self.opts, f"mode.{mode}.name")
@@ -184,7 +210,8 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
                                       last=style.number(self.repeats[mode][-1], opts),
                                       previous=sequences.strongest_text(last, "previous_token", opts),
                                       induction=sequences.strongest_text(last, "induction", opts))
-        return Group(Text(style.say(opts, "train.curve"), style=style.NOTE), Prose(style.plain(line, opts)))
+        curve = "train.curve" if len(self.runs) > 1 else "train.curve_one"
+        return Group(Prose(style.say(opts, curve), style=style.NOTE), Prose(style.plain(line, opts)))
 
     def _status(self) -> None:
         k = len(self.losses[next(iter(self.losses))]) - 1
@@ -195,6 +222,12 @@ class TrainApp(PaneScroll, MessageAndExits, App[int]):
     def finished(self) -> None:
         self.done = True
         self._status()
+        self.refresh_bindings()  # space and n leave the footer: nothing is left to pause or step
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.done and action in ("pause", "step"):
+            return False
+        return super().check_action(action, parameters)
 
     # -- keys -------------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from attnwalk.app.offloop import OffTheLoop
 from attnwalk.app.scrolling import PaneScroll
 from attnwalk.app.signals import exit_on_hangup
 from attnwalk.app.typed import PROMPT_CSS, TypedAnswers
-from attnwalk.layer.axes import default_cell
+from attnwalk.layer.axes import attended, default_cell
 from attnwalk.layer.stages import TOKENS, Stage
 from attnwalk.layer.walk import Walk, with_mode
 from attnwalk.numbering import shown
@@ -214,13 +214,6 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
 
     # -- moving ------------------------------------------------------------------------------
 
-    def _weights_of(self, stage: Stage) -> str:
-        """The attention weights of `stage`'s block (A, a later block's A⁽²⁾): where its query looks most."""
-        from attnwalk.layer.roles import softmaxes
-
-        found = [s.key for s in softmaxes(self.walk.computed) if s.block == stage.block]
-        return found[0] if found else softmaxes(self.walk.computed)[0].key
-
     def _row_axis(self, stage: Stage) -> str:
         """What a stage's rows are: without a source the keys' rows (m) are the same tokens as the
         queries' (n), so a row picked on Q is the row on K and V too."""
@@ -247,8 +240,8 @@ class WalkApp(TypedAnswers, Changes, OffTheLoop, PaneScroll, MessageAndExits, Ap
             row = self.rows_at.get(self._row_axis(stage), default[0])
             row = row if row < rows else default[0]
             col = self.cols_at.get(stage.cols)
-            if col is None and stage.square:  # the key this query attends to most
-                col = int(self.walk.matrix(self._weights_of(stage), head)[row].argmax())
+            if col is None and stage.square:  # the key this query attends to most, in this block
+                col = attended(self.walk, stage, head, row)
             elif col is None or col >= cols:
                 col = default[1]
             self.cursor = (row, col)

@@ -35,10 +35,10 @@ def heads_data(model: str | None, repeat: int, seed: int) -> tuple[dict, bool, t
 
 
 def scenario_heads_data(ref: str) -> tuple[dict, bool]:
-    """`heads --scenario`: the same scores over the scenario's own tokens (a scenario has no
-    vocabulary to draw a random probe from), the induction score only where its tokens end in a
+    """`heads --scenario`: the same scores over the scenario's own tokens (the ones its walk reads),
+    the induction score only where its tokens end in a
     run said twice (`first`, `repeat`; else null), every head of its layer; and whether its mask
-    is causal. The JSON: `scenario`, `tokens`, `first`, `repeat`, `heads`."""
+    is causal. The JSON: `scenario`, `mode`, `tokens`, `first`, `repeat`, `heads`."""
     import numpy as np
 
     from attnwalk.layer.headscores import head_scores, repeated_layout, scores_without_layout
@@ -60,7 +60,7 @@ def scenario_heads_data(ref: str) -> tuple[dict, bool]:
                           **{key: float(values[h]) for key, values in scores.items()},
                           **({} if layout is not None else {"induction": None})})
     causal = bool(np.array_equal(scn.allowed, np.tril(np.ones((scn.n, scn.n), dtype=bool))))
-    data = {"scenario": scn.name, "tokens": list(scn.tokens), "first": layout and layout.first,
+    data = {"scenario": scn.name, "mode": walk.mode.name, "tokens": list(scn.tokens), "first": layout and layout.first,
             "repeat": layout and layout.repeat, "heads": heads}
     return data, causal
 

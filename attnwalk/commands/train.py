@@ -66,7 +66,11 @@ class Plan:
     def _check_json(self) -> None:
         from attnwalk.scenario.limits import MAX_EXPORT, amount
 
+        from attnwalk.layer.train import draws
+
         scn = self.scenario
+        if draws(scn):  # each step's heads' scores, not an A (export/graddata.py)
+            return
         numbers = (self.steps + 1) * len(self.modes) * scn.n * scn.m
         if numbers > MAX_EXPORT:
             raise ScenarioError(f"train's JSON of {self.steps} steps holds {amount(numbers)} numbers (each "
@@ -118,8 +122,10 @@ class Plan:
         check_trained(made, layer, self.output)
         write_output(self.output, made.text, option="--output")
         if not json:
-            print(say("train.file.saved", path=self.output, steps=last.step, first=f"{first.loss:.4g}",
-                      last=f"{last.loss:.4g}"), file=sys.stderr)
+            from attnwalk.scenario.trained import loss_text
+
+            print(say("train.file.saved", path=self.output, steps=last.step, first=loss_text(first.loss),
+                      last=loss_text(last.loss)), file=sys.stderr)
 
 
 def _write_beside(files: dict, output: str) -> None:

@@ -2,10 +2,13 @@
 
     grad   {"name", "tokens", "mode", "loss", "target", "shape",
             "grads": {"Y", "Z", "A", "S", "QK^T", "Q", "K", "V", "X", "W_Q", "W_K", "W_V", …}}
-    train  {"name", "tokens", "mode", "lr", "head", "steps": [{"step": 0, "loss", "A"}, …]}
-           a run on drawn sequences (the induction lesson's `sequences:`) adds to each step what
-           its feature measures: "loss_repeat" and "heads": [{"layer", "head", "previous_token",
-           "induction"}] (the scores as `attnwalk heads` defines them, on the scenario's tokens)
+    train  {"name", "tokens", "mode", "lr", "head", "layer", "steps": [{"step": 0, "loss", "grad_norm", "A"}, …]}
+           "A" is head "head"'s weights in block "layer" (1: the first block's); "grad_norm" is
+           |∂L/∂W|, as the printed table says it. A run on drawn sequences (the induction
+           lesson's `sequences:`) writes instead of A what its feature measures of every head of
+           every block: "loss_repeat" and "heads": [{"layer", "head", "previous_token",
+           "induction"}] (the scores as `attnwalk heads` defines them, on the scenario's tokens);
+           each head's A is the live view's to show, not 500 steps' JSON
 
 Each gradient has the shape of the matrix it is the gradient of, as `export` writes that matrix:
 with several heads, `grads.heads` holds each head's (its share of Q, K, V, and its QK^T, S, A, Z,
@@ -70,16 +73,21 @@ def grad_numbers(walk: Walk) -> int:
 
 
 def train_data(steps: Iterable[Step], head: int, lr: float) -> dict[str, Any]:
-    """Every step: its number (0: before any update), the loss, and head `head`'s weights A."""
+    """Every step: its number (0: before any update), the loss, |∂L/∂W|, and head `head`'s weights
+    A in the first block (on drawn sequences, every head's scores in their place)."""
+    from attnwalk.layer import roles
+
     rows = []
     first = None
     for step in steps:
         first = first or step
-        rows.append({"step": step.step, "loss": step.loss, "A": step.walk.matrix("A", head).tolist(),
-                     **step.numbers})
+        row = {"step": step.step, "loss": step.loss, "grad_norm": step.grad_norm}
+        if "heads" not in step.numbers:
+            row["A"] = step.walk.matrix(roles.softmaxes(step.walk.graph)[0].key, head).tolist()
+        rows.append({**row, **step.numbers})
     scn = first.walk.scenario
     return {"name": scn.name, "tokens": list(scn.tokens), "mode": first.walk.mode.name, "lr": lr,
-            "head": shown(head), "steps": rows}
+            "head": shown(head), "layer": 1, "steps": rows}
 
 
 def runs_data(runs: Mapping[str, Iterable[Step]], head: int, lr: float) -> dict[str, Any]:
@@ -89,6 +97,6 @@ def runs_data(runs: Mapping[str, Iterable[Step]], head: int, lr: float) -> dict[
     if len(data) == 1:
         return next(iter(data.values()))
     first = next(iter(data.values()))
-    out = {key: first[key] for key in ("name", "tokens", "lr", "head")}
+    out = {key: first[key] for key in ("name", "tokens", "lr", "head", "layer")}
     out["modes"] = {mode: {"steps": d["steps"]} for mode, d in data.items()}
     return out

@@ -82,12 +82,22 @@ def default_cell(walk: Walk, key: str, head: int = 0) -> tuple[int, int]:
     row = scn.focus if scn.focus is not None else scn.n - 1
     row = min(row, (scn.m if stage.rows == "m" else scn.n) - 1)
     if stage.square:
-        return row, int(np.argmax(walk.matrix("A", head)[row]))
+        return row, attended(walk, stage, head, row)
     if stage.cols == VOCAB:  # a score or probability per word: the row's likeliest next word
         return row, int(np.argmax(walk.matrix(key, head)[row]))
     if head and stage.split and not stage.per_head:
         return row, head * (walk.matrix(key).shape[1] // scn.heads)
     return row, head if stage.cols == "h" else 0
+
+
+def attended(walk: Walk, stage: Stage, head: int, row: int) -> int:
+    """The key query `row` attends to most in `stage`'s own block (A⁽²⁾ for block 2's S⁽²⁾; the
+    graph's first A where none shares its block)."""
+    from attnwalk.layer.roles import softmaxes
+
+    weights = softmaxes(walk.graph)
+    own = next((s for s in weights if s.block == stage.block), weights[0])
+    return int(np.argmax(walk.matrix(own.key, head)[row]))
 
 
 class PickError(UsageError):

@@ -89,6 +89,11 @@ def heads_screen(data: dict, pieces: tuple[str, ...], *, causal: bool, spec: str
     return Group(*parts)
 
 
+def _count(opts: ViewOptions, what: str, count: int) -> str:
+    """"1 layer", "2 layers": a count with its noun."""
+    return style.say(opts, f"headscores.scenario.count.{what}_{'one' if count == 1 else 'many'}", count=count)
+
+
 def scenario_heads_screen(data: dict, spec: str, *, causal: bool, opts: ViewOptions) -> RenderableType:
     """`attnwalk heads --scenario FILE`: the same scores over the scenario's own tokens, every head
     of its layer(s), saying so (and whether the induction score could be taken), the strongest
@@ -101,8 +106,10 @@ def scenario_heads_screen(data: dict, spec: str, *, causal: bool, opts: ViewOpti
     repeat = style.say(opts, "headscores.scenario.repeated", repeat=data["repeat"], first=data["first"]) if data["repeat"] \
         else style.say(opts, "headscores.scenario.not_repeated")
     parts: list[RenderableType] = [
-        Text(style.say(opts, "headscores.scenario.title", name=data["scenario"], layers=n_layers, heads=n_heads), style=style.SCREEN_TITLE),
-        Prose(style.say(opts, "headscores.scenario.sequence", n=len(tokens), sample=sample)), Prose(repeat),
+        Text(style.say(opts, "headscores.scenario.title", name=data["scenario"], layers=_count(opts, "layer", n_layers),
+                       heads=_count(opts, "head", n_heads)), style=style.SCREEN_TITLE),
+        Prose(style.say(opts, "headscores.scenario.sequence", n=len(tokens), sample=sample,
+                        mode=style.say(opts, f"mode.{data['mode']}.name"))), Prose(repeat),
         Prose(style.say(opts, "headscores.scenario.grid"), style=style.NOTE)]
     if not causal:
         parts.append(Prose(style.say(opts, "headscores.scenario.bidirectional"), style=style.NOTE))

@@ -34,10 +34,15 @@ def lesson_table(lang: str = "en", width: int = 80) -> Table:
 
 
 def lesson_facts(scn, lang: str) -> tuple[str, str]:
-    """A lesson's size (n × d_model, heads, K/V heads, source) and mask, as the list shows them
-    (and `attnwalk serve`'s lesson picker)."""
+    """A lesson's size (n × d_model, blocks, heads, K/V heads, source) and mask, as the list shows
+    them (and `attnwalk serve`'s lesson picker)."""
+    from attnwalk.layer.graph import blocks
+
     tx = text(lang)
     shape = f"{scn.n} × {scn.d_model}"
+    stacked = len(blocks(scn.graph))  # the graph's blocks (features/blocks.py makes more than one)
+    if stacked > 1:
+        shape += tx.t("list.blocks", blocks=stacked)
     if scn.heads > 1:
         shape += tx.t("list.heads", heads=scn.heads)
     if scn.groups < scn.heads:

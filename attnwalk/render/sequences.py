@@ -46,15 +46,31 @@ def strongest_text(step: Step, kind: str, opts: ViewOptions) -> str:
                      value=style.number(h[kind], opts.with_(precision=2)))
 
 
-def heads_maps(step: Step, opts: ViewOptions, legend: bool = True) -> RenderableType:
+def map_width(step: Step) -> int:
+    """The columns one head's map takes: the map and its border, or the scores' line if wider."""
+    return max(step.walk.scenario.n + 2, 19)
+
+
+def circuit_first(heads: list[dict]) -> list[dict]:
+    """The heads with the strongest score of each kind (the circuit's two heads, once each) first,
+    then the others in order: a screen with room for one row of maps shows the two that matter."""
+    first = []
+    for kind in KINDS:
+        best = max(heads, key=lambda h: h[kind])
+        if best not in first:
+            first.append(best)
+    return first + [h for h in heads if h not in first]
+
+
+def heads_maps(step: Step, opts: ViewOptions, legend: bool = True, circuit: bool = False) -> RenderableType:
     """Every head's A on the scenario's tokens as a map (a row per query, a character per key,
     darker for more weight), titled with its block and head and its two scores; as many side by
-    side as fit the width."""
+    side as fit the width; with `circuit`, the strongest previous-token and induction heads first."""
     walk = step.walk
     stages = roles.softmaxes(walk.graph)
-    width = max(walk.scenario.n + 2, 19)  # a map and its border; the scores' line
-    per_row = max(1, (opts.width - 2) // (width + 2))
-    heads = step.numbers["heads"]
+    width = map_width(step)
+    per_row = max(1, (opts.width + 2) // (width + 2))  # columns 2 apart, none after the last
+    heads = circuit_first(step.numbers["heads"]) if circuit else step.numbers["heads"]
     grid = FastTable.grid(padding=(0, 2))
     for _ in range(min(per_row, len(heads))):
         grid.add_column(no_wrap=True)
@@ -73,6 +89,10 @@ def heads_maps(step: Step, opts: ViewOptions, legend: bool = True) -> Renderable
         grid.add_row(*chunk, *([None] * (min(per_row, len(heads)) - len(chunk))))
     if not legend:
         return grid
-    tokens = " ".join(walk.scenario.tokens)
-    return Group(Prose(style.plain(style.say(opts, "train.sequences.maps", tokens=tokens), opts), style=style.NOTE),
-                 grid)
+    return Group(maps_legend(step, opts), grid)
+
+
+def maps_legend(step: Step, opts: ViewOptions) -> RenderableType:
+    """What the maps show and how their two scores are taken."""
+    tokens = " ".join(step.walk.scenario.tokens)
+    return Prose(style.plain(style.say(opts, "train.sequences.maps", tokens=tokens), opts), style=style.NOTE)

@@ -49,8 +49,9 @@ def kept(run: Iterable[Step], shown: Sequence[int]) -> list[Step]:
 
 
 def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOptions,
-               steps: int | None = None) -> RenderableType:
-    """What is trained and how: the scenario, steps, modes, η, the rule, the head whose A is shown."""
+               steps: int | None = None, title_only: bool | None = None) -> RenderableType:
+    """What is trained and how: the scenario, steps, modes, η, the rule, the head whose A is shown;
+    `title_only`, its first line alone; False, the lines after it alone."""
     scn = next(iter(runs.values()))[0].walk.scenario
     modes = style.say(opts, "ui.list_sep").join(style.say(opts, f"mode.{m}.name") for m in runs)
     steps = next(iter(runs.values()))[-1].step if steps is None else steps
@@ -58,6 +59,10 @@ def run_header(runs: dict[str, list[Step]], lr: float, head: int, opts: ViewOpti
     line = style.say(opts, "train.header_adam" if adam else "train.header", name=scn.name, modes=modes,
                      lr=style.short(lr, opts), steps=steps)
     parts: list[RenderableType] = [Text(style.plain(line, opts), style=style.SCREEN_TITLE)]
+    if title_only:
+        return parts[0]
+    if title_only is False:
+        parts = []
     from attnwalk.layer.graph import param_symbol, trained  # what train moves, as the graph says (W_U, a sink's logit)
 
     weights = style.say(opts, "ui.list_sep").join(style.plain(param_symbol(scn.graph, name), opts)
@@ -178,13 +183,22 @@ def loss_curve(losses: Sequence[float], top: float, steps: int, width: int, heig
 
 
 def weights_view(step: Step, head: int, opts: ViewOptions, label: str) -> RenderableType:
-    """The watched head's A at one step, as the walk's A screen draws it."""
+    """The watched head's A at one step, as the walk's A screen draws it: every block's (the graph's
+    softmaxes, block 1's first), each titled with its block where there are several."""
+    from attnwalk.layer import roles
+
     scn = step.walk.scenario
-    A = step.walk.matrix("A", head)
-    title = Text(style.plain(label, opts), style=style.LABEL)
-    table = heat_table(A, token_labels(scn.tokens), token_labels(scn.key_tokens), WEIGHTS, opts,
-                       allowed=scn.allowed if scn.masked else None, mark_row_max=True)
-    return Group(title, table)
+    stages = roles.softmaxes(step.walk.graph)
+    parts: list[RenderableType] = []
+    for b, stage in enumerate(stages):
+        title = style.plain(label, opts)
+        if len(stages) > 1:
+            title += " · " + style.say(opts, "ui.block", block=shown(b), blocks=len(stages))
+        table = heat_table(step.walk.matrix(stage.key, head), token_labels(scn.tokens),
+                           token_labels(scn.key_tokens), WEIGHTS, opts,
+                           allowed=scn.allowed if scn.masked else None, mark_row_max=True)
+        parts += [NewLine()] * (b > 0) + [Text(title, style=style.LABEL), table]
+    return Group(*parts)
 
 
 def train_report(runs: dict[str, list[Step]], lr: float, head: int, every: int,

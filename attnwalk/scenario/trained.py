@@ -29,7 +29,7 @@ import numpy as np
 import yaml
 
 from attnwalk.errors import ScenarioError
-from attnwalk.layer.graph import trained
+from attnwalk.layer.graph import param_symbol, trained
 from attnwalk.scenario.yamledit import Edits, FileRef
 
 if TYPE_CHECKING:
@@ -111,7 +111,8 @@ def trained_file(text: str, given: Scenario, layer: Scenario, how: Trained, outp
     edits.put(root, ("name",), f"{given.name}_trained")
     edits.put(root, ("title",), _title(given))
     edits.put(root, ("description",), _description(given, how))
-    return TrainedFile(_header(given, how, names, changed, sorted(beside)) + edits.applied(), beside)
+    symbols = tuple(param_symbol(layer.graph, name) for name in names)  # W_Q⁽²⁾, as the walk writes it
+    return TrainedFile(_header(given, how, symbols, changed, sorted(beside)) + edits.applied(), beside)
 
 
 INLINE = 100_000  # numbers written inline at most: half of what a scenario's YAML may hold
@@ -210,23 +211,32 @@ def _marked(title: str, chinese: bool) -> str:
 def _description(given: Scenario, how: Trained) -> str | dict[str, str]:
     """A paragraph on what was trained, before the original description (whose numbers are from
     before training, and which says so)."""
-    loss = f"{how.first_loss:.4g} to {how.loss:.4g}"
+    first, last = loss_text(how.first_loss), loss_text(how.loss)
     en = (f"Trained: {given.name}'s layer after {how.steps} steps of {how.rule_en} on its target "
-          f"(η = {how.lr:g}, {how.mode} mode); the loss L went from {loss}.")
-    rule_zh = "Adam" if how.optimizer == "adam" else "梯度下降"
+          f"(η = {how.lr:g}, {how.mode} mode); the loss L went from {first} to {last}.")
+    rule_zh = " Adam" if how.optimizer == "adam" else "梯度下降"
     zh = (f"训练后：{given.name} 这一层在它的目标上做了 {how.steps} 步{rule_zh}（η = {how.lr:g}，"
-          f"{how.mode} 模式），损失 L 从 {how.first_loss:.4g} 变为 {how.loss:.4g}。")
+          f"{how.mode} 模式），损失 L 从 {first} 变为 {last}。")
     old = given.description
     if not old:
         return {"en": en, "zh": zh}
-    en += " What follows was written for the layer before training: its numbers are the old ones; walk this file for the new."
-    zh += "下面的说明写的是训练前的那一层，里面的数还是旧的；新的数请走一遍这个文件。"
+    # a lesson's description may tell of the untrained layer, of training it, or both: say only that
+    en += (f" What follows is {given.name}'s own description, written about the layer before this "
+           "training (and, where it tells of training it, about a run of its own steps and η); walk "
+           "this file for the numbers it holds now.")
+    zh += (f"下面是 {given.name} 原来的说明，写的是这次训练之前的那一层（讲到训练的地方，讲的是按它自己的步数和 η 训练的那一次）；"
+           "这个文件现在的数，请走一遍这个文件来看。")
     if isinstance(old, dict):
         return {lang: (zh if lang == "zh" else en) + "\n" + text for lang, text in old.items()}
     return (zh if _CJK.search(old) else en) + "\n" + old
 
 
-def _header(given: Scenario, how: Trained, names: tuple[str, ...], changed: dict[str, Any],
+def loss_text(loss: float) -> str:
+    """A loss as the file's prose gives it: 4 decimals (1.8998, 3.1801), a tiny one in 4 digits."""
+    return f"{loss:.4f}" if loss == 0 or abs(loss) >= 1e-3 else f"{loss:.4g}"
+
+
+def _header(given: Scenario, how: Trained, symbols: tuple[str, ...], changed: dict[str, Any],
             beside: list[str]) -> str:
     where = f"the built-in {given.name}" if given.builtin else how.source
     settings = [f"# Set for the trained weights: {', '.join(f'{k}: {v}' for k, v in changed.items())} (the trained "
@@ -239,7 +249,7 @@ def _header(given: Scenario, how: Trained, names: tuple[str, ...], changed: dict
         + ("the layer below's mean loss on the sequences its last step drew" if how.drawn else
            "the loss of the layer below")
         + (f", in {how.mode} mode: give --mode {how.mode} to go on)." if how.mode != "scaled" else ")."),
-        f"# Trained parameters, written with every digit float64 holds: {', '.join(names)}.",
+        f"# Trained parameters, written with every digit float64 holds: {', '.join(symbols)}.",
         *([f"# Too many numbers to write here, in .npy files beside this one: {', '.join(beside)}."]
           if beside else []),
         "# Matrices read from files or made from seeds are written out (all but the largest); the notes",
