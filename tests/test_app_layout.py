@@ -22,7 +22,7 @@ from attnwalk.layer.axes import axes
 from attnwalk.layer.stages import TOKENS
 from attnwalk.layer.walk import compute
 from attnwalk.render.options import ViewOptions
-from attnwalk.render.style import number, plain, say
+from attnwalk.render.style import bracketed, number, plain, say
 from attnwalk.scenario.builtins import builtin_names
 from attnwalk.scenario.load import load_scenario
 from attnwalk.render.worked import worked_cell
@@ -102,7 +102,7 @@ def assert_worked_start(walk, stage, head: int, cursor, opts: ViewOptions, scree
     r, c = cursor
     rows, cols = axes(walk, stage, head, opts.lang)
     symbol = plain(stage.symbol, opts)
-    cell = f"{f'({symbol})' if ' ' in symbol else symbol}[{rows[r]}, {cols[c]}]"  # (S + M)[T2, T2]
+    cell = f"{bracketed(stage.symbol, opts)}[{rows[r]}, {cols[c]}]"  # (S + M)[T2, T2]; a block's (S + M)⁽²⁾[…]
     lines = screen.splitlines()
     title = next((i for i, line in enumerate(lines) if f"─ {say(opts, 'ui.worked_cell')}" in line
                   and f"{cell} ─" in line), None)

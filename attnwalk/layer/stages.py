@@ -280,10 +280,12 @@ def typed_name(stage: Stage) -> str:
     ASCII (H, Y, p), else its key (QK^T, S+M, LN); a later block's as block 1's with ".b" (H.2)."""
     import re
 
+    from attnwalk.numbering import shown
+
     base = re.sub(r"^\((.*)\)(⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾)$|(⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾)$", r"\1", stage.symbol) if stage.base else stage.symbol
     key = stage.base or stage.key
     name = base if base.isascii() and re.fullmatch(r"[A-Za-z]\w*", base) else key
-    return f"{name}.{stage.block + 1}" if stage.base else name
+    return f"{name}.{shown(stage.block)}" if stage.base else name
 
 
 def stage_by_name(name: str, stages: Graph | None = None) -> Stage | None:

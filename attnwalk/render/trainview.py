@@ -193,7 +193,7 @@ def weights_view(step: Step, head: int, opts: ViewOptions, label: str) -> Render
     for b, stage in enumerate(stages):
         title = style.plain(label, opts)
         if len(stages) > 1:
-            title += " · " + style.say(opts, "ui.block", block=shown(b), blocks=len(stages))
+            title += " · " + style.say(opts, "ui.block_title", block=shown(b), blocks=len(stages))
         table = heat_table(step.walk.matrix(stage.key, head), token_labels(scn.tokens),
                            token_labels(scn.key_tokens), WEIGHTS, opts,
                            allowed=scn.allowed if scn.masked else None, mark_row_max=True)
