@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attnwalk.layer import headscores, roles
-from attnwalk.layer.headscores import Repeated
+from attnwalk.layer import roles
 from attnwalk.numbering import shown
 from attnwalk.reading.fields import quoted, whole
 
 if TYPE_CHECKING:
+    from attnwalk.layer.headscores import Repeated
     from attnwalk.layer.graph import Stage
     from attnwalk.layer.walk import Walk
     from attnwalk.scenario.load import Draft
@@ -65,6 +65,8 @@ def extend(stages: list[Stage], scn: Scenario) -> None:
 
 def probe(scn: Scenario) -> Repeated:
     """Where the copies of the scenario's own tokens sit: the start token, R words, the same R."""
+    from attnwalk.layer.headscores import Repeated  # only a lesson on drawn sequences pays for it
+
     return Repeated(1, (scn.n - 1) // 2)
 
 
@@ -136,6 +138,8 @@ def batch_size(scn: Scenario) -> int:
 def drawn(scn: Scenario, k: int) -> list[tuple[np.ndarray, Repeated]]:
     """Step `k`'s sequences as token ids, each with where its copies sit: the start token, random
     words, R random words, the same R again (R from the range, for each sequence)."""
+    from attnwalk.layer.headscores import Repeated
+
     spec = scn.setting(NAME)
     rng = np.random.default_rng([spec.seed, k])
     words = np.asarray(spec.words)
@@ -190,6 +194,8 @@ def head_scores(walk: Walk) -> list[dict]:
     out = []
     for b, stage in enumerate(roles.softmaxes(walk.graph)):
         A = np.stack([walk.matrix(stage.key, h) for h in range(walk.scenario.heads)])  # (H, n, n)
+        from attnwalk.layer import headscores
+
         scores = headscores.head_scores(A, layout)
         out += [{"layer": shown(b), "head": shown(h), "previous_token": float(scores["previous_token"][h]),
                  "induction": float(scores["induction"][h])} for h in range(walk.scenario.heads)]
