@@ -150,6 +150,8 @@ def _llama(f: _Fields, model_type: str) -> Config:
     if n_heads % n_kv:
         raise f.fail(f"num_key_value_heads: {n_kv} does not divide num_attention_heads {n_heads}")
     d_head = f.count("head_dim", d_model // n_heads if d_model % n_heads == 0 else None)
+    if d_head % 2:  # refused here, where the file is named, before any layer is computed
+        raise f.fail(f"head_dim: {d_head} is odd, but rotary positions turn pairs of dimensions: it must be even")
     bias = model_type == "qwen2" or bool(f.raw.get("attention_bias", False))
     window = f.raw.get("sliding_window")
     if model_type == "qwen2" and not f.raw.get("use_sliding_window", False):
