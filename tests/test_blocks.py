@@ -5,14 +5,14 @@ run as a learner runs them."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-from types import MappingProxyType
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
+
+from gradcheck import numeric as differenced
 
 from attnwalk.cli import app
 from attnwalk.errors import ScenarioError
@@ -157,12 +157,14 @@ def loss_of(scn) -> float:
     return gradients(compute(scn)).loss
 
 
-def with_param(scn, name: str, W: np.ndarray):
-    if name in scn.params:
-        params = dict(scn.params)
-        params[name] = W
-        return dataclasses.replace(scn, params=MappingProxyType(params))
-    return dataclasses.replace(scn, **{name: W})
+def assert_gradients(scn, names, atol: float, rtol: float) -> None:
+    """Each parameter's gradient from the backward pass against central differences of the loss,
+    every cell (tests/gradcheck.py: the forward walk run again with one entry moved)."""
+    grads = gradients(compute(scn)).params
+    for name in names:
+        shape = np.shape(scn.param(name))
+        numeric = differenced(scn, "scaled", name, None, shape, True, list(np.ndindex(*shape)))
+        np.testing.assert_allclose(grads[name], numeric, atol=atol, rtol=rtol, err_msg=name)
 
 
 def test_gradients_through_the_stack_match_finite_differences():
@@ -170,19 +172,9 @@ def test_gradients_through_the_stack_match_finite_differences():
     names = trained(scn.graph)
     assert names == tuple(f"{w}{'' if b == 0 else f'.{b + 1}'}" for b in range(BLOCKS)
                           for w in ("W_Q", "W_K", "W_V", "W_O"))
-    grads = gradients(compute(scn)).params
     # the loss by numpy: ½ Σ (O⁽³⁾ − T)²
     assert loss_of(scn) == pytest.approx(0.5 * np.sum((reference()[-1]["O"] - TARGET) ** 2), abs=1e-12)
-    eps = 1e-6
-    for name in names:
-        W = np.array(scn.param(name), dtype=float)
-        numeric = np.zeros_like(W)
-        for idx in np.ndindex(W.shape):
-            up, down = W.copy(), W.copy()
-            up[idx] += eps
-            down[idx] -= eps
-            numeric[idx] = (loss_of(with_param(scn, name, up)) - loss_of(with_param(scn, name, down))) / (2 * eps)
-        np.testing.assert_allclose(grads[name], numeric, atol=1e-7, rtol=1e-6, err_msg=name)
+    assert_gradients(scn, names, atol=1e-7, rtol=1e-6)
 
 
 def test_training_moves_every_block():
@@ -308,17 +300,7 @@ def test_gradients_through_whole_blocks_match_finite_differences():
     target = RNG.normal(size=(N, D)).round(2)
     scn = scenario_from_text(ffn_yaml(f"target:\n  output: {rows(target)}\n"), "ffn.yaml")
     assert loss_of(scn) == pytest.approx(0.5 * np.sum((ffn_reference() - target) ** 2), abs=1e-10)
-    grads = gradients(compute(scn)).params
-    eps = 1e-6
-    for name in ("W_Q", "W_1", "W_2.2", "W_K.2", "W_O"):
-        W = np.array(scn.param(name), dtype=float)
-        numeric = np.zeros_like(W)
-        for idx in np.ndindex(W.shape):
-            up, down = W.copy(), W.copy()
-            up[idx] += eps
-            down[idx] -= eps
-            numeric[idx] = (loss_of(with_param(scn, name, up)) - loss_of(with_param(scn, name, down))) / (2 * eps)
-        np.testing.assert_allclose(grads[name], numeric, atol=1e-6, rtol=1e-6, err_msg=name)
+    assert_gradients(scn, ("W_Q", "W_1", "W_2.2", "W_K.2", "W_O"), atol=1e-6, rtol=1e-6)
 
 
 # -- to the next token: the unembedding after the last block (features/unembed.py) ---------------
@@ -341,17 +323,7 @@ def test_the_next_token_loss_reaches_every_block():
     nxt = [VOCAB.index(t) for t in ["river", "bank", "flooded"]]
     expected = -np.mean([logp[i, nxt[i]] for i in range(3)])
     assert loss_of(scn) == pytest.approx(expected, abs=1e-12)
-    grads = gradients(compute(scn)).params
-    eps = 1e-6
-    for name in ("W_U", "W_V", "W_1.2", "W_Q.2"):
-        W = np.array(scn.param(name), dtype=float)
-        numeric = np.zeros_like(W)
-        for idx in np.ndindex(W.shape):
-            up, down = W.copy(), W.copy()
-            up[idx] += eps
-            down[idx] -= eps
-            numeric[idx] = (loss_of(with_param(scn, name, up)) - loss_of(with_param(scn, name, down))) / (2 * eps)
-        np.testing.assert_allclose(grads[name], numeric, atol=1e-7, rtol=1e-6, err_msg=name)
+    assert_gradients(scn, ("W_U", "W_V", "W_1.2", "W_Q.2"), atol=1e-7, rtol=1e-6)
 
 
 def test_train_writes_every_block_back_where_it_was_read(tmp_path):

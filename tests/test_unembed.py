@@ -5,15 +5,14 @@ gradient against central finite differences of the loss computed by the forward 
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import re
 from pathlib import Path
-from types import MappingProxyType
 
 import numpy as np
 import pytest
+from gradcheck import param_moved
 import yaml
 from rich.console import Console
 from typer.testing import CliRunner
@@ -195,13 +194,7 @@ def test_the_seed_is_p_minus_onehot_over_t_and_n() -> None:
 
 
 def moved_loss(scn, name: str, cell: tuple, delta: float) -> float:
-    W = np.array(scn.param(name), dtype=np.float64)
-    W[cell] += delta
-    if name in ("W_Q", "W_K", "W_V", "W_O"):
-        scn = dataclasses.replace(scn, **{name: W})
-    else:
-        scn = dataclasses.replace(scn, params=MappingProxyType({**scn.params, name: W}))
-    return loss(compute(scn)).value
+    return loss(compute(param_moved(scn, name, cell, delta))).value  # tests/gradcheck.py moves the entry
 
 
 def check_param_grads(scn, names, h=1e-6) -> None:
