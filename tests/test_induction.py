@@ -269,7 +269,9 @@ def test_jumping_to_a_later_blocks_a_puts_the_cursor_on_the_key_that_block_favou
     assert d.app.cursor == (row, col) and f"A⁽²⁾[tree#12, {labels[col]}]" in d.screen
 
 
-def test_the_live_view_shows_both_losses_and_every_heads_map():
+def trained_live(steps: int, size: tuple[int, int]):
+    """The live view of `steps` steps of the induction lesson, run to its end in a Textual pilot at
+    `size`: (the app, its screen's text)."""
     import asyncio
 
     from appdriver import screen_text
@@ -278,18 +280,23 @@ def test_the_live_view_shows_both_losses_and_every_heads_map():
     from attnwalk.commands.train import Plan
     from attnwalk.render.options import ViewOptions
 
-    plan = Plan("induction", 3, None, "scaled", False, None)
+    plan = Plan("induction", steps, None, "scaled", False, None)
     app = TrainApp(plan.runs(), plan.steps, plan.lr, plan.head, ViewOptions(), drawn=True)
 
     async def go():
-        async with app.run_test(size=(100, 50)) as pilot:
+        async with app.run_test(size=size) as pilot:
             for _ in range(300):
                 await pilot.pause(0.1)
                 if app.done:
                     break
+            await pilot.pause(0.3)
             return screen_text(app)
 
-    screen = asyncio.run(go())
+    return app, asyncio.run(go())
+
+
+def test_the_live_view_shows_both_losses_and_every_heads_map():
+    app, screen = trained_live(3, (100, 50))
     assert app.done and len(app.losses["scaled"]) == len(app.repeats["scaled"]) == 4
     assert "3 steps of Adam" in screen and "step 3 / 3 · done" in screen
     assert "L_rep, the loss on the" in screen and "L_rep 3.1148 →" in screen
@@ -300,27 +307,7 @@ def test_the_live_view_shows_both_losses_and_every_heads_map():
 
 
 def test_the_live_view_at_80_by_24_shows_the_circuits_two_maps_and_only_the_keys_that_act():
-    import asyncio
-
-    from appdriver import screen_text
-
-    from attnwalk.app.train import TrainApp
-    from attnwalk.commands.train import Plan
-    from attnwalk.render.options import ViewOptions
-
-    plan = Plan("induction", 2, None, "scaled", False, None)
-    app = TrainApp(plan.runs(), plan.steps, plan.lr, plan.head, ViewOptions(), drawn=True)
-
-    async def go():
-        async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(300):
-                await pilot.pause(0.1)
-                if app.done:
-                    break
-            await pilot.pause(0.3)
-            return screen_text(app)
-
-    screen = asyncio.run(go())
+    app, screen = trained_live(2, (80, 24))
     lines = screen.splitlines()
     assert app.done and len(lines) == 24
     heads = app.seen["scaled"][-1].numbers["heads"]
