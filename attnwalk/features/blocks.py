@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from attnwalk.layer import gradcells
+from attnwalk.layer import gradcells, roles
 from attnwalk.layer.graph import SIGNED, Backward, Stage, fixed_terms, get
 from attnwalk.numbering import shown
 from attnwalk.reading.fields import kind, shape_text
@@ -185,18 +185,11 @@ def made_from_input(stages: list[Stage]) -> list[Stage]:
     return out
 
 
-def output_of(stages: list[Stage]) -> Stage:
-    """The stage a next block reads: the block's output (layer/roles.block_output)."""
-    from attnwalk.layer import roles
-
-    return roles.block_output(tuple(stages))
-
-
 def extend(stages: list[Stage], scn: Scenario) -> None:
     setting: Blocks = scn.setting(NAME)
     first = made_from_input(stages)
     mine = set(setting.keys)
-    last = previous = output_of(stages).key  # block 1's output: what block 2 reads
+    last = previous = roles.block_output(tuple(stages)).key  # block 1's output: what block 2 reads
     end = stages.index(get(stages, last)) + 1
     tail = stages[end:]  # after the block's output (none today): kept after the last block
     del stages[end:]

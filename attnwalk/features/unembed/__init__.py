@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnwalk.features.unembed.keys import (KEYS, NAME, NORMS, TOP_K, Unembed, active, draft_vocab,  # noqa: F401
-                                            fill, read, setting)
+                                            fill, read, setting, token_ids)
 from attnwalk.features.unembed.stages import STAGES, VOCAB, extend  # noqa: F401
 from attnwalk.layer import nexttoken, roles
 
@@ -48,12 +48,6 @@ def dimension_sizes(scn: Scenario) -> dict[str, int]:
 
 def temperature(scn: Scenario) -> float:
     return setting(scn).temperature
-
-
-def token_ids(scn: Scenario) -> list[int]:
-    """Each token's id: its place in the vocabulary."""
-    vocab = setting(scn).vocab
-    return [vocab.index(tok) for tok in scn.tokens]
 
 
 def trained_keys(scn: Scenario) -> dict[str, Any]:

@@ -45,6 +45,13 @@ def active(scn: Scenario) -> bool:
 def setting(scn: Scenario) -> Unembed:
     return scn.setting(NAME) or Unembed(("",))  # (the text of a layer without it: explain, checks)
 
+
+def token_ids(scn: Scenario) -> list[int]:
+    """Each token's id: its place in the vocabulary (the loader has checked every token is in it)."""
+    vocab = setting(scn).vocab
+    return [vocab.index(tok) for tok in scn.tokens]
+
+
 # -- reading the keys --------------------------------------------------------------------------------
 
 

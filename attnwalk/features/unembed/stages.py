@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnwalk.features.unembed.keys import NAME, setting
+from attnwalk.features.unembed.keys import NAME, setting, token_ids
 from attnwalk.layer import nexttoken, normcells, norms, roles
 from attnwalk.layer.cells import dims_shown
 from attnwalk.layer.graph import Backward, Stage, get, grouped, insert_after, replace, symbol_of
@@ -93,9 +93,7 @@ def _tied_grad_cell(c: Cell, stage: Stage, index: int) -> tuple[list, float]:
 
 
 def _ids(scn: Scenario) -> np.ndarray:
-    """Each token's id: its place in the vocabulary (the loader has checked every token is in it)."""
-    vocab = setting(scn).vocab
-    return np.array([vocab.index(tok) for tok in scn.tokens])
+    return np.array(token_ids(scn))  # each token's place in the vocabulary (keys.token_ids)
 
 
 def _lookup(ctx: Context, table: np.ndarray) -> np.ndarray:
